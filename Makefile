@@ -1,0 +1,73 @@
+# The KV-cache book: the plain build.
+#
+#   make run        build every chapter and run them in order
+#   make test       build and run the tests (finds or installs doctest)
+#   make ch01 ...   build one chapter; its program is build/ch01
+#   make sanitize   the tests again under AddressSanitizer and UBSan
+#   make clean
+
+CXX      ?= g++
+# -ffp-contract=off: no fused multiply-adds behind our back, so every machine
+# rounds exactly as the source says (see common/kernels.h).
+CXXFLAGS ?= -std=c++20 -O3 -ffp-contract=off -Wall -Wextra -Wpedantic -Werror
+# Use every instruction this CPU has, if the compiler can target it.
+NATIVE   := $(shell $(CXX) -march=native -x c++ -E /dev/null >/dev/null 2>&1 && echo -march=native)
+ARCH     ?= $(NATIVE)
+BUILD    ?= build
+
+ALL_FLAGS = $(CXXFLAGS) $(ARCH) $(EXTRA) -MMD -MP
+
+# Every folder chapters/NN_name/ with a main.cpp is a chapter; its program
+# is build/chNN and `make chNN` builds it.
+CHAPTER_DIRS = $(sort $(patsubst %/main.cpp,%,$(wildcard chapters/*/main.cpp)))
+CHAPTERS     = $(foreach d,$(CHAPTER_DIRS),ch$(firstword $(subst _, ,$(notdir $(d)))))
+
+COMMON_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard common/*.cpp))
+TEST_OBJ   = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard tests/*.cpp))
+
+.PHONY: all run test sanitize clean doctest $(CHAPTERS)
+.SECONDARY:
+all: $(CHAPTERS)
+
+# ------------------------------------------------------------ chapters
+$(CHAPTERS): %: $(BUILD)/%
+
+$(BUILD)/ch%: $(BUILD)/chapters/ch%.o $(COMMON_OBJ)
+	$(CXX) $(ALL_FLAGS) -o $@ $^
+
+.SECONDEXPANSION:
+$(BUILD)/chapters/ch%.o: $$(wildcard chapters/$$*_*/main.cpp)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ALL_FLAGS) -c -o $@ $<
+
+$(BUILD)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(ALL_FLAGS) -c -o $@ $<
+
+run: $(CHAPTERS)
+	@for ch in $(CHAPTERS); do echo; echo "==> $(BUILD)/$$ch"; ./$(BUILD)/$$ch || exit 1; done
+
+# --------------------------------------------------------------- tests
+doctest:
+	@sh tests/require_doctest.sh $(CXX)
+
+$(BUILD)/book_tests: $(TEST_OBJ) $(COMMON_OBJ)
+	$(CXX) $(ALL_FLAGS) -o $@ $^
+
+test: doctest
+	@$(MAKE) --no-print-directory $(BUILD)/book_tests $(CHAPTERS)
+	./$(BUILD)/book_tests
+	bash tests/check_programs.sh $(BUILD)
+
+# The same tests, built apart, with the sanitizers watching every access.
+sanitize: doctest
+	@$(MAKE) --no-print-directory BUILD=build/sanitize \
+	    CXXFLAGS="-std=c++20 -O1 -g -ffp-contract=off -Wall -Wextra -Wpedantic -Werror" \
+	    EXTRA="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	    build/sanitize/book_tests
+	./build/sanitize/book_tests
+
+clean:
+	rm -rf build plots
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,97 @@
+// Chapter 01: naive decoding. Generates one answer by recomputing the whole
+// sequence for every new token, and shows what that costs.
+#include <iostream>
+
+#include "../../common/model_flags.h"
+#include "../../common/program.h"
+#include "../../common/report.h"
+#include "../../common/svg_plot.h"
+#include "naive_decoding.h"
+
+using namespace kv;
+
+int main(int argc, char** argv) {
+    return run_program("01_naive_decoding", [&] {
+        Config config;               // the book's demo model (common/config.h)
+        std::uint64_t seed = 1;      // seed of the weights and the prompt
+        int prompt_len = 16;         // tokens in the fixed prompt
+        int answer_len = 48;         // tokens to generate, as in the published figure
+        int repeats = 5;             // timed answers after one warm-up; medians are reported
+        bool json = false;
+        std::string plot_dir = "plots";
+
+        Flags flags("01_naive_decoding", "Naive decoding: recompute the whole sequence for every new token.");
+        add_model_flags(flags, config, seed);
+        flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the prompt");
+        flags.add("answer-len", answer_len, 1, 1 << 20, "tokens to generate");
+        flags.add("repeats", repeats, 1, 1000, "timed answers (median reported)");
+        flags.add("json", json, "print the results as one JSON object");
+        flags.add("plot-dir", plot_dir, "folder for the SVG plot");
+        if (!flags.parse(argc, argv)) return 0;
+        if (prompt_len + answer_len - 1 > config.max_seq)
+            throw UsageError("--prompt-len + --answer-len - 1 = " +
+                             std::to_string(prompt_len + answer_len - 1) + " exceeds --max-seq " +
+                             std::to_string(config.max_seq));
+        check_model(config, std::uint64_t(prompt_len + answer_len));
+
+        Transformer model(config, seed);
+        const std::vector<int> prompt = fixed_prompt(prompt_len, config.vocab_size, seed);
+        const AnswerTiming naive = time_answer(model, repeats, [&](const StepCallback& on_step) {
+            return generate_naive(model, prompt, answer_len, on_step);
+        });
+
+        // One row per few steps: each step runs a longer sequence than the last.
+        Table steps({"step", "sequence length", "time", "time (ms)"});
+        const int stride = std::max(1, answer_len / 6);
+        for (int s = 0; s < answer_len; ++s)
+            if (s % stride == 0 || s == answer_len - 1)
+                steps.add_row({s, prompt_len + s, format_duration(naive.step_seconds[s]),
+                               Cell(naive.step_seconds[s] * 1e3, 3)});
+
+        const std::uint64_t predicted = naive_positions(prompt_len, answer_len);
+        SvgPlot plot("Naive decoding: every step recomputes the whole sequence",
+                     "sequence length (tokens)", "time per step (ms)");
+        std::vector<double> xs, ys;
+        for (int s = 0; s < answer_len; ++s) {
+            xs.push_back(prompt_len + s);
+            ys.push_back(naive.step_seconds[s] * 1e3);
+        }
+        plot.add_series("naive step", xs, ys);
+        const std::string plot_path = plot.write(plot_dir + "/01_naive_step_time.svg");
+
+        if (json) {
+            std::cout << Json()
+                             .add("chapter", "01_naive_decoding")
+                             .add("model", config.describe())
+                             .add("parameters", config.parameter_count())
+                             .add("prompt_len", prompt_len)
+                             .add("answer_len", answer_len)
+                             .add("naive_answer_ms", naive.answer_seconds * 1e3)
+                             .add("positions_processed", naive.positions)
+                             .add("positions_predicted", predicted)
+                             .add("tokens", naive.tokens)
+                             .add("steps", steps)
+                             .add("plot", plot_path)
+                             .str()
+                      << "\n";
+            return 0;
+        }
+        std::cout << "Chapter 01: naive decoding\n\n"
+                  << "model: " << config.describe() << "\n"
+                  << "parameters: " << with_commas(config.parameter_count()) << " ("
+                  << format_bytes(config.weight_bytes()) << " of float32 weights)\n"
+                  << "prompt: " << prompt_len << " tokens, answer: " << answer_len
+                  << " tokens, median of " << repeats << " runs after a warm-up\n\n"
+                  << "Each step runs the whole sequence through the model again:\n";
+        steps.print(std::cout);
+        std::cout << "\ntoken-positions processed: " << with_commas(naive.positions) << " for "
+                  << answer_len << " new tokens\n"
+                  << "  predicted: n*p + n*(n-1)/2 = " << answer_len << "*" << prompt_len << " + "
+                  << answer_len << "*" << answer_len - 1 << "/2 = " << with_commas(predicted)
+                  << (predicted == naive.positions ? " (matches)" : " (DOES NOT MATCH)") << "\n"
+                  << "plot: " << plot_path << "\n\n"
+                  << answer_len << "-token answer without the cache: "
+                  << format_duration(naive.answer_seconds) << "\n";
+        return 0;
+    });
+}

@@ -1,0 +1,76 @@
+#include "config.h"
+
+#include <stdexcept>
+
+#include "checked.h"
+
+namespace kv {
+
+namespace {
+
+void require_positive(int value, const char* name) {
+    if (value <= 0)
+        throw std::invalid_argument(std::string(name) + " must be positive, got " +
+                                    std::to_string(value));
+}
+
+}  // namespace
+
+void Config::validate() const {
+    require_positive(n_layers, "layers");
+    require_positive(dim, "dim");
+    require_positive(n_heads, "heads");
+    require_positive(n_kv_heads, "kv-heads");
+    require_positive(ffn_dim, "ffn");
+    require_positive(vocab_size, "vocab");
+    require_positive(max_seq, "max-seq");
+    if (dim % n_heads != 0)
+        throw std::invalid_argument("heads (" + std::to_string(n_heads) +
+                                    ") must divide dim (" + std::to_string(dim) + ")");
+    if (n_heads % n_kv_heads != 0)
+        throw std::invalid_argument("kv-heads (" + std::to_string(n_kv_heads) +
+                                    ") must divide heads (" + std::to_string(n_heads) + ")");
+    if (head_size() % 2 != 0)
+        throw std::invalid_argument("head size dim/heads = " + std::to_string(head_size()) +
+                                    " must be even: RoPE rotates pairs of numbers");
+    weight_bytes();               // throws std::overflow_error if it cannot be counted
+    kv_bytes(std::uint64_t(max_seq));
+}
+
+std::uint64_t Config::parameter_count() const {
+    const std::uint64_t d = dim, kvd = kv_dim(), f = ffn_dim, v = vocab_size;
+    const char* what = "parameter count";
+    std::uint64_t per_layer = checked_mul(2, d, what);                        // two RMSNorm scales
+    per_layer = checked_add(per_layer, checked_mul(2, checked_mul(d, d, what), what), what);  // wq, wo
+    per_layer = checked_add(per_layer, checked_mul(2, checked_mul(kvd, d, what), what), what); // wk, wv
+    per_layer = checked_add(per_layer, checked_mul(3, checked_mul(f, d, what), what), what);   // w1, w2, w3
+    std::uint64_t total = checked_mul(per_layer, std::uint64_t(n_layers), what);
+    total = checked_add(total, checked_mul(2, checked_mul(v, d, what), what), what);  // embedding, output
+    return checked_add(total, d, what);                                                // final norm
+}
+
+std::uint64_t Config::weight_bytes() const {
+    return checked_mul(parameter_count(), sizeof(float), "weight bytes");
+}
+
+std::uint64_t Config::kv_bytes_per_token(std::uint64_t bytes_per_number) const {
+    const char* what = "KV cache bytes per token";
+    std::uint64_t bytes = checked_mul(2, std::uint64_t(n_layers), what);
+    bytes = checked_mul(bytes, std::uint64_t(n_kv_heads), what);
+    bytes = checked_mul(bytes, std::uint64_t(head_size()), what);
+    return checked_mul(bytes, bytes_per_number, what);
+}
+
+std::uint64_t Config::kv_bytes(std::uint64_t tokens, std::uint64_t bytes_per_number) const {
+    return checked_mul(kv_bytes_per_token(bytes_per_number), tokens, "KV cache bytes");
+}
+
+std::string Config::describe() const {
+    return std::to_string(n_layers) + " layers, dim " + std::to_string(dim) + ", " +
+           std::to_string(n_heads) + " heads (" + std::to_string(n_kv_heads) +
+           " KV heads, head size " + std::to_string(head_size()) + "), ffn " +
+           std::to_string(ffn_dim) + ", vocab " + std::to_string(vocab_size) + ", max-seq " +
+           std::to_string(max_seq);
+}
+
+}  // namespace kv

@@ -1,0 +1,183 @@
+#include "flags.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace kv {
+
+namespace {
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+// Whole numbers: an optional minus sign, then digits only ("12", not "12k" or "1e3").
+void require_whole_number(const std::string& name, const std::string& text) {
+    bool ok = !text.empty() && text != "-";
+    for (std::size_t i = 0; i < text.size(); ++i)
+        if (!std::isdigit(static_cast<unsigned char>(text[i])) && !(i == 0 && text[i] == '-'))
+            ok = false;
+    if (!ok) throw UsageError("--" + name + ": expected a whole number, got " + quote(text));
+}
+
+[[noreturn]] void out_of_range(const std::string& name, const std::string& text,
+                               const std::string& min, const std::string& max) {
+    throw UsageError("--" + name + ": must be in " + min + ".." + max + ", got " + text);
+}
+
+std::int64_t parse_signed(const std::string& name, const std::string& text, std::int64_t min,
+                          std::int64_t max) {
+    require_whole_number(name, text);
+    errno = 0;
+    const long long v = std::strtoll(text.c_str(), nullptr, 10);
+    if (errno == ERANGE || v < min || v > max)
+        out_of_range(name, text, std::to_string(min), std::to_string(max));
+    return v;
+}
+
+std::uint64_t parse_unsigned(const std::string& name, const std::string& text, std::uint64_t min,
+                             std::uint64_t max) {
+    require_whole_number(name, text);
+    errno = 0;
+    const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+    if (text[0] == '-' || errno == ERANGE || v < min || v > max)
+        out_of_range(name, text, std::to_string(min), std::to_string(max));
+    return v;
+}
+
+std::string format_double(double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+}
+
+}  // namespace
+
+Flags::Flags(std::string program, std::string summary)
+    : program_(std::move(program)), summary_(std::move(summary)) {}
+
+void Flags::declare(Flag flag) {
+    if (find(flag.name) != nullptr) throw std::logic_error("flag declared twice: --" + flag.name);
+    flags_.push_back(std::move(flag));
+}
+
+Flags::Flag* Flags::find(const std::string& name) {
+    for (Flag& f : flags_)
+        if (f.name == name) return &f;
+    return nullptr;
+}
+
+void Flags::add(const std::string& name, int& value, std::int64_t min, std::int64_t max,
+                const std::string& help) {
+    declare({name, help, std::to_string(value), std::to_string(min) + ".." + std::to_string(max),
+             false, [&value, name, min, max](const std::string& text) {
+                 value = static_cast<int>(parse_signed(name, text, min, max));
+             }});
+}
+
+void Flags::add(const std::string& name, std::int64_t& value, std::int64_t min, std::int64_t max,
+                const std::string& help) {
+    declare({name, help, std::to_string(value), std::to_string(min) + ".." + std::to_string(max),
+             false, [&value, name, min, max](const std::string& text) {
+                 value = parse_signed(name, text, min, max);
+             }});
+}
+
+void Flags::add(const std::string& name, std::uint64_t& value, std::uint64_t min,
+                std::uint64_t max, const std::string& help) {
+    declare({name, help, std::to_string(value), std::to_string(min) + ".." + std::to_string(max),
+             false, [&value, name, min, max](const std::string& text) {
+                 value = parse_unsigned(name, text, min, max);
+             }});
+}
+
+void Flags::add(const std::string& name, double& value, double min, double max,
+                const std::string& help) {
+    declare({name, help, format_double(value), format_double(min) + ".." + format_double(max),
+             false, [&value, name, min, max](const std::string& text) {
+                 const std::string what = "--" + name + ": ";
+                 char* end = nullptr;
+                 errno = 0;
+                 const double v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+                 if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE ||
+                     !std::isfinite(v) || std::isspace(static_cast<unsigned char>(text[0])))
+                     throw UsageError(what + "expected a number, got " + quote(text));
+                 if (v < min || v > max)
+                     throw UsageError(what + "must be in " + format_double(min) + ".." +
+                                      format_double(max) + ", got " + text);
+                 value = v;
+             }});
+}
+
+void Flags::add(const std::string& name, std::string& value, const std::string& help) {
+    declare({name, help, value.empty() ? "(none)" : value, "", false,
+             [&value](const std::string& text) { value = text; }});
+}
+
+void Flags::add(const std::string& name, bool& value, const std::string& help) {
+    declare({name, help, value ? "on" : "off", "", true,
+             [&value](const std::string&) { value = true; }});
+}
+
+void Flags::add_choice(const std::string& name, std::string& value,
+                       const std::vector<std::string>& choices, const std::string& help) {
+    std::string range;
+    for (const std::string& c : choices) range += (range.empty() ? "" : " | ") + c;
+    declare({name, help, value, range, false, [&value, name, choices, range](const std::string& text) {
+                 for (const std::string& c : choices)
+                     if (c == text) {
+                         value = text;
+                         return;
+                     }
+                 throw UsageError("--" + name + ": expected one of " + range + ", got " + quote(text));
+             }});
+}
+
+bool Flags::parse(int argc, const char* const* argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            print_help(std::cout);
+            return false;
+        }
+        if (arg.rfind("--", 0) != 0 || arg.size() == 2)
+            throw UsageError("unexpected argument " + quote(arg) + " (flags start with --; see --help)");
+        const std::size_t eq = arg.find('=');
+        const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+        Flag* flag = find(name);
+        if (flag == nullptr) throw UsageError("unknown flag --" + name + " (see --help)");
+        if (flag->is_switch) {
+            if (eq != std::string::npos) throw UsageError("--" + name + " takes no value");
+            flag->set("");
+            continue;
+        }
+        std::string value;
+        if (eq != std::string::npos) {
+            value = arg.substr(eq + 1);
+        } else {
+            if (i + 1 >= argc) throw UsageError("--" + name + ": missing value");
+            value = argv[++i];
+        }
+        flag->set(value);
+    }
+    return true;
+}
+
+void Flags::print_help(std::ostream& out) const {
+    out << "usage: " << program_ << " [flags]\n" << summary_ << "\n\nflags:\n";
+    std::size_t width = 0;
+    for (const Flag& f : flags_) width = std::max(width, f.name.size());
+    for (const Flag& f : flags_) {
+        out << "  --" << std::left << std::setw(static_cast<int>(width) + 2) << f.name << f.help
+            << " (default " << f.default_text;
+        if (!f.range_text.empty()) out << "; " << f.range_text;
+        out << ")\n";
+    }
+    out << "  --" << std::left << std::setw(static_cast<int>(width) + 2) << "help"
+        << "print this help and exit\n";
+}
+
+}  // namespace kv

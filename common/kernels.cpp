@@ -1,0 +1,160 @@
+#include "kernels.h"
+
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace kv {
+
+// ---------------------------------------------------------------- dot products
+
+namespace {
+
+// kLanes floats as one value. GCC and Clang turn arithmetic on it into
+// whatever vector instructions the target has (one AVX-512 register, two AVX
+// registers, four SSE or NEON registers), and keep such values in registers,
+// which they will not reliably do for a plain float[16] array.
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+
+inline Lanes load(const float* p) {
+    Lanes v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// The last n % kLanes numbers, padded with zeros: the padding adds 0 * 0 to
+// the unused lanes, which changes nothing.
+inline Lanes load_tail(const float* p, int n) {
+    Lanes v = {};
+    std::memcpy(&v, p, std::size_t(n) * sizeof(float));
+    return v;
+}
+
+// The fixed pairwise reduction of the kLanes partial sums.
+inline float reduce_lanes(Lanes v) {
+    float acc[kLanes];
+    std::memcpy(acc, &v, sizeof acc);
+    for (int width = kLanes / 2; width >= 1; width /= 2)
+        for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
+    return acc[0];
+}
+
+// R rows of x against C rows of w: R * C dot products computed together, so
+// each number loaded from x is used C times and each from w R times while it
+// sits in a register. Every one of them adds its terms exactly as dot() does.
+template <int R, int C>
+inline void dot_tile(const float* const* x, const float* const* w, int n, float* out,
+                     int out_stride) {
+    Lanes acc[R][C] = {};
+    int k = 0;
+    for (; k + kLanes <= n; k += kLanes) {
+        Lanes xv[R], wv[C];
+        for (int r = 0; r < R; ++r) xv[r] = load(x[r] + k);
+        for (int c = 0; c < C; ++c) wv[c] = load(w[c] + k);
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
+    }
+    if (k < n) {
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c)
+                acc[r][c] += load_tail(x[r] + k, n - k) * load_tail(w[c] + k, n - k);
+    }
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) out[r * out_stride + c] = reduce_lanes(acc[r][c]);
+}
+
+// Rows i0.. of x against rows j0.. of w, R and C at a time.
+template <int R, int C>
+inline void matmul_block(const Matrix& x, int i0, const Matrix& w, int j0, Matrix& y) {
+    const float* xr[R];
+    const float* wr[C];
+    for (int r = 0; r < R; ++r) xr[r] = x.row(i0 + r);
+    for (int c = 0; c < C; ++c) wr[c] = w.row(j0 + c);
+    dot_tile<R, C>(xr, wr, x.cols, &y.at(i0, j0), y.cols);
+}
+
+// All of w against R rows of x: C weight rows at a time, then one by one.
+template <int R>
+void matmul_rows(const Matrix& x, int i0, const Matrix& w, Matrix& y) {
+    int j = 0;
+    for (; j + 4 <= w.rows; j += 4) matmul_block<R, 4>(x, i0, w, j, y);
+    for (; j < w.rows; ++j) matmul_block<R, 1>(x, i0, w, j, y);
+}
+
+}  // namespace
+
+float dot(const float* a, const float* b, int n) {
+    float out;
+    dot_tile<1, 1>(&a, &b, n, &out, 1);
+    return out;
+}
+
+// ------------------------------------------------------------ matrix products
+
+void matmul(const Matrix& x, const Matrix& w, Matrix& y) {
+    if (x.cols != w.cols || y.rows != x.rows || y.cols != w.rows)
+        throw std::invalid_argument("matmul: shapes do not match");
+    int i = 0;
+    for (; i + 4 <= x.rows; i += 4) matmul_rows<4>(x, i, w, y);
+    for (; i < x.rows; ++i) matmul_rows<1>(x, i, w, y);
+}
+
+void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y) {
+    if (x.cols != w.cols || y.rows != x.rows || y.cols != w.rows)
+        throw std::invalid_argument("matmul_reference: shapes do not match");
+    for (int i = 0; i < x.rows; ++i)
+        for (int j = 0; j < w.rows; ++j) {
+            float sum = 0.0f;
+            for (int k = 0; k < x.cols; ++k) sum += x.at(i, k) * w.at(j, k);
+            y.at(i, j) = sum;
+        }
+}
+
+// ------------------------------------------------------- the other operations
+
+void rmsnorm(std::span<float> out, std::span<const float> x, std::span<const float> scale) {
+    assert(out.size() == x.size() && scale.size() == x.size());
+    const int n = static_cast<int>(x.size());
+    const float mean_square = dot(x.data(), x.data(), n) / static_cast<float>(n);
+    const float inv_rms = 1.0f / std::sqrt(mean_square + 1e-5f);
+    for (int i = 0; i < n; ++i) out[i] = x[i] * inv_rms * scale[i];
+}
+
+// exp, cos and sin are computed in double and rounded once to float. The
+// float versions may differ in the last bit between C libraries; rounding a
+// double result almost never does, so a seed gives the same tokens on every
+// machine.
+void softmax(std::span<float> x) {
+    if (x.empty()) return;
+    float max = x[0];
+    for (float v : x) max = v > max ? v : max;
+    float sum = 0.0f;
+    for (float& v : x) {
+        v = static_cast<float>(std::exp(static_cast<double>(v - max)));
+        sum += v;
+    }
+    for (float& v : x) v /= sum;
+}
+
+float silu(float x) {
+    return x / (1.0f + static_cast<float>(std::exp(-static_cast<double>(x))));
+}
+
+void rope(std::span<float> vec, int head_size, int pos) {
+    assert(head_size % 2 == 0 && vec.size() % head_size == 0);
+    for (int i = 0; i < head_size / 2; ++i) {
+        const double angle = pos * std::pow(10000.0, -2.0 * i / head_size);
+        const float c = static_cast<float>(std::cos(angle));
+        const float s = static_cast<float>(std::sin(angle));
+        for (std::size_t head = 0; head < vec.size(); head += head_size) {
+            float& v0 = vec[head + 2 * i];
+            float& v1 = vec[head + 2 * i + 1];
+            const float a = v0, b = v1;
+            v0 = a * c - b * s;
+            v1 = a * s + b * c;
+        }
+    }
+}
+
+}  // namespace kv

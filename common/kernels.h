@@ -1,0 +1,50 @@
+// The arithmetic of a transformer: dot products, matrix products, RMSNorm,
+// softmax, SiLU and rotary position embedding.
+//
+// One rule makes the book's comparisons exact: every dot product, whether
+// it comes from dot(), from a matrix-vector product at decode time or from
+// a matrix-matrix product at prefill or in a batch, adds its terms in the
+// same order (kLanes interleaved partial sums, then a fixed pairwise
+// reduction). Together with -ffp-contract=off in the build, this means the
+// cache and batching change nothing but the time: the logits are the same
+// to the last bit.
+#pragma once
+
+#include <span>
+
+#include "matrix.h"
+
+namespace kv {
+
+// Partial sums per dot product. 16 floats is one AVX-512 register, two AVX
+// or four SSE/NEON registers: the compiler maps the lanes onto whatever the
+// machine has, and the order of additions stays the same everywhere.
+inline constexpr int kLanes = 16;
+
+float dot(const float* a, const float* b, int n);
+
+// y (x.rows, w.rows) = x (rows, in) times w (out, in) transposed: each output
+// y[i][j] is the dot product of input row i with weight row j. Weights are
+// stored (out, in) as in Llama, so each output reads one contiguous row.
+void matmul(const Matrix& x, const Matrix& w, Matrix& y);
+
+// The textbook triple loop, one sequential sum per output. Slow, and its sums
+// round differently; kept as the reference the fast kernel is tested against.
+void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y);
+
+// out = x / sqrt(mean(x^2) + 1e-5) * scale, as in Llama.
+void rmsnorm(std::span<float> out, std::span<const float> x, std::span<const float> scale);
+
+// In place: exp(x - max) / sum. Subtracting the max first keeps exp from
+// overflowing; the result is unchanged mathematically.
+void softmax(std::span<float> x);
+
+// SiLU(x) = x * sigmoid(x), the gate of the SwiGLU feed-forward.
+float silu(float x);
+
+// Rotary position embedding, Llama 2 convention: inside each head of
+// head_size numbers, the pair (2i, 2i+1) turns by the angle
+// pos * 10000^(-2i / head_size). vec holds whole heads back to back.
+void rope(std::span<float> vec, int head_size, int pos);
+
+}  // namespace kv

@@ -1,0 +1,40 @@
+#include "kv_cache.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace kv {
+
+KVCache::KVCache(const Config& config, int capacity)
+    : n_layers_(config.n_layers),
+      kv_dim_(config.kv_dim()),
+      capacity_(capacity),
+      bytes_per_token_(config.kv_bytes_per_token(sizeof(float))) {
+    if (capacity <= 0 || capacity > config.max_seq)
+        throw std::invalid_argument("KV cache capacity must be in 1.." +
+                                    std::to_string(config.max_seq) + ", got " +
+                                    std::to_string(capacity));
+    const std::size_t numbers = std::size_t(n_layers_) * capacity_ * kv_dim_;
+    keys_.assign(numbers, 0.0f);
+    values_.assign(numbers, 0.0f);
+}
+
+std::uint64_t KVCache::bytes_used() const { return bytes_per_token_ * std::uint64_t(length_); }
+
+std::uint64_t KVCache::bytes_allocated() const {
+    return (keys_.size() + values_.size()) * sizeof(float);
+}
+
+void KVCache::check_room(int n) const {
+    if (n < 0 || n > remaining())
+        throw std::length_error("KV cache full: " + std::to_string(length_) + " of " +
+                                std::to_string(capacity_) + " positions used, " +
+                                std::to_string(n) + " more do not fit");
+}
+
+void KVCache::commit(int n) {
+    check_room(n);
+    length_ += n;
+}
+
+}  // namespace kv

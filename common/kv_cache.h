@@ -1,0 +1,61 @@
+// One sequence's key/value store: the KV cache.
+//
+// Attention at position t needs the keys and values of every position
+// before it. They depend only on the tokens at those positions, so instead
+// of recomputing them for every new token, a server computes each once and
+// keeps it here.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "config.h"
+
+namespace kv {
+
+class KVCache {
+public:
+    // Room for `capacity` positions (at most config.max_seq), allocated and
+    // zeroed now: the whole possible context is reserved up front.
+    KVCache(const Config& config, int capacity);
+    explicit KVCache(const Config& config) : KVCache(config, config.max_seq) {}
+
+    int length() const { return length_; }      // positions 0..length-1 are filled
+    int capacity() const { return capacity_; }  // positions it can hold
+    int remaining() const { return capacity_ - length_; }
+
+    // Bytes of keys and values written so far, and bytes allocated. Both are
+    // exactly Config::kv_bytes(positions) at float32.
+    std::uint64_t bytes_used() const;
+    std::uint64_t bytes_allocated() const;
+
+    // Key and value vectors (kv_dim numbers) of one layer at one position.
+    // The forward pass writes positions length()..length()+n-1, then
+    // commit(n) makes them part of the cache.
+    float* key(int layer, int pos) { return keys_.data() + offset(layer, pos); }
+    float* value(int layer, int pos) { return values_.data() + offset(layer, pos); }
+    const float* key(int layer, int pos) const { return keys_.data() + offset(layer, pos); }
+    const float* value(int layer, int pos) const { return values_.data() + offset(layer, pos); }
+
+    // Throws std::length_error if n more positions do not fit.
+    void check_room(int n) const;
+    void commit(int n);
+    void clear() { length_ = 0; }  // forget the sequence; keep the memory
+
+    int kv_dim() const { return kv_dim_; }
+
+private:
+    std::size_t offset(int layer, int pos) const {
+        return (std::size_t(layer) * capacity_ + pos) * kv_dim_;
+    }
+
+    int n_layers_;
+    int kv_dim_;
+    int capacity_;
+    int length_ = 0;
+    std::uint64_t bytes_per_token_;
+    std::vector<float> keys_;    // (layer, capacity, kv_dim)
+    std::vector<float> values_;  // (layer, capacity, kv_dim)
+};
+
+}  // namespace kv

@@ -1,0 +1,45 @@
+#include "model_flags.h"
+
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include "checked.h"
+#include "report.h"
+
+namespace kv {
+
+void add_model_flags(Flags& flags, Config& c, std::uint64_t& seed) {
+    flags.add("layers", c.n_layers, 1, 1024, "transformer layers");
+    flags.add("dim", c.dim, 2, 1 << 16, "model width");
+    flags.add("heads", c.n_heads, 1, 1024, "query heads (must divide --dim)");
+    flags.add("kv-heads", c.n_kv_heads, 1, 1024, "key/value heads (must divide --heads)");
+    flags.add("ffn", c.ffn_dim, 1, 1 << 18, "feed-forward hidden width");
+    flags.add("vocab", c.vocab_size, 2, 1 << 20, "vocabulary size");
+    flags.add("max-seq", c.max_seq, 1, 1 << 20, "longest context (KV cache positions)");
+    flags.add("seed", seed, 0, UINT64_MAX, "seed of the random weights");
+}
+
+std::uint64_t physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page_size <= 0) return 0;
+    return std::uint64_t(pages) * std::uint64_t(page_size);
+}
+
+void check_model(const Config& config, std::uint64_t cache_tokens) {
+    std::uint64_t need = 0;
+    try {
+        config.validate();
+        need = checked_add(config.weight_bytes(), config.kv_bytes(cache_tokens), "model memory");
+    } catch (const std::exception& e) {
+        throw UsageError(e.what());
+    }
+    const std::uint64_t have = physical_memory_bytes();
+    if (have != 0 && need > have / 2)
+        throw UsageError("this model needs " + format_bytes(need) + " for weights and KV cache, " +
+                         "more than half of this machine's " + format_bytes(have) +
+                         "; choose smaller --dim, --layers, --ffn, --vocab or --max-seq");
+}
+
+}  // namespace kv

@@ -1,0 +1,23 @@
+// The flags every program shares: the model's shape and seed, and the
+// check that the model a reader asks for fits in this machine's memory.
+#pragma once
+
+#include <cstdint>
+
+#include "config.h"
+#include "flags.h"
+
+namespace kv {
+
+// --layers --dim --heads --kv-heads --ffn --vocab --max-seq --seed
+void add_model_flags(Flags& flags, Config& config, std::uint64_t& seed);
+
+// Validates the shape (throwing UsageError naming what is wrong) and checks
+// that its weights plus `cache_tokens` positions of float32 KV cache fit in
+// the machine's physical memory.
+void check_model(const Config& config, std::uint64_t cache_tokens);
+
+// Physical memory of this machine in bytes (0 if it cannot be read).
+std::uint64_t physical_memory_bytes();
+
+}  // namespace kv

@@ -1,0 +1,155 @@
+#include "svg_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "program.h"
+
+namespace kv {
+
+void SvgPlot::add_series(std::string name, std::vector<double> x, std::vector<double> y) {
+    if (x.size() != y.size()) throw std::invalid_argument("plot series: x and y differ in length");
+    series_.push_back({std::move(name), std::move(x), std::move(y)});
+}
+
+void SvgPlot::add_hline(std::string name, double y) { hlines_.emplace_back(std::move(name), y); }
+
+namespace {
+
+const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"};
+
+std::string num(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+    return buf;
+}
+
+std::string label(double v) {
+    char buf[32];
+    if (v != 0 && (std::fabs(v) >= 1e5 || std::fabs(v) < 1e-2))
+        std::snprintf(buf, sizeof buf, "%.0e", v);
+    else
+        std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+std::string escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '<') out += "&lt;";
+        else if (c == '>') out += "&gt;";
+        else if (c == '&') out += "&amp;";
+        else out += c;
+    }
+    return out;
+}
+
+// A "nice" tick step (1, 2 or 5 times a power of ten) giving about 5 ticks.
+double tick_step(double span) {
+    const double raw = span / 5.0;
+    const double power = std::pow(10.0, std::floor(std::log10(raw)));
+    for (double m : {1.0, 2.0, 5.0})
+        if (m * power >= raw) return m * power;
+    return 10.0 * power;
+}
+
+}  // namespace
+
+std::string SvgPlot::svg() const {
+    const double W = 720, H = 440, left = 80, right = 190, top = 40, bottom = 60;
+    const double pw = W - left - right, ph = H - top - bottom;
+
+    auto tx = [&](double x) { return log2_x_ ? std::log2(x) : x; };
+    double x0 = 1e300, x1 = -1e300, y1 = -1e300;
+    for (const Series& s : series_)
+        for (std::size_t i = 0; i < s.x.size(); ++i) {
+            x0 = std::min(x0, tx(s.x[i]));
+            x1 = std::max(x1, tx(s.x[i]));
+            y1 = std::max(y1, s.y[i]);
+        }
+    for (const auto& h : hlines_) y1 = std::max(y1, h.second);
+    if (x0 > x1) x0 = 0, x1 = 1;
+    if (x0 == x1) x1 = x0 + 1;
+    if (!(y1 > 0)) y1 = 1;
+    const double y0 = 0;  // every quantity the book plots starts from zero
+    const double ystep = tick_step(y1 - y0);
+    y1 = std::ceil(y1 / ystep) * ystep;
+
+    auto px = [&](double x) { return left + (tx(x) - x0) / (x1 - x0) * pw; };
+    auto py = [&](double y) { return top + ph - (y - y0) / (y1 - y0) * ph; };
+
+    std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) +
+                      "\" height=\"" + num(H) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+    out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+    out += "<text x=\"" + num(W / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" +
+           escape(title_) + "</text>\n";
+
+    // Grid and ticks.
+    for (double y = y0; y <= y1 + ystep / 2; y += ystep) {
+        out += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) + "\" y1=\"" + num(py(y)) +
+               "\" y2=\"" + num(py(y)) + "\" stroke=\"#ddd\"/>\n";
+        out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(py(y) + 4) +
+               "\" text-anchor=\"end\">" + label(y) + "</text>\n";
+    }
+    if (log2_x_) {
+        for (double e = std::ceil(x0); e <= x1; e += 1) {
+            const double x = std::pow(2.0, e);
+            out += "<text x=\"" + num(px(x)) + "\" y=\"" + num(top + ph + 18) +
+                   "\" text-anchor=\"middle\">" + label(x) + "</text>\n";
+        }
+    } else {
+        const double xstep = tick_step(x1 - x0);
+        for (double x = std::ceil(x0 / xstep) * xstep; x <= x1 + xstep / 1e6; x += xstep)
+            out += "<text x=\"" + num(px(x)) + "\" y=\"" + num(top + ph + 18) +
+                   "\" text-anchor=\"middle\">" + label(x) + "</text>\n";
+    }
+    out += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) +
+           "\" height=\"" + num(ph) + "\" fill=\"none\" stroke=\"#333\"/>\n";
+    out += "<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(H - 15) +
+           "\" text-anchor=\"middle\">" + escape(x_label_) + "</text>\n";
+    out += "<text transform=\"translate(18," + num(top + ph / 2) +
+           ") rotate(-90)\" text-anchor=\"middle\">" + escape(y_label_) + "</text>\n";
+
+    // Series, horizontal lines and the legend.
+    int k = 0;
+    auto legend = [&](const std::string& name, const char* color, bool dashed) {
+        const double ly = top + 10 + 20 * k;
+        out += "<line x1=\"" + num(left + pw + 12) + "\" x2=\"" + num(left + pw + 36) + "\" y1=\"" +
+               num(ly) + "\" y2=\"" + num(ly) + "\" stroke=\"" + color + "\" stroke-width=\"2\"" +
+               (dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
+        out += "<text x=\"" + num(left + pw + 42) + "\" y=\"" + num(ly + 4) + "\">" + escape(name) +
+               "</text>\n";
+        ++k;
+    };
+    for (std::size_t s = 0; s < series_.size(); ++s) {
+        const char* color = kColors[s % std::size(kColors)];
+        std::string points;
+        const Series& ser = series_[s];
+        for (std::size_t i = 0; i < ser.x.size(); ++i) {
+            if (steps_ && i > 0) points += num(px(ser.x[i])) + "," + num(py(ser.y[i - 1])) + " ";
+            points += num(px(ser.x[i])) + "," + num(py(ser.y[i])) + " ";
+        }
+        out += "<polyline fill=\"none\" stroke=\"" + std::string(color) +
+               "\" stroke-width=\"2\" points=\"" + points + "\"/>\n";
+        if (ser.x.size() <= 40 && !steps_)
+            for (std::size_t i = 0; i < ser.x.size(); ++i)
+                out += "<circle cx=\"" + num(px(ser.x[i])) + "\" cy=\"" + num(py(ser.y[i])) +
+                       "\" r=\"3\" fill=\"" + color + "\"/>\n";
+        legend(ser.name, color, false);
+    }
+    for (const auto& [name, y] : hlines_) {
+        out += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) + "\" y1=\"" + num(py(y)) +
+               "\" y2=\"" + num(py(y)) + "\" stroke=\"#555\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n";
+        legend(name, "#555", true);
+    }
+    return out + "</svg>\n";
+}
+
+std::string SvgPlot::write(const std::string& path) const {
+    write_file(path, svg());
+    return path;
+}
+
+}  // namespace kv

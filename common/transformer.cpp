@@ -1,0 +1,159 @@
+#include "transformer.h"
+
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "kernels.h"
+
+namespace kv {
+
+Transformer::Transformer(const Config& config, Weights weights)
+    : config_(config), weights_(std::move(weights)) {
+    config_.validate();
+    const Config& c = config_;
+    x_ = Matrix(0, c.dim);
+    xb_ = Matrix(0, c.dim);
+    q_ = Matrix(0, c.dim);
+    k_ = Matrix(0, c.kv_dim());
+    v_ = Matrix(0, c.kv_dim());
+    att_ = Matrix(0, c.dim);
+    proj_ = Matrix(0, c.dim);
+    gate_ = Matrix(0, c.ffn_dim);
+    up_ = Matrix(0, c.ffn_dim);
+    last_ = Matrix(0, c.dim);
+    logits_ = Matrix(0, c.vocab_size);
+    scores_.resize(c.max_seq);
+}
+
+std::span<const float> Transformer::forward(std::span<const int> tokens, KVCache& cache) {
+    const SequenceChunk chunk{tokens, &cache};
+    return forward(std::span(&chunk, 1)).row_span(0);
+}
+
+// Everything is checked before anything is written, so a bad call leaves
+// every cache as it was.
+void Transformer::check(std::span<const SequenceChunk> chunks) const {
+    if (chunks.empty()) throw std::invalid_argument("forward: no sequences given");
+    std::set<const KVCache*> seen;
+    for (const SequenceChunk& chunk : chunks) {
+        if (chunk.cache == nullptr) throw std::invalid_argument("forward: missing KV cache");
+        if (!seen.insert(chunk.cache).second)
+            throw std::invalid_argument("forward: one KV cache given twice in a batch");
+        if (chunk.cache->kv_dim() != config_.kv_dim())
+            throw std::invalid_argument("forward: KV cache made for another model shape");
+        if (chunk.tokens.empty()) throw std::invalid_argument("forward: a sequence has no new tokens");
+        chunk.cache->check_room(static_cast<int>(chunk.tokens.size()));
+        for (int token : chunk.tokens)
+            if (token < 0 || token >= config_.vocab_size)
+                throw std::out_of_range("forward: token " + std::to_string(token) +
+                                        " outside the vocabulary 0.." +
+                                        std::to_string(config_.vocab_size - 1));
+    }
+}
+
+const Matrix& Transformer::forward(std::span<const SequenceChunk> chunks) {
+    check(chunks);
+    const Config& c = config_;
+    int rows = 0;
+    for (const SequenceChunk& chunk : chunks) rows += static_cast<int>(chunk.tokens.size());
+    for (Matrix* m : {&x_, &xb_, &q_, &k_, &v_, &att_, &proj_, &gate_, &up_}) m->resize_rows(rows);
+
+    // Token embedding: row r of x is the vector of the r-th new token.
+    int r = 0;
+    for (const SequenceChunk& chunk : chunks)
+        for (int token : chunk.tokens) {
+            const float* e = weights_.token_embedding.row(token);
+            std::copy(e, e + c.dim, x_.row(r++));
+        }
+
+    for (int l = 0; l < c.n_layers; ++l) {
+        const LayerWeights& w = weights_.layers[l];
+
+        // Attention block: x += wo * attention(rope(wq xb), rope(wk xb), wv xb).
+        for (int i = 0; i < rows; ++i) rmsnorm(xb_.row_span(i), x_.row_span(i), w.attn_norm);
+        matmul(xb_, w.wq, q_);
+        matmul(xb_, w.wk, k_);
+        matmul(xb_, w.wv, v_);
+        int first_row = 0;
+        for (const SequenceChunk& chunk : chunks) {
+            attention(chunk, first_row, l);
+            first_row += static_cast<int>(chunk.tokens.size());
+        }
+        matmul(att_, w.wo, proj_);
+        for (std::size_t i = 0; i < std::size_t(rows) * c.dim; ++i) x_.data[i] += proj_.data[i];
+
+        // Feed-forward block: x += w2 (silu(w1 xb) * w3 xb).
+        for (int i = 0; i < rows; ++i) rmsnorm(xb_.row_span(i), x_.row_span(i), w.ffn_norm);
+        matmul(xb_, w.w1, gate_);
+        matmul(xb_, w.w3, up_);
+        for (std::size_t i = 0; i < std::size_t(rows) * c.ffn_dim; ++i)
+            gate_.data[i] = silu(gate_.data[i]) * up_.data[i];
+        matmul(gate_, w.w2, proj_);
+        for (std::size_t i = 0; i < std::size_t(rows) * c.dim; ++i) x_.data[i] += proj_.data[i];
+    }
+
+    // Only the last token of each sequence needs logits: it is the one whose
+    // next token we are about to choose.
+    const int n_chunks = static_cast<int>(chunks.size());
+    last_.resize_rows(n_chunks);
+    logits_.resize_rows(n_chunks);
+    int last_row = -1;
+    for (int i = 0; i < n_chunks; ++i) {
+        last_row += static_cast<int>(chunks[i].tokens.size());
+        rmsnorm(last_.row_span(i), x_.row_span(last_row), weights_.final_norm);
+    }
+    matmul(last_, weights_.output, logits_);
+
+    for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int>(chunk.tokens.size()));
+    positions_processed_ += static_cast<std::uint64_t>(rows);
+    return logits_;
+}
+
+// Attention for one sequence's new rows at one layer. Their keys and values
+// join the cache first, so that each new token also attends to itself and
+// to the new tokens before it, exactly as in a pass over the whole sequence.
+void Transformer::attention(const SequenceChunk& chunk, int first_row, int layer) {
+    const Config& c = config_;
+    const int hs = c.head_size();
+    const int start = chunk.cache->length();
+    const int n_new = static_cast<int>(chunk.tokens.size());
+    KVCache& cache = *chunk.cache;
+
+    for (int t = 0; t < n_new; ++t) {
+        const int pos = start + t;  // absolute position: RoPE must see where the token really is
+        rope(q_.row_span(first_row + t), hs, pos);
+        rope(k_.row_span(first_row + t), hs, pos);
+        std::copy(k_.row(first_row + t), k_.row(first_row + t) + c.kv_dim(), cache.key(layer, pos));
+        std::copy(v_.row(first_row + t), v_.row(first_row + t) + c.kv_dim(), cache.value(layer, pos));
+    }
+
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    for (int t = 0; t < n_new; ++t) {
+        const int pos = start + t;  // attends to positions 0..pos (causal)
+        for (int h = 0; h < c.n_heads; ++h) {
+            const int kv_head = h / c.group_size();  // grouped-query attention
+            const float* q = q_.row(first_row + t) + h * hs;
+            std::span<float> scores(scores_.data(), pos + 1);
+            for (int j = 0; j <= pos; ++j)
+                scores[j] = dot(q, cache.key(layer, j) + kv_head * hs, hs) * scale;
+            softmax(scores);
+            float* out = att_.row(first_row + t) + h * hs;
+            std::fill(out, out + hs, 0.0f);
+            for (int j = 0; j <= pos; ++j) {
+                const float* v = cache.value(layer, j) + kv_head * hs;
+                for (int d = 0; d < hs; ++d) out[d] += scores[j] * v[d];
+            }
+        }
+    }
+}
+
+int argmax(std::span<const float> logits) {
+    int best = 0;
+    for (int i = 1; i < static_cast<int>(logits.size()); ++i)
+        if (logits[i] > logits[best]) best = i;
+    return best;
+}
+
+}  // namespace kv

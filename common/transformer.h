@@ -1,0 +1,76 @@
+// The Llama-shaped decoder and its one forward pass.
+//
+// Every way of generating text in the book calls forward():
+//   naive decoding   (chapter 01): a fresh cache and the whole sequence, every step;
+//   cached decoding  (chapter 02): the prompt once (prefill), then one token at a time;
+//   batched decoding (chapter 04): one new token for each of many sequences at once.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "config.h"
+#include "kv_cache.h"
+#include "matrix.h"
+#include "weights.h"
+
+namespace kv {
+
+// New tokens of one sequence, and that sequence's cache. The tokens go to
+// positions cache->length() onwards.
+struct SequenceChunk {
+    std::span<const int> tokens;
+    KVCache* cache;
+};
+
+class Transformer {
+public:
+    Transformer(const Config& config, Weights weights);
+    Transformer(const Config& config, std::uint64_t seed)
+        : Transformer(config, random_weights(config, seed)) {}
+
+    // The forward pass for one sequence: appends the keys and values of
+    // `tokens` to `cache` and returns the logits (vocab numbers) after the
+    // last of them: the scores of every possible next token.
+    std::span<const float> forward(std::span<const int> tokens, KVCache& cache);
+
+    // The same for several sequences at once. The weight products run once
+    // over all their rows together; attention runs per sequence over its own
+    // cache. Row i of the result holds the logits after chunk i's last token.
+    const Matrix& forward(std::span<const SequenceChunk> chunks);
+
+    const Config& config() const { return config_; }
+    const Weights& weights() const { return weights_; }
+
+    // Token-positions pushed through the layers since construction: the
+    // work the model did, which tells whether a cache was really used.
+    std::uint64_t positions_processed() const { return positions_processed_; }
+
+private:
+    void check(std::span<const SequenceChunk> chunks) const;
+    void attention(const SequenceChunk& chunk, int first_row, int layer);
+
+    Config config_;
+    Weights weights_;
+    std::uint64_t positions_processed_ = 0;
+
+    // Scratch space, one row per token in flight, allocated once and reused.
+    Matrix x_;         // (rows, dim)    the residual stream
+    Matrix xb_;        // (rows, dim)    x after RMSNorm
+    Matrix q_;         // (rows, dim)    queries
+    Matrix k_;         // (rows, kv_dim) keys of the new tokens
+    Matrix v_;         // (rows, kv_dim) values of the new tokens
+    Matrix att_;       // (rows, dim)    attention output, all heads
+    Matrix proj_;      // (rows, dim)    output of wo or w2, added to x
+    Matrix gate_;      // (rows, ffn)    w1 x, then silu(w1 x) * w3 x
+    Matrix up_;        // (rows, ffn)    w3 x
+    Matrix last_;      // (chunks, dim)  the normalized last row of each chunk
+    Matrix logits_;    // (chunks, vocab)
+    std::vector<float> scores_;  // (max_seq) attention scores of one head
+};
+
+// Greedy decoding picks the highest-scoring token; ties go to the lowest id.
+int argmax(std::span<const float> logits);
+
+}  // namespace kv

@@ -1,0 +1,119 @@
+// The shared flag parser: every program's bad input becomes one clear line.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../common/flags.h"
+#include "../common/model_flags.h"
+#include "../common/program.h"
+
+using namespace kv;
+
+namespace {
+
+struct Parsed {
+    int layers = 4;
+    std::uint64_t seed = 1;
+    double rate = 0.5;
+    bool json = false;
+    std::string policy = "serial";
+    std::string dir = "plots";
+};
+
+// Parses `args` into a fresh Parsed; returns the error message, or "" if none.
+std::string parse(std::vector<std::string> args, Parsed& p) {
+    Flags flags("test", "a test program");
+    flags.add("layers", p.layers, 1, 64, "layers");
+    flags.add("seed", p.seed, 0, UINT64_MAX, "seed");
+    flags.add("rate", p.rate, 0.0, 10.0, "rate");
+    flags.add("json", p.json, "json");
+    flags.add_choice("policy", p.policy, {"serial", "static", "continuous"}, "policy");
+    flags.add("plot-dir", p.dir, "dir");
+    std::vector<const char*> argv = {"test"};
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    try {
+        flags.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("flags parse in both spellings") {
+    Parsed p;
+    CHECK(parse({"--layers", "12", "--seed=18446744073709551615", "--rate", "2.5", "--json",
+                 "--policy=continuous", "--plot-dir", "out"},
+                p) == "");
+    CHECK(p.layers == 12);
+    CHECK(p.seed == UINT64_MAX);
+    CHECK(p.rate == 2.5);
+    CHECK(p.json);
+    CHECK(p.policy == "continuous");
+    CHECK(p.dir == "out");
+    Parsed defaults;
+    CHECK(parse({}, defaults) == "");
+    CHECK(defaults.layers == 4);
+    CHECK(!defaults.json);
+}
+
+TEST_CASE("bad flags give one line naming the flag and the value") {
+    auto error = [](std::vector<std::string> args) {
+        Parsed p;
+        return parse(std::move(args), p);
+    };
+    CHECK(error({"--layerz", "3"}) == "unknown flag --layerz (see --help)");
+    CHECK(error({"--layers"}) == "--layers: missing value");
+    CHECK(error({"--layers", "abc"}) == "--layers: expected a whole number, got 'abc'");
+    CHECK(error({"--layers", "3.5"}) == "--layers: expected a whole number, got '3.5'");
+    CHECK(error({"--layers", ""}) == "--layers: expected a whole number, got ''");
+    CHECK(error({"--layers", "0"}) == "--layers: must be in 1..64, got 0");
+    CHECK(error({"--layers", "-3"}) == "--layers: must be in 1..64, got -3");
+    CHECK(error({"--layers", "99999999999999999999999"}) ==
+          "--layers: must be in 1..64, got 99999999999999999999999");
+    CHECK(error({"--seed", "-1"}) == "--seed: must be in 0..18446744073709551615, got -1");
+    CHECK(error({"--seed", "18446744073709551616"}).find("must be in") != std::string::npos);
+    CHECK(error({"--rate", "fast"}) == "--rate: expected a number, got 'fast'");
+    CHECK(error({"--rate", "nan"}) == "--rate: expected a number, got 'nan'");
+    CHECK(error({"--rate", "11"}) == "--rate: must be in 0..10, got 11");
+    CHECK(error({"--json=yes"}) == "--json takes no value");
+    CHECK(error({"--policy", "random"}) ==
+          "--policy: expected one of serial | static | continuous, got 'random'");
+    CHECK(error({"layers"}).find("unexpected argument 'layers'") == 0);
+}
+
+TEST_CASE("--help prints every flag with its default and says stop") {
+    Flags flags("prog", "does things");
+    int n = 7;
+    flags.add("count", n, 1, 10, "how many");
+    const char* argv[] = {"prog", "--help"};
+    CHECK_FALSE(flags.parse(2, argv));
+    std::ostringstream out;
+    flags.print_help(out);
+    CHECK(out.str().find("--count") != std::string::npos);
+    CHECK(out.str().find("(default 7; 1..10)") != std::string::npos);
+}
+
+TEST_CASE("model flags validate the shape and refuse what cannot fit") {
+    Config c;
+    c.dim = 30;
+    c.n_heads = 4;
+    CHECK_THROWS_WITH_AS(check_model(c, 1), "heads (4) must divide dim (30)", UsageError);
+    Config huge;
+    huge.vocab_size = 1 << 20;
+    huge.dim = 1 << 16;
+    huge.n_heads = 1024;
+    huge.n_kv_heads = 1024;
+    CHECK_THROWS_AS(check_model(huge, 1), UsageError);  // 512 GiB of embeddings
+}
+
+TEST_CASE("run_program turns any error into exit status 2") {
+    CHECK(run_program("t", [] { return 0; }) == 0);
+    CHECK(run_program("t", []() -> int { throw UsageError("--x: bad"); }) == 2);
+    CHECK(run_program("t", []() -> int { throw std::length_error("full"); }) == 2);
+}

@@ -1,0 +1,153 @@
+// The arithmetic kernels against values worked out by hand.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "../common/kernels.h"
+#include "../common/rng.h"
+
+using namespace kv;
+
+namespace {
+
+Matrix random_matrix(int rows, int cols, std::uint64_t seed) {
+    Matrix m(rows, cols);
+    Rng rng(seed);
+    for (float& v : m.data) v = rng.symmetric(1.0f);
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("dot product of small vectors by hand") {
+    const std::vector<float> a = {1, 2, 3}, b = {4, -5, 6};
+    CHECK(dot(a.data(), b.data(), 3) == 12.0f);  // 4 - 10 + 18
+    std::vector<float> ones(37, 1.0f);           // two full lane groups and a tail of 5
+    CHECK(dot(ones.data(), ones.data(), 37) == 37.0f);
+    CHECK(dot(a.data(), b.data(), 0) == 0.0f);
+}
+
+TEST_CASE("matmul by hand: y = x times w transposed") {
+    Matrix x(2, 3), w(2, 3), y(2, 2);
+    x.data = {1, 2, 3, 4, 5, 6};
+    w.data = {1, 0, -1, 2, 1, 0};  // rows are outputs
+    matmul(x, w, y);
+    CHECK(y.at(0, 0) == -2.0f);  // 1 - 3
+    CHECK(y.at(0, 1) == 4.0f);   // 2 + 2
+    CHECK(y.at(1, 0) == -2.0f);  // 4 - 6
+    CHECK(y.at(1, 1) == 13.0f);  // 8 + 5
+}
+
+TEST_CASE("matmul agrees with the reference triple loop on odd sizes") {
+    for (int rows : {1, 3, 4, 5, 17})
+        for (int in : {1, 3, 16, 17, 255})
+            for (int out : {1, 3, 4, 7}) {
+                const Matrix x = random_matrix(rows, in, 1 + rows * 1000 + in);
+                const Matrix w = random_matrix(out, in, 2 + out * 1000 + in);
+                Matrix fast(rows, out), slow(rows, out);
+                matmul(x, w, fast);
+                matmul_reference(x, w, slow);
+                double worst = 0;
+                for (std::size_t i = 0; i < fast.data.size(); ++i)
+                    worst = std::max(worst, double(std::fabs(fast.data[i] - slow.data[i])));
+                // Terms are in [-1, 1]; two summation orders differ by rounding only.
+                const double tolerance = 1e-6 * in;
+                INFO("rows " << rows << " in " << in << " out " << out << ": largest difference "
+                             << worst << " (tolerance " << tolerance << ")");
+                CHECK(worst <= tolerance);
+            }
+}
+
+TEST_CASE("every matmul output is bit-identical to dot of its row and column") {
+    // This is what makes batching and the cache exact: the tile a number is
+    // computed in does not change how it is rounded.
+    for (int rows : {1, 2, 4, 9})
+        for (int in : {5, 16, 33}) {
+            const Matrix x = random_matrix(rows, in, 10 + rows);
+            const Matrix w = random_matrix(6, in, 20 + in);
+            Matrix y(rows, 6);
+            matmul(x, w, y);
+            for (int i = 0; i < rows; ++i)
+                for (int j = 0; j < 6; ++j) CHECK(y.at(i, j) == dot(x.row(i), w.row(j), in));
+        }
+}
+
+TEST_CASE("matmul rejects shapes that do not match") {
+    Matrix x(2, 3), w(4, 5), y(2, 4);
+    CHECK_THROWS_AS(matmul(x, w, y), std::invalid_argument);
+}
+
+TEST_CASE("rmsnorm of a known vector") {
+    // x = (3, 4): mean square 12.5, rms sqrt(12.5 + 1e-5).
+    const std::vector<float> x = {3, 4}, scale = {1, 2};
+    std::vector<float> out(2);
+    rmsnorm(out, x, scale);
+    const double rms = std::sqrt(12.5 + 1e-5);
+    CHECK(out[0] == doctest::Approx(3 / rms).epsilon(1e-6));
+    CHECK(out[1] == doctest::Approx(2 * 4 / rms).epsilon(1e-6));
+}
+
+TEST_CASE("softmax sums to one and survives huge inputs") {
+    std::vector<float> x = {1, 2, 3};
+    softmax(x);
+    const double e = std::exp(1.0), total = e + e * e + e * e * e;
+    CHECK(x[0] == doctest::Approx(e / total));
+    CHECK(x[2] == doctest::Approx(e * e * e / total));
+    CHECK(x[0] + x[1] + x[2] == doctest::Approx(1.0f));
+
+    std::vector<float> big = {1000.0f, 1000.0f, -1000.0f, 999.0f};  // exp(1000) overflows a float
+    softmax(big);
+    for (float v : big) CHECK(std::isfinite(v));
+    CHECK(big[0] == big[1]);
+    CHECK(big[2] == 0.0f);
+    CHECK(std::accumulate(big.begin(), big.end(), 0.0f) == doctest::Approx(1.0f));
+}
+
+TEST_CASE("silu by hand") {
+    CHECK(silu(0.0f) == 0.0f);
+    CHECK(silu(1.0f) == doctest::Approx(1.0 / (1.0 + std::exp(-1.0))));
+    CHECK(silu(-2.0f) == doctest::Approx(-2.0 / (1.0 + std::exp(2.0))));
+    CHECK(silu(-100.0f) == doctest::Approx(0.0).epsilon(1e-30));
+}
+
+TEST_CASE("rope turns the first pair by pos radians and the last pair slowest") {
+    // head size 4: pair 0 turns by pos * 10000^0 = pos, pair 1 by pos * 10000^(-1/2) = pos / 100.
+    std::vector<float> v = {1, 0, 1, 0};
+    rope(v, 4, 2);
+    CHECK(v[0] == doctest::Approx(std::cos(2.0)));
+    CHECK(v[1] == doctest::Approx(std::sin(2.0)));
+    CHECK(v[2] == doctest::Approx(std::cos(0.02)));
+    CHECK(v[3] == doctest::Approx(std::sin(0.02)));
+    std::vector<float> same = {0.5f, -0.25f, 2, 3};
+    const std::vector<float> before = same;
+    rope(same, 4, 0);  // position 0 is no rotation at all
+    CHECK(same == before);
+}
+
+TEST_CASE("rope keeps lengths and makes q.k depend only on the distance") {
+    const int hs = 8;
+    Rng rng(7);
+    std::vector<float> q(2 * hs), k(2 * hs);  // two heads
+    for (float& v : q) v = rng.symmetric(1);
+    for (float& v : k) v = rng.symmetric(1);
+    auto rotated = [&](std::vector<float> v, int pos) {
+        rope(v, hs, pos);
+        return v;
+    };
+    const std::vector<float> q5 = rotated(q, 5);
+    CHECK(dot(q5.data(), q5.data(), 2 * hs) == doctest::Approx(dot(q.data(), q.data(), 2 * hs)));
+    // Query at 7, key at 3; query at 104, key at 100: the same distance, 4.
+    const std::vector<float> a_q = rotated(q, 7), a_k = rotated(k, 3);
+    const std::vector<float> b_q = rotated(q, 104), b_k = rotated(k, 100);
+    for (int h = 0; h < 2; ++h) {
+        const float near = dot(a_q.data() + h * hs, a_k.data() + h * hs, hs);
+        const float far = dot(b_q.data() + h * hs, b_k.data() + h * hs, hs);
+        CHECK(near == doctest::Approx(far).epsilon(1e-4));
+    }
+    // A different distance gives a different score.
+    const std::vector<float> c_k = rotated(k, 6);
+    CHECK(dot(a_q.data(), c_k.data(), hs) != doctest::Approx(dot(a_q.data(), a_k.data(), hs)));
+}
