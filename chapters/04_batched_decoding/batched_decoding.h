@@ -1,0 +1,102 @@
+// Chapter 04: batched decoding, one step for many requests.
+//
+// At batch size 1 a decode step reads every weight of the model to do one
+// multiply-add with each: the step is bound by how fast weights arrive from
+// memory. Give the step B sequences at once and each weight, once loaded,
+// serves B rows: B times the useful work for about the same bytes. Attention
+// cannot be shared (each sequence has its own cache and its own length), so
+// it runs per sequence; the weight products run once over a B-row matrix.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../../common/kv_cache.h"
+#include "../../common/transformer.h"
+#include "../02_kv_cache/cached_decoding.h"
+
+namespace kv {
+
+// One decode step for B sequences, each with its own cache at its own
+// length (a ragged batch): tokens[i] goes to caches[i]. Row i of the
+// result holds sequence i's logits.
+inline const Matrix& decode_batch(Transformer& model, std::span<const int> tokens,
+                                  std::span<KVCache* const> caches) {
+    if (tokens.size() != caches.size())
+        throw std::invalid_argument("decode_batch: " + std::to_string(tokens.size()) +
+                                    " tokens for " + std::to_string(caches.size()) + " caches");
+    std::vector<SequenceChunk> chunks;
+    chunks.reserve(tokens.size());
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        chunks.push_back({tokens.subspan(i, 1), caches[i]});
+    return model.forward(chunks);
+}
+
+// A batch that sequences join and leave between steps: what continuous
+// batching needs. Each member owns its cache and knows its next token.
+class Batch {
+public:
+    struct Member {
+        int id;                      // the caller's name for this sequence
+        std::unique_ptr<KVCache> cache;
+        int next_token;              // chosen at the last step, fed at the next
+        std::vector<int> answer;     // every token generated so far
+    };
+
+    explicit Batch(Transformer& model) : model_(model) {}
+
+    // Prefills `prompt` into a new cache of `capacity` positions, adds the
+    // sequence to the batch and returns its first answer token.
+    int join(int id, std::span<const int> prompt, int capacity) {
+        if (find(id) != members_.end())
+            throw std::invalid_argument("Batch::join: sequence " + std::to_string(id) + " is already in the batch");
+        auto cache = std::make_unique<KVCache>(model_.config(), capacity);
+        const int first = argmax(prefill(model_, prompt, *cache));
+        members_.push_back({id, std::move(cache), first, {first}});
+        return first;
+    }
+
+    // Removes a sequence (its cache is freed) and returns its answer.
+    std::vector<int> leave(int id) {
+        auto it = find(id);
+        if (it == members_.end())
+            throw std::invalid_argument("Batch::leave: no sequence " + std::to_string(id) + " in the batch");
+        std::vector<int> answer = std::move(it->answer);
+        members_.erase(it);
+        return answer;
+    }
+
+    // One decode step for every member: each feeds its next token and gets
+    // a new one, appended to its answer.
+    void step() {
+        if (members_.empty()) throw std::logic_error("Batch::step: the batch is empty");
+        std::vector<int> tokens;
+        std::vector<KVCache*> caches;
+        for (Member& m : members_) {
+            tokens.push_back(m.next_token);
+            caches.push_back(m.cache.get());
+        }
+        const Matrix& logits = decode_batch(model_, tokens, caches);
+        for (std::size_t i = 0; i < members_.size(); ++i) {
+            members_[i].next_token = argmax(logits.row_span(static_cast<int>(i)));
+            members_[i].answer.push_back(members_[i].next_token);
+        }
+    }
+
+    int size() const { return static_cast<int>(members_.size()); }
+    const std::vector<Member>& members() const { return members_; }
+
+private:
+    std::vector<Member>::iterator find(int id) {
+        return std::find_if(members_.begin(), members_.end(), [id](const Member& m) { return m.id == id; });
+    }
+
+    Transformer& model_;
+    std::vector<Member> members_;
+};
+
+}  // namespace kv
