@@ -32,11 +32,11 @@ all: $(CHAPTERS)
 # ------------------------------------------------------------ chapters
 $(CHAPTERS): %: $(BUILD)/%
 
-$(BUILD)/ch%: $(BUILD)/chapters/ch%.o $(COMMON_OBJ)
+$(CHAPTERS:%=$(BUILD)/%): $(BUILD)/ch%: $(BUILD)/chapters/ch%.o $(COMMON_OBJ)
 	$(CXX) $(ALL_FLAGS) -o $@ $^
 
 .SECONDEXPANSION:
-$(BUILD)/chapters/ch%.o: $$(wildcard chapters/$$*_*/main.cpp)
+$(CHAPTERS:%=$(BUILD)/chapters/%.o): $(BUILD)/chapters/ch%.o: $$(wildcard chapters/$$*_*/main.cpp)
 	@mkdir -p $(dir $@)
 	$(CXX) $(ALL_FLAGS) -c -o $@ $<
 

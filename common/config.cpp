@@ -25,28 +25,32 @@ void Config::validate() const {
     require_positive(vocab_size, "vocab");
     require_positive(max_seq, "max-seq");
     if (dim % n_heads != 0)
-        throw std::invalid_argument("heads (" + std::to_string(n_heads) +
-                                    ") must divide dim (" + std::to_string(dim) + ")");
+        throw std::invalid_argument("heads (" + std::to_string(n_heads) + ") must divide dim (" +
+                                    std::to_string(dim) + ")");
     if (n_heads % n_kv_heads != 0)
         throw std::invalid_argument("kv-heads (" + std::to_string(n_kv_heads) +
                                     ") must divide heads (" + std::to_string(n_heads) + ")");
     if (head_size() % 2 != 0)
         throw std::invalid_argument("head size dim/heads = " + std::to_string(head_size()) +
                                     " must be even: RoPE rotates pairs of numbers");
-    weight_bytes();               // throws std::overflow_error if it cannot be counted
+    weight_bytes();  // throws std::overflow_error if it cannot be counted
     kv_bytes(std::uint64_t(max_seq));
 }
 
 std::uint64_t Config::parameter_count() const {
     const std::uint64_t d = dim, kvd = kv_dim(), f = ffn_dim, v = vocab_size;
     const char* what = "parameter count";
-    std::uint64_t per_layer = checked_mul(2, d, what);                        // two RMSNorm scales
-    per_layer = checked_add(per_layer, checked_mul(2, checked_mul(d, d, what), what), what);  // wq, wo
-    per_layer = checked_add(per_layer, checked_mul(2, checked_mul(kvd, d, what), what), what); // wk, wv
-    per_layer = checked_add(per_layer, checked_mul(3, checked_mul(f, d, what), what), what);   // w1, w2, w3
+    std::uint64_t per_layer = checked_mul(2, d, what);  // two RMSNorm scales
+    per_layer =
+        checked_add(per_layer, checked_mul(2, checked_mul(d, d, what), what), what);  // wq, wo
+    per_layer =
+        checked_add(per_layer, checked_mul(2, checked_mul(kvd, d, what), what), what);  // wk, wv
+    per_layer =
+        checked_add(per_layer, checked_mul(3, checked_mul(f, d, what), what), what);  // w1, w2, w3
     std::uint64_t total = checked_mul(per_layer, std::uint64_t(n_layers), what);
-    total = checked_add(total, checked_mul(2, checked_mul(v, d, what), what), what);  // embedding, output
-    return checked_add(total, d, what);                                                // final norm
+    total = checked_add(total, checked_mul(2, checked_mul(v, d, what), what),
+                        what);           // embedding, output
+    return checked_add(total, d, what);  // final norm
 }
 
 std::uint64_t Config::weight_bytes() const {

@@ -7,13 +7,13 @@
 namespace kv {
 
 struct Config {
-    int n_layers = 6;      // transformer blocks
-    int dim = 256;         // model width: the length of each token's vector
-    int n_heads = 8;       // query heads; dim = n_heads * head_size
-    int n_kv_heads = 2;    // key/value heads, shared by n_heads / n_kv_heads query heads each
-    int ffn_dim = 768;     // hidden width of the SwiGLU feed-forward
-    int vocab_size = 4096; // tokens the model can read and write
-    int max_seq = 512;     // longest context: prompt plus answer
+    int n_layers = 6;       // transformer blocks
+    int dim = 256;          // model width: the length of each token's vector
+    int n_heads = 8;        // query heads; dim = n_heads * head_size
+    int n_kv_heads = 2;     // key/value heads, shared by n_heads / n_kv_heads query heads each
+    int ffn_dim = 768;      // hidden width of the SwiGLU feed-forward
+    int vocab_size = 4096;  // tokens the model can read and write
+    int max_seq = 512;      // longest context: prompt plus answer
 
     int head_size() const { return dim / n_heads; }
     int kv_dim() const { return n_kv_heads * head_size(); }  // width of one position's keys
@@ -33,7 +33,8 @@ struct Config {
     // The book's memory formula: keys and values (2) x layers x KV heads x
     // head size x bytes per number, for one token.
     std::uint64_t kv_bytes_per_token(std::uint64_t bytes_per_number = sizeof(float)) const;
-    std::uint64_t kv_bytes(std::uint64_t tokens, std::uint64_t bytes_per_number = sizeof(float)) const;
+    std::uint64_t kv_bytes(std::uint64_t tokens,
+                           std::uint64_t bytes_per_number = sizeof(float)) const;
 
     std::string describe() const;  // "4 layers, dim 256, 8 heads (2 KV heads, head size 32), ..."
 };

@@ -12,7 +12,9 @@ namespace kv {
 
 namespace {
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
+std::string quote(const std::string& s) {
+    return "'" + s + "'";
+}
 
 // Whole numbers: an optional minus sign, then digits only ("12", not "12k" or "1e3").
 void require_whole_number(const std::string& name, const std::string& text) {
@@ -86,8 +88,8 @@ void Flags::add(const std::string& name, std::int64_t& value, std::int64_t min, 
              }});
 }
 
-void Flags::add(const std::string& name, std::uint64_t& value, std::uint64_t min,
-                std::uint64_t max, const std::string& help) {
+void Flags::add(const std::string& name, std::uint64_t& value, std::uint64_t min, std::uint64_t max,
+                const std::string& help) {
     declare({name, help, std::to_string(value), std::to_string(min) + ".." + std::to_string(max),
              false, [&value, name, min, max](const std::string& text) {
                  value = parse_unsigned(name, text, min, max);
@@ -126,14 +128,15 @@ void Flags::add_choice(const std::string& name, std::string& value,
                        const std::vector<std::string>& choices, const std::string& help) {
     std::string range;
     for (const std::string& c : choices) range += (range.empty() ? "" : " | ") + c;
-    declare({name, help, value, range, false, [&value, name, choices, range](const std::string& text) {
-                 for (const std::string& c : choices)
-                     if (c == text) {
-                         value = text;
-                         return;
-                     }
-                 throw UsageError("--" + name + ": expected one of " + range + ", got " + quote(text));
-             }});
+    declare(
+        {name, help, value, range, false, [&value, name, choices, range](const std::string& text) {
+             for (const std::string& c : choices)
+                 if (c == text) {
+                     value = text;
+                     return;
+                 }
+             throw UsageError("--" + name + ": expected one of " + range + ", got " + quote(text));
+         }});
 }
 
 bool Flags::parse(int argc, const char* const* argv) {
@@ -144,9 +147,11 @@ bool Flags::parse(int argc, const char* const* argv) {
             return false;
         }
         if (arg.rfind("--", 0) != 0 || arg.size() == 2)
-            throw UsageError("unexpected argument " + quote(arg) + " (flags start with --; see --help)");
+            throw UsageError("unexpected argument " + quote(arg) +
+                             " (flags start with --; see --help)");
         const std::size_t eq = arg.find('=');
-        const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+        const std::string name =
+            arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
         Flag* flag = find(name);
         if (flag == nullptr) throw UsageError("unknown flag --" + name + " (see --help)");
         if (flag->is_switch) {

@@ -26,7 +26,7 @@ struct UsageError : std::invalid_argument {
 };
 
 class Flags {
-public:
+  public:
     Flags(std::string program, std::string summary);
 
     void add(const std::string& name, int& value, std::int64_t min, std::int64_t max,
@@ -35,7 +35,8 @@ public:
              const std::string& help);
     void add(const std::string& name, std::uint64_t& value, std::uint64_t min, std::uint64_t max,
              const std::string& help);
-    void add(const std::string& name, double& value, double min, double max, const std::string& help);
+    void add(const std::string& name, double& value, double min, double max,
+             const std::string& help);
     void add(const std::string& name, std::string& value, const std::string& help);
     // A switch: present means true. It takes no value.
     void add(const std::string& name, bool& value, const std::string& help);
@@ -47,7 +48,7 @@ public:
     bool parse(int argc, const char* const* argv);
     void print_help(std::ostream& out) const;
 
-private:
+  private:
     struct Flag {
         std::string name;
         std::string help;

@@ -19,7 +19,9 @@ KVCache::KVCache(const Config& config, int capacity)
     values_.assign(numbers, 0.0f);
 }
 
-std::uint64_t KVCache::bytes_used() const { return bytes_per_token_ * std::uint64_t(length_); }
+std::uint64_t KVCache::bytes_used() const {
+    return bytes_per_token_ * std::uint64_t(length_);
+}
 
 std::uint64_t KVCache::bytes_allocated() const {
     return (keys_.size() + values_.size()) * sizeof(float);

@@ -14,7 +14,7 @@
 namespace kv {
 
 class KVCache {
-public:
+  public:
     // Room for `capacity` positions (at most config.max_seq), allocated and
     // zeroed now: the whole possible context is reserved up front.
     KVCache(const Config& config, int capacity);
@@ -44,7 +44,7 @@ public:
 
     int kv_dim() const { return kv_dim_; }
 
-private:
+  private:
     std::size_t offset(int layer, int pos) const {
         return (std::size_t(layer) * capacity_ + pos) * kv_dim_;
     }

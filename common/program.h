@@ -23,12 +23,12 @@ int run_program(const char* program, Body&& body) {
 // Progress for long runs: rewritten in place on stderr, and only when stderr
 // is a terminal, so logs and pipes stay clean.
 class Progress {
-public:
+  public:
     explicit Progress(std::string label);
     ~Progress();
     void update(long done, long total);
 
-private:
+  private:
     std::string label_;
     bool enabled_;
 };

@@ -12,10 +12,18 @@ std::string json_quote(const std::string& s) {
     std::string out = "\"";
     for (char ch : s) {
         switch (ch) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
             default:
                 if (static_cast<unsigned char>(ch) < 0x20) {
                     char buf[8];
@@ -71,8 +79,7 @@ void Table::print(std::ostream& out) const {
     for (std::size_t c = 0; c < columns_.size(); ++c)
         out << (c ? "  " : "  ") << pad(columns_[c], c, c > 0);
     out << "\n";
-    for (std::size_t c = 0; c < columns_.size(); ++c)
-        out << "  " << std::string(width[c], '-');
+    for (std::size_t c = 0; c < columns_.size(); ++c) out << "  " << std::string(width[c], '-');
     out << "\n";
     for (const auto& row : rows_) {
         for (std::size_t c = 0; c < columns_.size(); ++c)
@@ -98,17 +105,32 @@ Json& Json::add_raw(const std::string& key, const std::string& json) {
     fields_.emplace_back(key, json);
     return *this;
 }
-Json& Json::add(const std::string& key, double v) { return add_raw(key, json_number(v)); }
-Json& Json::add(const std::string& key, std::int64_t v) { return add_raw(key, std::to_string(v)); }
-Json& Json::add(const std::string& key, std::uint64_t v) { return add_raw(key, std::to_string(v)); }
-Json& Json::add(const std::string& key, bool v) { return add_raw(key, v ? "true" : "false"); }
-Json& Json::add(const std::string& key, const std::string& v) { return add_raw(key, json_quote(v)); }
-Json& Json::add(const std::string& key, const Json& object) { return add_raw(key, object.str()); }
-Json& Json::add(const std::string& key, const Table& table) { return add_raw(key, table.to_json()); }
+Json& Json::add(const std::string& key, double v) {
+    return add_raw(key, json_number(v));
+}
+Json& Json::add(const std::string& key, std::int64_t v) {
+    return add_raw(key, std::to_string(v));
+}
+Json& Json::add(const std::string& key, std::uint64_t v) {
+    return add_raw(key, std::to_string(v));
+}
+Json& Json::add(const std::string& key, bool v) {
+    return add_raw(key, v ? "true" : "false");
+}
+Json& Json::add(const std::string& key, const std::string& v) {
+    return add_raw(key, json_quote(v));
+}
+Json& Json::add(const std::string& key, const Json& object) {
+    return add_raw(key, object.str());
+}
+Json& Json::add(const std::string& key, const Table& table) {
+    return add_raw(key, table.to_json());
+}
 
 Json& Json::add(const std::string& key, const std::vector<int>& values) {
     std::string out = "[";
-    for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+    for (std::size_t i = 0; i < values.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(values[i]);
     return add_raw(key, out + "]");
 }
 

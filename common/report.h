@@ -24,21 +24,21 @@ struct Cell {
 };
 
 class Table {
-public:
+  public:
     explicit Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
     void add_row(std::vector<Cell> cells);
 
     void print(std::ostream& out) const;  // columns padded; numbers right-aligned
     std::string to_json() const;          // [{"column": value, ...}, ...]
 
-private:
+  private:
     std::vector<std::string> columns_;
     std::vector<std::vector<Cell>> rows_;
 };
 
 // A JSON object built key by key, in order.
 class Json {
-public:
+  public:
     Json& add(const std::string& key, double value);
     Json& add(const std::string& key, std::int64_t value);
     Json& add(const std::string& key, std::uint64_t value);
@@ -53,7 +53,7 @@ public:
     Json& add_raw(const std::string& key, const std::string& json);
     std::string str() const;
 
-private:
+  private:
     std::vector<std::pair<std::string, std::string>> fields_;
 };
 

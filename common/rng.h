@@ -12,7 +12,7 @@
 namespace kv {
 
 class Rng {
-public:
+  public:
     explicit Rng(std::uint64_t seed) : state_(seed) {}
 
     // SplitMix64 (Steele, Lea and Flood, 2014): add a constant, then mix.
@@ -33,7 +33,7 @@ public:
     // the sizes the book uses, and it is the same on every machine.
     std::uint64_t below(std::uint64_t n) { return next_u64() % n; }
 
-private:
+  private:
     std::uint64_t state_;
 };
 

@@ -14,11 +14,14 @@ void SvgPlot::add_series(std::string name, std::vector<double> x, std::vector<do
     series_.push_back({std::move(name), std::move(x), std::move(y)});
 }
 
-void SvgPlot::add_hline(std::string name, double y) { hlines_.emplace_back(std::move(name), y); }
+void SvgPlot::add_hline(std::string name, double y) {
+    hlines_.emplace_back(std::move(name), y);
+}
 
 namespace {
 
-const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"};
+const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                         "#9467bd", "#8c564b", "#e377c2"};
 
 std::string num(double v) {
     char buf[32];
@@ -38,10 +41,14 @@ std::string label(double v) {
 std::string escape(const std::string& s) {
     std::string out;
     for (char c : s) {
-        if (c == '<') out += "&lt;";
-        else if (c == '>') out += "&gt;";
-        else if (c == '&') out += "&amp;";
-        else out += c;
+        if (c == '<')
+            out += "&lt;";
+        else if (c == '>')
+            out += "&gt;";
+        else if (c == '&')
+            out += "&amp;";
+        else
+            out += c;
     }
     return out;
 }
@@ -141,7 +148,8 @@ std::string SvgPlot::svg() const {
     }
     for (const auto& [name, y] : hlines_) {
         out += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) + "\" y1=\"" + num(py(y)) +
-               "\" y2=\"" + num(py(y)) + "\" stroke=\"#555\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n";
+               "\" y2=\"" + num(py(y)) +
+               "\" stroke=\"#555\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n";
         legend(name, "#555", true);
     }
     return out + "</svg>\n";

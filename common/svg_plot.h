@@ -9,7 +9,7 @@
 namespace kv {
 
 class SvgPlot {
-public:
+  public:
     SvgPlot(std::string title, std::string x_label, std::string y_label)
         : title_(std::move(title)), x_label_(std::move(x_label)), y_label_(std::move(y_label)) {}
 
@@ -26,7 +26,7 @@ public:
     // Writes the file and returns its path.
     std::string write(const std::string& path) const;
 
-private:
+  private:
     struct Series {
         std::string name;
         std::vector<double> x, y;

@@ -43,7 +43,8 @@ void Transformer::check(std::span<const SequenceChunk> chunks) const {
             throw std::invalid_argument("forward: one KV cache given twice in a batch");
         if (chunk.cache->kv_dim() != config_.kv_dim())
             throw std::invalid_argument("forward: KV cache made for another model shape");
-        if (chunk.tokens.empty()) throw std::invalid_argument("forward: a sequence has no new tokens");
+        if (chunk.tokens.empty())
+            throw std::invalid_argument("forward: a sequence has no new tokens");
         chunk.cache->check_room(static_cast<int>(chunk.tokens.size()));
         for (int token : chunk.tokens)
             if (token < 0 || token >= config_.vocab_size)
@@ -106,7 +107,8 @@ const Matrix& Transformer::forward(std::span<const SequenceChunk> chunks) {
     }
     matmul(last_, weights_.output, logits_);
 
-    for (const SequenceChunk& chunk : chunks) chunk.cache->commit(static_cast<int>(chunk.tokens.size()));
+    for (const SequenceChunk& chunk : chunks)
+        chunk.cache->commit(static_cast<int>(chunk.tokens.size()));
     positions_processed_ += static_cast<std::uint64_t>(rows);
     return logits_;
 }
@@ -126,7 +128,8 @@ void Transformer::attention(const SequenceChunk& chunk, int first_row, int layer
         rope(q_.row_span(first_row + t), hs, pos);
         rope(k_.row_span(first_row + t), hs, pos);
         std::copy(k_.row(first_row + t), k_.row(first_row + t) + c.kv_dim(), cache.key(layer, pos));
-        std::copy(v_.row(first_row + t), v_.row(first_row + t) + c.kv_dim(), cache.value(layer, pos));
+        std::copy(v_.row(first_row + t), v_.row(first_row + t) + c.kv_dim(),
+                  cache.value(layer, pos));
     }
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));

@@ -25,7 +25,7 @@ struct SequenceChunk {
 };
 
 class Transformer {
-public:
+  public:
     Transformer(const Config& config, Weights weights);
     Transformer(const Config& config, std::uint64_t seed)
         : Transformer(config, random_weights(config, seed)) {}
@@ -47,7 +47,7 @@ public:
     // work the model did, which tells whether a cache was really used.
     std::uint64_t positions_processed() const { return positions_processed_; }
 
-private:
+  private:
     void check(std::span<const SequenceChunk> chunks) const;
     void attention(const SequenceChunk& chunk, int first_row, int layer);
 
@@ -56,17 +56,17 @@ private:
     std::uint64_t positions_processed_ = 0;
 
     // Scratch space, one row per token in flight, allocated once and reused.
-    Matrix x_;         // (rows, dim)    the residual stream
-    Matrix xb_;        // (rows, dim)    x after RMSNorm
-    Matrix q_;         // (rows, dim)    queries
-    Matrix k_;         // (rows, kv_dim) keys of the new tokens
-    Matrix v_;         // (rows, kv_dim) values of the new tokens
-    Matrix att_;       // (rows, dim)    attention output, all heads
-    Matrix proj_;      // (rows, dim)    output of wo or w2, added to x
-    Matrix gate_;      // (rows, ffn)    w1 x, then silu(w1 x) * w3 x
-    Matrix up_;        // (rows, ffn)    w3 x
-    Matrix last_;      // (chunks, dim)  the normalized last row of each chunk
-    Matrix logits_;    // (chunks, vocab)
+    Matrix x_;                   // (rows, dim)    the residual stream
+    Matrix xb_;                  // (rows, dim)    x after RMSNorm
+    Matrix q_;                   // (rows, dim)    queries
+    Matrix k_;                   // (rows, kv_dim) keys of the new tokens
+    Matrix v_;                   // (rows, kv_dim) values of the new tokens
+    Matrix att_;                 // (rows, dim)    attention output, all heads
+    Matrix proj_;                // (rows, dim)    output of wo or w2, added to x
+    Matrix gate_;                // (rows, ffn)    w1 x, then silu(w1 x) * w3 x
+    Matrix up_;                  // (rows, ffn)    w3 x
+    Matrix last_;                // (chunks, dim)  the normalized last row of each chunk
+    Matrix logits_;              // (chunks, vocab)
     std::vector<float> scores_;  // (max_seq) attention scores of one head
 };
 

@@ -35,7 +35,9 @@ void fill(Matrix& m, Rng& rng, float stddev) {
     for (float& v : m.data) v = rng.symmetric(a);
 }
 
-float inverse_sqrt(int n) { return 1.0f / std::sqrt(static_cast<float>(n)); }
+float inverse_sqrt(int n) {
+    return 1.0f / std::sqrt(static_cast<float>(n));
+}
 
 }  // namespace
 

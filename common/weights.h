@@ -22,10 +22,10 @@ struct LayerWeights {
 };
 
 struct Weights {
-    Matrix token_embedding;           // (vocab, dim) one row per token
-    std::vector<LayerWeights> layers; // (n_layers)
-    std::vector<float> final_norm;    // (dim)
-    Matrix output;                    // (vocab, dim) logits = output * x
+    Matrix token_embedding;            // (vocab, dim) one row per token
+    std::vector<LayerWeights> layers;  // (n_layers)
+    std::vector<float> final_norm;     // (dim)
+    Matrix output;                     // (vocab, dim) logits = output * x
 };
 
 // Zero-filled weights of the right shapes (for a reader that fills them).

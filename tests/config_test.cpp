@@ -72,10 +72,10 @@ TEST_CASE("kv bytes per token: 2 x layers x kv heads x head size x bytes") {
     c.n_layers = 32;
     c.n_heads = 32;
     c.n_kv_heads = 8;
-    c.dim = 4096;  // head size 128
-    CHECK(c.kv_bytes_per_token(2) == 131072);              // 128 KiB at 16 bits
-    CHECK(c.kv_bytes(4096, 2) == 512ull * 1024 * 1024);    // 512 MiB
-    CHECK(c.kv_bytes_per_token() == 262144);               // float32: twice that
+    c.dim = 4096;                                        // head size 128
+    CHECK(c.kv_bytes_per_token(2) == 131072);            // 128 KiB at 16 bits
+    CHECK(c.kv_bytes(4096, 2) == 512ull * 1024 * 1024);  // 512 MiB
+    CHECK(c.kv_bytes_per_token() == 262144);             // float32: twice that
 }
 
 TEST_CASE("byte counts that would wrap around 64 bits are refused") {

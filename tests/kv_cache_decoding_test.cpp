@@ -22,7 +22,8 @@ using namespace kv;
 
 namespace {
 
-std::vector<std::vector<float>> logits_per_step(const Generator& generate, std::vector<int>& tokens) {
+std::vector<std::vector<float>> logits_per_step(const Generator& generate,
+                                                std::vector<int>& tokens) {
     std::vector<std::vector<float>> all;
     tokens = generate([&](int, std::span<const float> l) { all.emplace_back(l.begin(), l.end()); });
     return all;
@@ -40,10 +41,14 @@ TEST_CASE("cached decoding equals naive decoding at every step") {
             const int answer_len = 16;
             std::vector<int> naive_tokens, cached_tokens;
             const auto naive = logits_per_step(
-                [&](const StepCallback& cb) { return generate_naive(model, prompt, answer_len, cb); },
+                [&](const StepCallback& cb) {
+                    return generate_naive(model, prompt, answer_len, cb);
+                },
                 naive_tokens);
             const auto cached = logits_per_step(
-                [&](const StepCallback& cb) { return generate_cached(model, prompt, answer_len, cb); },
+                [&](const StepCallback& cb) {
+                    return generate_cached(model, prompt, answer_len, cb);
+                },
                 cached_tokens);
             REQUIRE(naive.size() == cached.size());
             double worst = 0;
@@ -71,7 +76,8 @@ TEST_CASE("the cache is really used: p + n - 1 token-positions") {
             const std::vector<int> prompt = fixed_prompt(prompt_len, c.vocab_size, 8);
             generate_cached(model, prompt, answer_len);
             CHECK(model.positions_processed() == std::uint64_t(prompt_len + answer_len - 1));
-            CHECK(cached_positions(prompt_len, answer_len) == std::uint64_t(prompt_len + answer_len - 1));
+            CHECK(cached_positions(prompt_len, answer_len) ==
+                  std::uint64_t(prompt_len + answer_len - 1));
             const std::uint64_t before = model.positions_processed();
             generate_naive(model, prompt, answer_len);
             CHECK(model.positions_processed() - before == naive_positions(prompt_len, answer_len));
@@ -95,7 +101,7 @@ TEST_CASE("a cache too small for the answer is an error, not an overrun") {
     c.max_seq = 8;
     Transformer model(c, 8);
     const std::vector<int> prompt = {1, 2, 3, 4, 5};
-    CHECK_NOTHROW(generate_cached(model, prompt, 4));       // 5 + 4 - 1 = 8 positions
+    CHECK_NOTHROW(generate_cached(model, prompt, 4));  // 5 + 4 - 1 = 8 positions
     CHECK_THROWS_AS(generate_cached(model, prompt, 5), std::invalid_argument);  // needs 9
     CHECK_THROWS_AS(generate_naive(model, prompt, 5), std::invalid_argument);
 }

@@ -30,11 +30,12 @@ TEST_CASE("naive decoding calls back once per token with the chosen token's logi
     Transformer model(c, 4);
     const std::vector<int> prompt = {3, 1, 4};
     std::vector<int> argmaxes;
-    const std::vector<int> answer = generate_naive(model, prompt, 6, [&](int step, std::span<const float> l) {
-        CHECK(step == int(argmaxes.size()));
-        CHECK(l.size() == std::size_t(c.vocab_size));
-        argmaxes.push_back(argmax(l));
-    });
+    const std::vector<int> answer =
+        generate_naive(model, prompt, 6, [&](int step, std::span<const float> l) {
+            CHECK(step == int(argmaxes.size()));
+            CHECK(l.size() == std::size_t(c.vocab_size));
+            argmaxes.push_back(argmax(l));
+        });
     CHECK(argmaxes == answer);
 }
 

@@ -57,7 +57,8 @@ TEST_CASE("rope with a cache uses absolute positions") {
         for (int t : tokens) model.forward(std::span(&t, 1), stepwise);
         for (int layer = 0; layer < c.n_layers; ++layer)
             for (int pos = 0; pos < 12; ++pos) {
-                const std::vector<float> a(whole.key(layer, pos), whole.key(layer, pos) + c.kv_dim());
+                const std::vector<float> a(whole.key(layer, pos),
+                                           whole.key(layer, pos) + c.kv_dim());
                 const std::vector<float> b(stepwise.key(layer, pos),
                                            stepwise.key(layer, pos) + c.kv_dim());
                 CHECK(a == b);

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "../../common/model_flags.h"
+#include "../../common/output.h"
 #include "../../common/program.h"
 #include "../../common/report.h"
 #include "../../common/svg_plot.h"
@@ -12,26 +13,25 @@ using namespace kv;
 
 int main(int argc, char** argv) {
     return run_program("01_naive_decoding", [&] {
-        Config config;               // the book's demo model (common/config.h)
-        std::uint64_t seed = 1;      // seed of the weights and the prompt
-        int prompt_len = 16;         // tokens in the fixed prompt
-        int answer_len = 48;         // tokens to generate, as in the published figure
-        int repeats = 5;             // timed answers after one warm-up; medians are reported
-        bool json = false;
-        std::string plot_dir = "plots";
+        Config config;           // the book's demo model (common/config.h)
+        std::uint64_t seed = 1;  // seed of the weights and the prompt
+        int prompt_len = 16;     // tokens in the fixed prompt
+        int answer_len = 48;     // tokens to generate, as in the published figure
+        int repeats = 5;         // timed answers after one warm-up; medians are reported
+        OutputOptions out;
 
-        Flags flags("01_naive_decoding", "Naive decoding: recompute the whole sequence for every new token.");
+        Flags flags("01_naive_decoding",
+                    "Naive decoding: recompute the whole sequence for every new token.");
         add_model_flags(flags, config, seed);
         flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the prompt");
         flags.add("answer-len", answer_len, 1, 1 << 20, "tokens to generate");
         flags.add("repeats", repeats, 1, 1000, "timed answers (median reported)");
-        flags.add("json", json, "print the results as one JSON object");
-        flags.add("plot-dir", plot_dir, "folder for the SVG plot");
+        add_output_flags(flags, out);
         if (!flags.parse(argc, argv)) return 0;
         if (prompt_len + answer_len - 1 > config.max_seq)
-            throw UsageError("--prompt-len + --answer-len - 1 = " +
-                             std::to_string(prompt_len + answer_len - 1) + " exceeds --max-seq " +
-                             std::to_string(config.max_seq));
+            throw UsageError(
+                "--prompt-len + --answer-len - 1 = " + std::to_string(prompt_len + answer_len - 1) +
+                " exceeds --max-seq " + std::to_string(config.max_seq));
         check_model(config, std::uint64_t(prompt_len + answer_len));
 
         Transformer model(config, seed);
@@ -57,25 +57,21 @@ int main(int argc, char** argv) {
             ys.push_back(naive.step_seconds[s] * 1e3);
         }
         plot.add_series("naive step", xs, ys);
-        const std::string plot_path = plot.write(plot_dir + "/01_naive_step_time.svg");
+        const std::string plot_path = plot.write(out.plot_dir + "/01_naive_step_time.svg");
 
-        if (json) {
-            std::cout << Json()
-                             .add("chapter", "01_naive_decoding")
-                             .add("model", config.describe())
-                             .add("parameters", config.parameter_count())
-                             .add("prompt_len", prompt_len)
-                             .add("answer_len", answer_len)
-                             .add("naive_answer_ms", naive.answer_seconds * 1e3)
-                             .add("positions_processed", naive.positions)
-                             .add("positions_predicted", predicted)
-                             .add("tokens", naive.tokens)
-                             .add("steps", steps)
-                             .add("plot", plot_path)
-                             .str()
-                      << "\n";
+        if (emit(out, Json()
+                          .add("chapter", "01_naive_decoding")
+                          .add("model", config.describe())
+                          .add("parameters", config.parameter_count())
+                          .add("prompt_len", prompt_len)
+                          .add("answer_len", answer_len)
+                          .add("naive_answer_ms", naive.answer_seconds * 1e3)
+                          .add("positions_processed", naive.positions)
+                          .add("positions_predicted", predicted)
+                          .add("tokens", naive.tokens)
+                          .add("steps", steps)
+                          .add("plot", plot_path)))
             return 0;
-        }
         std::cout << "Chapter 01: naive decoding\n\n"
                   << "model: " << config.describe() << "\n"
                   << "parameters: " << with_commas(config.parameter_count()) << " ("
@@ -90,8 +86,9 @@ int main(int argc, char** argv) {
                   << answer_len << "*" << answer_len - 1 << "/2 = " << with_commas(predicted)
                   << (predicted == naive.positions ? " (matches)" : " (DOES NOT MATCH)") << "\n"
                   << "plot: " << plot_path << "\n\n"
-                  << answer_len << "-token answer without the cache: "
-                  << format_duration(naive.answer_seconds) << "\n";
+                  << answer_len
+                  << "-token answer without the cache: " << format_duration(naive.answer_seconds)
+                  << "\n";
         return 0;
     });
 }

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "../../common/model_flags.h"
+#include "../../common/output.h"
 #include "../../common/program.h"
 #include "../../common/report.h"
 #include "../../common/svg_plot.h"
@@ -16,26 +17,24 @@ using namespace kv;
 
 int main(int argc, char** argv) {
     return run_program("02_kv_cache", [&] {
-        Config config;               // the book's demo model (common/config.h)
-        std::uint64_t seed = 1;      // seed of the weights and the prompt
-        int prompt_len = 16;         // tokens in the fixed prompt
-        int answer_len = 48;         // tokens to generate, as in the published figure
-        int repeats = 5;             // timed answers per method after a warm-up
-        bool json = false;
-        std::string plot_dir = "plots";
+        Config config;           // the book's demo model (common/config.h)
+        std::uint64_t seed = 1;  // seed of the weights and the prompt
+        int prompt_len = 16;     // tokens in the fixed prompt
+        int answer_len = 48;     // tokens to generate, as in the published figure
+        int repeats = 5;         // timed answers per method after a warm-up
+        OutputOptions out;
 
         Flags flags("02_kv_cache", "The KV cache: prefill once, then decode one token at a time.");
         add_model_flags(flags, config, seed);
         flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the prompt");
         flags.add("answer-len", answer_len, 1, 1 << 20, "tokens to generate");
         flags.add("repeats", repeats, 1, 1000, "timed answers per method (median reported)");
-        flags.add("json", json, "print the results as one JSON object");
-        flags.add("plot-dir", plot_dir, "folder for the SVG plot");
+        add_output_flags(flags, out);
         if (!flags.parse(argc, argv)) return 0;
         if (prompt_len + answer_len - 1 > config.max_seq)
-            throw UsageError("--prompt-len + --answer-len - 1 = " +
-                             std::to_string(prompt_len + answer_len - 1) + " exceeds --max-seq " +
-                             std::to_string(config.max_seq));
+            throw UsageError(
+                "--prompt-len + --answer-len - 1 = " + std::to_string(prompt_len + answer_len - 1) +
+                " exceeds --max-seq " + std::to_string(config.max_seq));
         check_model(config, std::uint64_t(prompt_len + answer_len));
 
         Transformer model(config, seed);
@@ -60,12 +59,13 @@ int main(int argc, char** argv) {
         double max_diff = 0;
         for (std::size_t s = 0; s < naive_logits.size(); ++s)
             for (std::size_t i = 0; i < naive_logits[s].size(); ++i)
-                max_diff = std::max(max_diff, double(std::fabs(naive_logits[s][i] - cached_logits[s][i])));
+                max_diff =
+                    std::max(max_diff, double(std::fabs(naive_logits[s][i] - cached_logits[s][i])));
         const bool same_tokens = naive.tokens == cached.tokens;
 
         const double speedup = naive.answer_seconds / cached.answer_seconds;
-        const double decode_step = median(std::vector<double>(cached.step_seconds.begin() + 1,
-                                                              cached.step_seconds.end()));
+        const double decode_step =
+            median(std::vector<double>(cached.step_seconds.begin() + 1, cached.step_seconds.end()));
 
         Table steps({"step", "sequence length", "naive", "cached", "naive (ms)", "cached (ms)"});
         const int stride = std::max(1, answer_len / 6);
@@ -86,42 +86,40 @@ int main(int argc, char** argv) {
         }
         plot.add_series("naive (no cache)", xs, naive_ms);
         plot.add_series("KV cache", xs, cached_ms);
-        const std::string plot_path = plot.write(plot_dir + "/02_step_time.svg");
+        const std::string plot_path = plot.write(out.plot_dir + "/02_step_time.svg");
 
-        if (json) {
-            std::cout << Json()
-                             .add("chapter", "02_kv_cache")
-                             .add("model", config.describe())
-                             .add("prompt_len", prompt_len)
-                             .add("answer_len", answer_len)
-                             .add("naive_answer_ms", naive.answer_seconds * 1e3)
-                             .add("cached_answer_ms", cached.answer_seconds * 1e3)
-                             .add("speedup", speedup)
-                             .add("prefill_ms", cached.step_seconds[0] * 1e3)
-                             .add("decode_step_ms", decode_step * 1e3)
-                             .add("naive_positions", naive.positions)
-                             .add("cached_positions", cached.positions)
-                             .add("same_tokens", same_tokens)
-                             .add("max_logit_difference", max_diff)
-                             .add("tokens", cached.tokens)
-                             .add("steps", steps)
-                             .add("plot", plot_path)
-                             .str()
-                      << "\n";
+        if (emit(out, Json()
+                          .add("chapter", "02_kv_cache")
+                          .add("model", config.describe())
+                          .add("prompt_len", prompt_len)
+                          .add("answer_len", answer_len)
+                          .add("naive_answer_ms", naive.answer_seconds * 1e3)
+                          .add("cached_answer_ms", cached.answer_seconds * 1e3)
+                          .add("speedup", speedup)
+                          .add("prefill_ms", cached.step_seconds[0] * 1e3)
+                          .add("decode_step_ms", decode_step * 1e3)
+                          .add("naive_positions", naive.positions)
+                          .add("cached_positions", cached.positions)
+                          .add("same_tokens", same_tokens)
+                          .add("max_logit_difference", max_diff)
+                          .add("tokens", cached.tokens)
+                          .add("steps", steps)
+                          .add("plot", plot_path)))
             return 0;
-        }
         std::cout << "Chapter 02: the KV cache\n\n"
                   << "model: " << config.describe() << "\n"
                   << "prompt: " << prompt_len << " tokens, answer: " << answer_len
                   << " tokens, median of " << repeats << " runs per method after a warm-up\n\n";
         steps.print(std::cout);
         std::cout << "\n"
-                  << "prefill (" << prompt_len << " tokens): " << format_duration(cached.step_seconds[0])
+                  << "prefill (" << prompt_len
+                  << " tokens): " << format_duration(cached.step_seconds[0])
                   << ", then a decode step takes " << format_duration(decode_step) << " (median)\n"
                   << "token-positions processed: naive " << with_commas(naive.positions)
                   << " (n*p + n*(n-1)/2 = " << with_commas(naive_positions(prompt_len, answer_len))
-                  << "), cached " << with_commas(cached.positions) << " (p + n - 1 = "
-                  << with_commas(cached_positions(prompt_len, answer_len)) << ")\n"
+                  << "), cached " << with_commas(cached.positions)
+                  << " (p + n - 1 = " << with_commas(cached_positions(prompt_len, answer_len))
+                  << ")\n"
                   << "same tokens: " << (same_tokens ? "yes" : "NO")
                   << "; largest logit difference over all " << answer_len << " steps: " << max_diff
                   << (max_diff == 0 ? " (identical to the last bit)" : "") << "\n"

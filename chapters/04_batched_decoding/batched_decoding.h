@@ -39,12 +39,12 @@ inline const Matrix& decode_batch(Transformer& model, std::span<const int> token
 // A batch that sequences join and leave between steps: what continuous
 // batching needs. Each member owns its cache and knows its next token.
 class Batch {
-public:
+  public:
     struct Member {
-        int id;                      // the caller's name for this sequence
+        int id;  // the caller's name for this sequence
         std::unique_ptr<KVCache> cache;
-        int next_token;              // chosen at the last step, fed at the next
-        std::vector<int> answer;     // every token generated so far
+        int next_token;           // chosen at the last step, fed at the next
+        std::vector<int> answer;  // every token generated so far
     };
 
     explicit Batch(Transformer& model) : model_(model) {}
@@ -53,7 +53,8 @@ public:
     // sequence to the batch and returns its first answer token.
     int join(int id, std::span<const int> prompt, int capacity) {
         if (find(id) != members_.end())
-            throw std::invalid_argument("Batch::join: sequence " + std::to_string(id) + " is already in the batch");
+            throw std::invalid_argument("Batch::join: sequence " + std::to_string(id) +
+                                        " is already in the batch");
         auto cache = std::make_unique<KVCache>(model_.config(), capacity);
         const int first = argmax(prefill(model_, prompt, *cache));
         members_.push_back({id, std::move(cache), first, {first}});
@@ -64,7 +65,8 @@ public:
     std::vector<int> leave(int id) {
         auto it = find(id);
         if (it == members_.end())
-            throw std::invalid_argument("Batch::leave: no sequence " + std::to_string(id) + " in the batch");
+            throw std::invalid_argument("Batch::leave: no sequence " + std::to_string(id) +
+                                        " in the batch");
         std::vector<int> answer = std::move(it->answer);
         members_.erase(it);
         return answer;
@@ -90,9 +92,10 @@ public:
     int size() const { return static_cast<int>(members_.size()); }
     const std::vector<Member>& members() const { return members_; }
 
-private:
+  private:
     std::vector<Member>::iterator find(int id) {
-        return std::find_if(members_.begin(), members_.end(), [id](const Member& m) { return m.id == id; });
+        return std::find_if(members_.begin(), members_.end(),
+                            [id](const Member& m) { return m.id == id; });
     }
 
     Transformer& model_;

@@ -1,0 +1,38 @@
+// The output flags every chapter shares: --json, --save-json and --plot-dir.
+//
+// A chapter builds one Json object with every number it measured, then
+// calls emit(): with --save-json the object also goes to a file (that is how
+// `make run` collects the numbers for the book's closing table); with
+// --json it replaces the text report on stdout.
+#pragma once
+
+#include <iostream>
+#include <string>
+
+#include "flags.h"
+#include "program.h"
+#include "report.h"
+
+namespace kv {
+
+struct OutputOptions {
+    bool json = false;               // print one JSON object instead of the text report
+    std::string save_json;           // also write that object to this file
+    std::string plot_dir = "plots";  // where SVG plots go
+};
+
+inline void add_output_flags(Flags& flags, OutputOptions& out) {
+    flags.add("json", out.json, "print the results as one JSON object instead of text");
+    flags.add("save-json", out.save_json, "also write the JSON results to this file");
+    flags.add("plot-dir", out.plot_dir, "folder for the SVG plots");
+}
+
+// Saves and/or prints `results` as asked. Returns true when the JSON went
+// to stdout, so the caller skips the text report.
+inline bool emit(const OutputOptions& out, const Json& results) {
+    if (!out.save_json.empty()) write_file(out.save_json, results.str() + "\n");
+    if (out.json) std::cout << results.str() << "\n";
+    return out.json;
+}
+
+}  // namespace kv
