@@ -1,0 +1,183 @@
+// Chapter 03: what the KV cache costs in memory, and what that caps.
+//
+// A conversation's cache keeps, for every token it holds, one key vector and
+// one value vector per KV head in every layer. So its price per token is
+//
+//     2 (a key and a value) x layers x KV heads x head size x bytes per number
+//
+// and a conversation costs that times its tokens. Nothing else about the
+// model enters the price: not its width, not its query heads, not its
+// vocabulary. Divide a memory budget by the price of one conversation and you
+// have the most conversations a server can hold at once: the cap on batching.
+//
+// Chapter 05's queue simulation includes this header for its admission
+// arithmetic. Every byte count is 64-bit and checked (common/checked.h):
+// a shape whose price does not fit in 64 bits throws, it never wraps.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../../common/checked.h"
+#include "../../common/config.h"
+
+namespace kv {
+
+// ------------------------------------------------------------ the price
+
+// The four numbers that set a cache's price. Kept apart from Config, which
+// describes the model the book runs: a CacheShape describes any model we
+// want to price. The defaults are the published shape (the cache shape of
+// several public 7-8B models): 32 layers, 8 KV heads, head size 128, 16-bit.
+struct CacheShape {
+    std::uint64_t layers = 32;           // transformer blocks, each with its own keys and values
+    std::uint64_t kv_heads = 8;          // key/value heads per layer
+    std::uint64_t head_size = 128;       // numbers in one head's key (and in its value)
+    std::uint64_t bytes_per_number = 2;  // 4 = 32-bit, 2 = 16-bit, 1 = 8-bit
+};
+
+// The cache shape of a model the book runs. Its KVCache stores float32.
+inline CacheShape cache_shape_of(const Config& config,
+                                 std::uint64_t bytes_per_number = sizeof(float)) {
+    return {std::uint64_t(config.n_layers), std::uint64_t(config.n_kv_heads),
+            std::uint64_t(config.head_size()), bytes_per_number};
+}
+
+// Bytes of cache one token costs. A zero anywhere in the shape prices
+// nothing and would later divide by zero, so it is refused.
+inline std::uint64_t bytes_per_token(const CacheShape& s) {
+    if (s.layers == 0 || s.kv_heads == 0 || s.head_size == 0 || s.bytes_per_number == 0)
+        throw std::invalid_argument(
+            "a cache shape needs layers, KV heads, head size and bytes "
+            "per number all at least 1");
+    const char* what = "bytes of KV cache per token";
+    std::uint64_t bytes = checked_mul(2, s.layers, what);  // a key and a value, in every layer
+    bytes = checked_mul(bytes, s.kv_heads, what);
+    bytes = checked_mul(bytes, s.head_size, what);
+    return checked_mul(bytes, s.bytes_per_number, what);
+}
+
+// Bytes of cache `tokens` tokens cost: one conversation's cache when
+// `tokens` is its context.
+inline std::uint64_t cache_bytes(const CacheShape& s, std::uint64_t tokens) {
+    return checked_mul(bytes_per_token(s), tokens, "bytes of KV cache per conversation");
+}
+
+// One step of the derivation, for the program to print: the running product
+// after multiplying by `factor`.
+struct PriceFactor {
+    std::uint64_t factor;  // what this step multiplies by
+    std::string meaning;   // what the factor counts
+    std::uint64_t bytes;   // the product so far
+};
+
+// bytes_per_token(), one factor at a time. The last step equals it.
+inline std::vector<PriceFactor> price_factors(const CacheShape& s) {
+    bytes_per_token(s);  // refuses zeros and overflow before we start
+    std::vector<PriceFactor> steps;
+    std::uint64_t bytes = 1;
+    auto times = [&](std::uint64_t factor, const char* meaning) {
+        bytes *= factor;  // cannot wrap: the whole product was checked above
+        steps.push_back({factor, meaning, bytes});
+    };
+    times(2, "a key and a value");
+    times(s.layers, s.layers == 1 ? "layer" : "layers");
+    times(s.kv_heads, s.kv_heads == 1 ? "KV head" : "KV heads");
+    times(s.head_size, "numbers per head");
+    times(s.bytes_per_number, s.bytes_per_number == 1 ? "byte per number" : "bytes per number");
+    return steps;
+}
+
+// ------------------------------------------------ what moves the price
+
+// Attention layouts differ only in how many KV heads they keep per layer.
+struct AttentionLayout {
+    std::string name;
+    std::uint64_t kv_heads;
+};
+
+// Multi-head attention keeps a key and value per query head; grouped-query
+// shares each KV head among several query heads; multi-query keeps one.
+inline std::vector<AttentionLayout> attention_layouts(std::uint64_t query_heads,
+                                                      std::uint64_t kv_heads) {
+    return {{"multi-head", query_heads}, {"grouped-query", kv_heads}, {"multi-query", 1}};
+}
+
+// Bytes per number to compare: 32-bit, 16-bit and 8-bit, plus `chosen` if it
+// is none of those; widest first.
+inline std::vector<std::uint64_t> number_widths(std::uint64_t chosen) {
+    std::vector<std::uint64_t> widths = {4, 2, 1};
+    if (std::find(widths.begin(), widths.end(), chosen) == widths.end()) widths.push_back(chosen);
+    std::sort(widths.rbegin(), widths.rend());
+    return widths;
+}
+
+// ------------------------------------------------------- what it caps
+
+// GiB (2^30 bytes) to bytes, rounded down to a whole byte.
+inline std::uint64_t gib_to_bytes(double gib) {
+    if (!std::isfinite(gib) || gib < 0)
+        throw std::invalid_argument("a memory budget must be a finite number of GiB, at least 0");
+    const double bytes = std::floor(gib * 1073741824.0);
+    if (bytes >= 18446744073709551616.0)  // 2^64
+        throw std::overflow_error("a budget of " + std::to_string(gib) +
+                                  " GiB does not fit in 64 bits of bytes");
+    return static_cast<std::uint64_t>(bytes);
+}
+
+// Conversations of `bytes_per_conversation` each that a budget holds at
+// once. Whole conversations only: one byte short of one is none.
+inline std::uint64_t conversations_that_fit(std::uint64_t budget_bytes,
+                                            std::uint64_t bytes_per_conversation) {
+    if (bytes_per_conversation == 0)
+        throw std::invalid_argument("conversations_that_fit: a conversation of 0 bytes");
+    return budget_bytes / bytes_per_conversation;
+}
+
+// Tokens, counted over every conversation together, that a budget holds.
+inline std::uint64_t tokens_that_fit(std::uint64_t budget_bytes, const CacheShape& s) {
+    return budget_bytes / bytes_per_token(s);
+}
+
+// How a server sets memory aside for a conversation it admits.
+enum class Reservation {
+    whole_context,  // room for every position it may ever use, up front (a KVCache does this)
+    tokens_held,    // only the tokens it holds now, growing as it goes
+};
+
+inline std::uint64_t bytes_reserved(const CacheShape& s, Reservation policy, std::uint64_t context,
+                                    std::uint64_t tokens_held) {
+    if (tokens_held > context)
+        throw std::invalid_argument("a conversation holds " + std::to_string(tokens_held) +
+                                    " tokens, more than its context of " + std::to_string(context));
+    return cache_bytes(s, policy == Reservation::whole_context ? context : tokens_held);
+}
+
+// One row of the budget table: a shape under both reservation policies.
+struct BudgetFit {
+    std::uint64_t reserved_bytes;  // one conversation reserving its whole context
+    std::uint64_t held_bytes;      // one conversation holding its mean tokens
+    std::uint64_t fit_reserving;   // conversations the budget holds, each reserving
+    std::uint64_t fit_holding;     // conversations the budget holds, each holding only its tokens
+    double waste_percent;          // share of a reservation that holds no token
+};
+
+inline BudgetFit fit_budget(const CacheShape& s, std::uint64_t budget_bytes, std::uint64_t context,
+                            std::uint64_t mean_tokens) {
+    if (mean_tokens == 0)
+        throw std::invalid_argument("a conversation's mean length must be at least 1 token");
+    BudgetFit fit;
+    fit.reserved_bytes = bytes_reserved(s, Reservation::whole_context, context, mean_tokens);
+    fit.held_bytes = bytes_reserved(s, Reservation::tokens_held, context, mean_tokens);
+    fit.fit_reserving = conversations_that_fit(budget_bytes, fit.reserved_bytes);
+    fit.fit_holding = conversations_that_fit(budget_bytes, fit.held_bytes);
+    fit.waste_percent =
+        100.0 * double(fit.reserved_bytes - fit.held_bytes) / double(fit.reserved_bytes);
+    return fit;
+}
+
+}  // namespace kv

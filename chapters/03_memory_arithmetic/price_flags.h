@@ -1,0 +1,73 @@
+// Chapter 03: the flags that price any model's cache, and their checks.
+//
+// The shape flags reuse the names every program shares (--layers, --heads,
+// --kv-heads); here they describe the model being priced, not a model the
+// program runs. Their ranges are wide on purpose: the limit is whether the
+// byte counts fit in 64 bits, and check_price_options() says so by name.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "../../common/flags.h"
+#include "memory_arithmetic.h"
+
+namespace kv {
+
+struct PriceOptions {
+    CacheShape shape;                  // the seed shape: 32 layers, 8 KV heads, 128, 16-bit
+    std::uint64_t heads = 32;          // query heads: the KV heads of multi-head attention
+    std::uint64_t context = 4096;      // positions a conversation may use, reserved up front
+    std::uint64_t mean_tokens = 1024;  // tokens a conversation holds on average (an assumption)
+    double budget_gib = 64;            // memory for the cache: about what an 80 GB accelerator
+                                       // has left beside 16-bit 8B-parameter weights
+};
+
+inline void add_price_flags(Flags& flags, PriceOptions& o) {
+    const std::uint64_t most = UINT64_MAX;
+    flags.add("layers", o.shape.layers, 1, most, "layers of the model to price");
+    flags.add("heads", o.heads, 1, most, "query heads (the KV heads of multi-head attention)");
+    flags.add("kv-heads", o.shape.kv_heads, 1, most, "KV heads per layer (must divide --heads)");
+    flags.add("head-size", o.shape.head_size, 1, most, "numbers per head");
+    flags.add("bytes", o.shape.bytes_per_number, 1, 8, "bytes per cached number (2 = 16-bit)");
+    flags.add("context", o.context, 1, most, "tokens of context a conversation reserves");
+    flags.add("mean-len", o.mean_tokens, 1, most, "tokens a conversation holds on average");
+    flags.add("budget-gib", o.budget_gib, 0.001, 1e9, "memory for the KV cache, in GiB");
+}
+
+// The flags and values that set the price, for error messages.
+inline std::string price_flags_text(const PriceOptions& o) {
+    return "--layers " + std::to_string(o.shape.layers) + " --heads " + std::to_string(o.heads) +
+           " --kv-heads " + std::to_string(o.shape.kv_heads) + " --head-size " +
+           std::to_string(o.shape.head_size) + " --bytes " +
+           std::to_string(o.shape.bytes_per_number) + " --context " + std::to_string(o.context);
+}
+
+// Throws UsageError, naming the flags and values, for anything the program
+// could not price: KV heads that do not divide the query heads, a mean
+// longer than the context, or any byte count the tables will print that
+// does not fit in 64 bits (every layout, every width).
+inline void check_price_options(const PriceOptions& o) {
+    if (o.heads % o.shape.kv_heads != 0)
+        throw UsageError("--kv-heads " + std::to_string(o.shape.kv_heads) +
+                         " must divide --heads " + std::to_string(o.heads) +
+                         ": each KV head serves a whole group of query heads");
+    if (o.mean_tokens > o.context)
+        throw UsageError("--mean-len " + std::to_string(o.mean_tokens) +
+                         " is longer than --context " + std::to_string(o.context));
+    for (const AttentionLayout& layout : attention_layouts(o.heads, o.shape.kv_heads))
+        for (std::uint64_t bytes : number_widths(o.shape.bytes_per_number)) {
+            CacheShape s = o.shape;
+            s.kv_heads = layout.kv_heads;
+            s.bytes_per_number = bytes;
+            try {
+                cache_bytes(s, o.context);
+            } catch (const std::overflow_error& e) {
+                throw UsageError(std::string(e.what()) + " (" + layout.name + ", " +
+                                 std::to_string(8 * bytes) + "-bit): " + price_flags_text(o));
+            }
+        }
+}
+
+}  // namespace kv
