@@ -4,6 +4,7 @@
 #   make test       build and run the tests (finds or installs doctest)
 #   make ch01 ...   build one chapter; its program is build/ch01
 #   make sanitize   the tests again under AddressSanitizer and UBSan
+#   make bench      the engine against this machine's limits (tests/bench/)
 #   make clean
 
 CXX      ?= g++
@@ -25,7 +26,7 @@ CHAPTERS     = $(foreach d,$(CHAPTER_DIRS),ch$(firstword $(subst _, ,$(notdir $(
 COMMON_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard common/*.cpp))
 TEST_OBJ   = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard tests/*.cpp))
 
-.PHONY: all run test sanitize clean doctest $(CHAPTERS)
+.PHONY: all run test sanitize bench clean doctest $(CHAPTERS)
 .SECONDARY:
 all: $(CHAPTERS)
 
@@ -66,6 +67,18 @@ sanitize: doctest
 	    EXTRA="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	    build/sanitize/book_tests
 	./build/sanitize/book_tests
+
+# ---------------------------------------------------------- benchmark
+# How close the engine runs to this machine's limits (not a test: it times).
+BENCH_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard tests/bench/*.cpp))
+# The FMA probe alone is built with contraction on, to measure fused multiply-adds.
+$(BUILD)/tests/bench/fma_probe.o: EXTRA += -ffp-contract=fast
+
+$(BUILD)/bench: $(BENCH_OBJ) $(COMMON_OBJ)
+	$(CXX) $(ALL_FLAGS) -o $@ $^
+
+bench: $(BUILD)/bench
+	./$(BUILD)/bench
 
 clean:
 	rm -rf build plots

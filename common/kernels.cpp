@@ -110,6 +110,17 @@ float dot(const float* a, const float* b, int n) {
     return out;
 }
 
+void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride, int n,
+              float* out) {
+    int j = 0;
+    for (; j + kStreamCols <= n_rows; j += kStreamCols) {
+        const float* r[kStreamCols];
+        for (int c = 0; c < kStreamCols; ++c) r[c] = rows + (j + c) * stride;
+        dot_tile<1, kStreamCols>(&x, r, n, out + j, 1);
+    }
+    for (; j < n_rows; ++j) out[j] = dot(x, rows + j * stride, n);
+}
+
 // ------------------------------------------------------------ matrix products
 
 void matmul(const Matrix& x, const Matrix& w, Matrix& y) {

@@ -10,6 +10,7 @@
 // to the last bit.
 #pragma once
 
+#include <cstddef>
 #include <span>
 
 #include "matrix.h"
@@ -22,6 +23,11 @@ namespace kv {
 inline constexpr int kLanes = 16;
 
 float dot(const float* a, const float* b, int n);
+
+// out[j] = dot(x, rows + j * stride, n) for j < n_rows: one query against many
+// keys, as attention needs. Same order of additions as dot(), computed 8
+// rows at a time so the query's numbers are loaded once for all 8.
+void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride, int n, float* out);
 
 // y (x.rows, w.rows) = x (rows, in) times w (out, in) transposed: each output
 // y[i][j] is the dot product of input row i with weight row j. Weights are

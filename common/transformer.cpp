@@ -139,8 +139,10 @@ void Transformer::attention(const SequenceChunk& chunk, int first_row, int layer
             const int kv_head = h / c.group_size();  // grouped-query attention
             const float* q = q_.row(first_row + t) + h * hs;
             std::span<float> scores(scores_.data(), pos + 1);
-            for (int j = 0; j <= pos; ++j)
-                scores[j] = dot(q, cache.key(layer, j) + kv_head * hs, hs) * scale;
+            // Keys of positions 0..pos sit kv_dim apart in the cache.
+            dot_rows(q, cache.key(layer, 0) + kv_head * hs, pos + 1, std::size_t(c.kv_dim()), hs,
+                     scores.data());
+            for (float& s : scores) s *= scale;
             softmax(scores);
             float* out = att_.row(first_row + t) + h * hs;
             std::fill(out, out + hs, 0.0f);

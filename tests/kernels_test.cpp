@@ -42,9 +42,10 @@ TEST_CASE("matmul by hand: y = x times w transposed") {
 }
 
 TEST_CASE("matmul agrees with the reference triple loop on odd sizes") {
-    for (int rows : {1, 3, 4, 5, 17})
+    // Sizes around the lane count (16), the tile (5 x 5) and the decode stream (8 rows).
+    for (int rows : {1, 3, 4, 5, 6, 11, 17})
         for (int in : {1, 3, 16, 17, 255})
-            for (int out : {1, 3, 4, 7}) {
+            for (int out : {1, 3, 5, 7, 8, 9, 17}) {
                 const Matrix x = random_matrix(rows, in, 1 + rows * 1000 + in);
                 const Matrix w = random_matrix(out, in, 2 + out * 1000 + in);
                 Matrix fast(rows, out), slow(rows, out);
@@ -150,4 +151,16 @@ TEST_CASE("rope keeps lengths and makes q.k depend only on the distance") {
     // A different distance gives a different score.
     const std::vector<float> c_k = rotated(k, 6);
     CHECK(dot(a_q.data(), c_k.data(), hs) != doctest::Approx(dot(a_q.data(), a_k.data(), hs)));
+}
+
+TEST_CASE("dot_rows equals dot for every row at odd counts and strides") {
+    for (int n_rows : {1, 7, 8, 9, 17})
+        for (int n : {2, 6, 16, 33}) {
+            const int stride = n + 3;
+            const Matrix keys = random_matrix(n_rows, stride, 40 + n_rows);
+            const Matrix q = random_matrix(1, n, 50 + n);
+            std::vector<float> out(n_rows);
+            dot_rows(q.row(0), keys.row(0), n_rows, std::size_t(stride), n, out.data());
+            for (int j = 0; j < n_rows; ++j) CHECK(out[j] == dot(q.row(0), keys.row(j), n));
+        }
 }
