@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -113,7 +114,11 @@ TEST_CASE("model flags validate the shape and refuse what cannot fit") {
 }
 
 TEST_CASE("run_program turns any error into exit status 2") {
+    std::ostringstream captured;  // the one-line messages, kept out of the test log
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
     CHECK(run_program("t", [] { return 0; }) == 0);
     CHECK(run_program("t", []() -> int { throw UsageError("--x: bad"); }) == 2);
     CHECK(run_program("t", []() -> int { throw std::length_error("full"); }) == 2);
+    std::cerr.rdbuf(old);
+    CHECK(captured.str() == "t: --x: bad\nt: full\n");
 }
