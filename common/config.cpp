@@ -48,8 +48,8 @@ std::uint64_t Config::parameter_count() const {
     per_layer =
         checked_add(per_layer, checked_mul(3, checked_mul(f, d, what), what), what);  // w1, w2, w3
     std::uint64_t total = checked_mul(per_layer, std::uint64_t(n_layers), what);
-    total = checked_add(total, checked_mul(2, checked_mul(v, d, what), what),
-                        what);           // embedding, output
+    const std::uint64_t tables = shared_output ? 1 : 2;  // embedding, and output unless shared
+    total = checked_add(total, checked_mul(tables, checked_mul(v, d, what), what), what);
     return checked_add(total, d, what);  // final norm
 }
 

@@ -15,6 +15,10 @@ struct Config {
     int vocab_size = 4096;  // tokens the model can read and write
     int max_seq = 512;      // longest context: prompt plus answer
 
+    // The output projection is the embedding table itself (tied), as in
+    // llama2.c's TinyStories checkpoints: parameter_count() counts it once.
+    bool shared_output = false;
+
     int head_size() const { return dim / n_heads; }
     int kv_dim() const { return n_kv_heads * head_size(); }  // width of one position's keys
     int group_size() const { return n_heads / n_kv_heads; }  // query heads per KV head
@@ -26,7 +30,8 @@ struct Config {
     void validate() const;
 
     // Every learned number: embedding, per layer (two norms, four attention
-    // matrices, three feed-forward matrices), final norm, output projection.
+    // matrices, three feed-forward matrices), final norm, output projection
+    // (unless it is shared with the embedding).
     std::uint64_t parameter_count() const;
     std::uint64_t weight_bytes() const;  // float32 weights
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "../../common/model_flags.h"
+#include "../../common/model_source.h"
 #include "../../common/output.h"
 #include "../../common/program.h"
 #include "../../common/report.h"
@@ -18,24 +19,24 @@ int main(int argc, char** argv) {
         int prompt_len = 16;     // tokens in the fixed prompt
         int answer_len = 48;     // tokens to generate, as in the published figure
         int repeats = 5;         // timed answers after one warm-up; medians are reported
+        ModelSource source;      // random weights, or a checkpoint and tokenizer
         OutputOptions out;
 
         Flags flags("01_naive_decoding",
                     "Naive decoding: recompute the whole sequence for every new token.");
         add_model_flags(flags, config, seed);
-        flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the prompt");
+        add_model_source_flags(flags, source);
+        flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the fixed prompt");
         flags.add("answer-len", answer_len, 1, 1 << 20, "tokens to generate");
         flags.add("repeats", repeats, 1, 1000, "timed answers (median reported)");
         add_output_flags(flags, out);
         if (!flags.parse(argc, argv)) return 0;
-        if (prompt_len + answer_len - 1 > config.max_seq)
-            throw UsageError(
-                "--prompt-len + --answer-len - 1 = " + std::to_string(prompt_len + answer_len - 1) +
-                " exceeds --max-seq " + std::to_string(config.max_seq));
-        check_model(config, std::uint64_t(prompt_len + answer_len));
 
-        Transformer model(config, seed);
-        const std::vector<int> prompt = fixed_prompt(prompt_len, config.vocab_size, seed);
+        LoadedModel loaded = load_model(source, config, seed, prompt_len, answer_len);
+        config = loaded.model.config();  // a checkpoint brings its own shape
+        prompt_len = static_cast<int>(loaded.prompt.size());
+        Transformer& model = loaded.model;
+        const std::vector<int>& prompt = loaded.prompt;
         const AnswerTiming naive = time_answer(model, repeats, [&](const StepCallback& on_step) {
             return generate_naive(model, prompt, answer_len, on_step);
         });
@@ -59,22 +60,27 @@ int main(int argc, char** argv) {
         plot.add_series("naive step", xs, ys);
         const std::string plot_path = plot.write(out.plot_dir + "/01_naive_step_time.svg");
 
-        if (emit(out, Json()
-                          .add("chapter", "01_naive_decoding")
-                          .add("model", config.describe())
-                          .add("parameters", config.parameter_count())
-                          .add("prompt_len", prompt_len)
-                          .add("answer_len", answer_len)
-                          .add("naive_answer_ms", naive.answer_seconds * 1e3)
-                          .add("positions_processed", naive.positions)
-                          .add("positions_predicted", predicted)
-                          .add("tokens", naive.tokens)
-                          .add("steps", steps)
-                          .add("plot", plot_path)))
-            return 0;
+        Json results = Json()
+                           .add("chapter", "01_naive_decoding")
+                           .add("model", config.describe())
+                           .add("parameters", config.parameter_count())
+                           .add("prompt_len", prompt_len)
+                           .add("answer_len", answer_len)
+                           .add("naive_answer_ms", naive.answer_seconds * 1e3)
+                           .add("positions_processed", naive.positions)
+                           .add("positions_predicted", predicted)
+                           .add("tokens", naive.tokens)
+                           .add("steps", steps)
+                           .add("plot", plot_path);
+        if (!source.checkpoint.empty()) results.add("weights", loaded.weights);
+        if (loaded.tokenizer)
+            results.add("prompt_text", loaded.prompt_text())
+                .add("answer_text", loaded.answer_text(naive.tokens));
+        if (emit(out, results)) return 0;
         std::cout << "Chapter 01: naive decoding\n\n"
-                  << "model: " << config.describe() << "\n"
-                  << "parameters: " << with_commas(config.parameter_count()) << " ("
+                  << "model: " << config.describe() << "\n";
+        if (!source.checkpoint.empty()) std::cout << "weights: " << loaded.weights << "\n";
+        std::cout << "parameters: " << with_commas(config.parameter_count()) << " ("
                   << format_bytes(config.weight_bytes()) << " of float32 weights)\n"
                   << "prompt: " << prompt_len << " tokens, answer: " << answer_len
                   << " tokens, median of " << repeats << " runs after a warm-up\n\n"
@@ -85,8 +91,11 @@ int main(int argc, char** argv) {
                   << "  predicted: n*p + n*(n-1)/2 = " << answer_len << "*" << prompt_len << " + "
                   << answer_len << "*" << answer_len - 1 << "/2 = " << with_commas(predicted)
                   << (predicted == naive.positions ? " (matches)" : " (DOES NOT MATCH)") << "\n"
-                  << "plot: " << plot_path << "\n\n"
-                  << answer_len
+                  << "plot: " << plot_path << "\n\n";
+        if (loaded.tokenizer)
+            std::cout << "prompt text: " << loaded.prompt_text() << "\n"
+                      << "answer text: " << loaded.answer_text(naive.tokens) << "\n\n";
+        std::cout << answer_len
                   << "-token answer without the cache: " << format_duration(naive.answer_seconds)
                   << "\n";
         return 0;

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "../../common/model_flags.h"
+#include "../../common/model_source.h"
 #include "../../common/output.h"
 #include "../../common/program.h"
 #include "../../common/report.h"
@@ -22,23 +23,25 @@ int main(int argc, char** argv) {
         int prompt_len = 16;     // tokens in the fixed prompt
         int answer_len = 48;     // tokens to generate, as in the published figure
         int repeats = 5;         // timed answers per method after a warm-up
+        ModelSource source;      // random weights, or a checkpoint and tokenizer
         OutputOptions out;
 
         Flags flags("02_kv_cache", "The KV cache: prefill once, then decode one token at a time.");
         add_model_flags(flags, config, seed);
-        flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the prompt");
+        add_model_source_flags(flags, source);
+        add_save_model_flags(flags, source);
+        flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the fixed prompt");
         flags.add("answer-len", answer_len, 1, 1 << 20, "tokens to generate");
         flags.add("repeats", repeats, 1, 1000, "timed answers per method (median reported)");
         add_output_flags(flags, out);
         if (!flags.parse(argc, argv)) return 0;
-        if (prompt_len + answer_len - 1 > config.max_seq)
-            throw UsageError(
-                "--prompt-len + --answer-len - 1 = " + std::to_string(prompt_len + answer_len - 1) +
-                " exceeds --max-seq " + std::to_string(config.max_seq));
-        check_model(config, std::uint64_t(prompt_len + answer_len));
 
-        Transformer model(config, seed);
-        const std::vector<int> prompt = fixed_prompt(prompt_len, config.vocab_size, seed);
+        LoadedModel loaded = load_model(source, config, seed, prompt_len, answer_len);
+        config = loaded.model.config();  // a checkpoint brings its own shape
+        prompt_len = static_cast<int>(loaded.prompt.size());
+        Transformer& model = loaded.model;
+        const std::vector<int>& prompt = loaded.prompt;
+        const std::string saved = save_model_files(source, loaded);
 
         // Both methods, timed on the same model in the same run.
         const AnswerTiming naive = time_answer(model, repeats, [&](const StepCallback& on_step) {
@@ -88,27 +91,36 @@ int main(int argc, char** argv) {
         plot.add_series("KV cache", xs, cached_ms);
         const std::string plot_path = plot.write(out.plot_dir + "/02_step_time.svg");
 
-        if (emit(out, Json()
-                          .add("chapter", "02_kv_cache")
-                          .add("model", config.describe())
-                          .add("prompt_len", prompt_len)
-                          .add("answer_len", answer_len)
-                          .add("naive_answer_ms", naive.answer_seconds * 1e3)
-                          .add("cached_answer_ms", cached.answer_seconds * 1e3)
-                          .add("speedup", speedup)
-                          .add("prefill_ms", cached.step_seconds[0] * 1e3)
-                          .add("decode_step_ms", decode_step * 1e3)
-                          .add("naive_positions", naive.positions)
-                          .add("cached_positions", cached.positions)
-                          .add("same_tokens", same_tokens)
-                          .add("max_logit_difference", max_diff)
-                          .add("tokens", cached.tokens)
-                          .add("steps", steps)
-                          .add("plot", plot_path)))
-            return 0;
+        Json results = Json()
+                           .add("chapter", "02_kv_cache")
+                           .add("model", config.describe())
+                           .add("prompt_len", prompt_len)
+                           .add("answer_len", answer_len)
+                           .add("naive_answer_ms", naive.answer_seconds * 1e3)
+                           .add("cached_answer_ms", cached.answer_seconds * 1e3)
+                           .add("speedup", speedup)
+                           .add("prefill_ms", cached.step_seconds[0] * 1e3)
+                           .add("decode_step_ms", decode_step * 1e3)
+                           .add("naive_positions", naive.positions)
+                           .add("cached_positions", cached.positions)
+                           .add("same_tokens", same_tokens)
+                           .add("max_logit_difference", max_diff)
+                           .add("tokens", cached.tokens)
+                           .add("steps", steps)
+                           .add("plot", plot_path);
+        if (!source.checkpoint.empty()) results.add("weights", loaded.weights);
+        const std::string naive_text = loaded.answer_text(naive.tokens);
+        const std::string cached_text = loaded.answer_text(cached.tokens);
+        if (loaded.tokenizer)
+            results.add("prompt_text", loaded.prompt_text())
+                .add("naive_text", naive_text)
+                .add("cached_text", cached_text)
+                .add("same_text", naive_text == cached_text);
+        if (emit(out, results)) return 0;
         std::cout << "Chapter 02: the KV cache\n\n"
-                  << "model: " << config.describe() << "\n"
-                  << "prompt: " << prompt_len << " tokens, answer: " << answer_len
+                  << "model: " << config.describe() << "\n";
+        if (!source.checkpoint.empty()) std::cout << "weights: " << loaded.weights << "\n";
+        std::cout << saved << "prompt: " << prompt_len << " tokens, answer: " << answer_len
                   << " tokens, median of " << repeats << " runs per method after a warm-up\n\n";
         steps.print(std::cout);
         std::cout << "\n"
@@ -124,6 +136,11 @@ int main(int argc, char** argv) {
                   << "; largest logit difference over all " << answer_len << " steps: " << max_diff
                   << (max_diff == 0 ? " (identical to the last bit)" : "") << "\n"
                   << "plot: " << plot_path << "\n\n";
+        if (loaded.tokenizer)
+            std::cout << "prompt text: " << loaded.prompt_text() << "\n"
+                      << "answer without the cache: " << naive_text << "\n"
+                      << "answer with the cache:    " << cached_text << "\n"
+                      << "same text: " << (naive_text == cached_text ? "yes" : "NO") << "\n\n";
         std::printf("%d-token answer: %s without the cache -> %s with it (%.1f x faster)\n",
                     answer_len, format_duration(naive.answer_seconds).c_str(),
                     format_duration(cached.answer_seconds).c_str(), speedup);

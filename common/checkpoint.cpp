@@ -1,0 +1,352 @@
+#include "checkpoint.h"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <span>
+#include <stdexcept>
+
+#include "checked.h"
+#include "report.h"
+
+namespace kv {
+
+static_assert(std::numeric_limits<float>::is_iec559 && sizeof(float) == 4,
+              "the checkpoint's numbers are IEEE-754 float32, and so must ours be");
+
+// ------------------------------------------------------ little-endian files
+
+namespace {
+
+std::uint32_t le_uint32(const unsigned char* b) {
+    return std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 | std::uint32_t(b[2]) << 16 |
+           std::uint32_t(b[3]) << 24;
+}
+
+void append_le_uint32(std::string& out, std::uint32_t u) {
+    for (int shift = 0; shift < 32; shift += 8) out += static_cast<char>((u >> shift) & 0xFF);
+}
+
+}  // namespace
+
+std::int32_t le_int32(const unsigned char* bytes) {
+    return std::bit_cast<std::int32_t>(le_uint32(bytes));
+}
+
+float le_float32(const unsigned char* bytes) {
+    return std::bit_cast<float>(le_uint32(bytes));
+}
+
+void append_le_int32(std::string& out, std::int32_t value) {
+    append_le_uint32(out, std::bit_cast<std::uint32_t>(value));
+}
+
+void append_le_float32(std::string& out, float value) {
+    append_le_uint32(out, std::bit_cast<std::uint32_t>(value));
+}
+
+std::uint64_t regular_file_size(const std::string& path, std::string_view what) {
+    const std::string where = std::string(what) + " " + path + ": ";
+    std::error_code error;
+    const std::filesystem::file_status status = std::filesystem::status(path, error);
+    if (!std::filesystem::exists(status)) throw std::runtime_error(where + "no such file");
+    if (error) throw std::runtime_error(where + error.message());
+    if (!std::filesystem::is_regular_file(status))
+        throw std::runtime_error(where + "not a regular file");
+    const std::uintmax_t size = std::filesystem::file_size(path, error);
+    if (error) throw std::runtime_error(where + error.message());
+    return size;
+}
+
+// ------------------------------------------------------------------ header
+
+namespace {
+
+constexpr int header_ints = 7;
+constexpr std::uint64_t header_bytes = header_ints * 4;
+
+// llama2.c's newer exports (version 1 and 2) begin with this magic number,
+// the bytes "24ka", where a legacy file has dim.
+constexpr std::int64_t versioned_magic = 0x616b3432;
+
+struct HeaderField {
+    const char* name;
+    std::int64_t max;  // the same limits as the model-shape flags (model_flags.cpp)
+};
+constexpr std::array<HeaderField, header_ints> header_fields = {{{"dim", 1 << 16},
+                                                                 {"hidden_dim", 1 << 18},
+                                                                 {"n_layers", 1024},
+                                                                 {"n_heads", 1024},
+                                                                 {"n_kv_heads", 1024},
+                                                                 {"vocab_size", 1 << 20},
+                                                                 {"seq_len", 1 << 20}}};
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+    throw std::runtime_error("checkpoint " + path + ": " + message);
+}
+
+std::string field_text(int i, std::int64_t value) {
+    return std::string("header value ") + header_fields[i].name + " = " + std::to_string(value);
+}
+
+// Every header number is checked here, with the name llama2.c gives it,
+// before Config::validate() sees it (whose messages name the flags).
+Config config_from_header(const std::string& path, const unsigned char* bytes) {
+    std::array<std::int64_t, header_ints> raw{};
+    for (int i = 0; i < header_ints; ++i) raw[i] = le_int32(bytes + 4 * i);
+    if (raw[0] == versioned_magic)
+        fail(path,
+             "starts with the magic number of llama2.c's version 1/2 exports; this reader takes "
+             "the legacy version 0 format (llama2.c's export.py --version 0)");
+    for (int i = 0; i < header_ints; ++i) {
+        // A negative vocab_size only says the output projection is stored; its size is |v|.
+        const std::int64_t value = i == 5 ? std::abs(raw[i]) : raw[i];
+        if (value <= 0)
+            fail(path,
+                 field_text(i, raw[i]) + (i == 5 ? " must not be zero" : " must be positive"));
+        if (value > header_fields[i].max)
+            fail(path, field_text(i, raw[i]) + " is absurd (this reader allows at most " +
+                           std::to_string(header_fields[i].max) +
+                           "): is this a llama2.c version 0 checkpoint?");
+    }
+    Config c;
+    c.dim = static_cast<int>(raw[0]);
+    c.ffn_dim = static_cast<int>(raw[1]);
+    c.n_layers = static_cast<int>(raw[2]);
+    c.n_heads = static_cast<int>(raw[3]);
+    c.n_kv_heads = static_cast<int>(raw[4]);
+    c.vocab_size = static_cast<int>(std::abs(raw[5]));
+    c.shared_output = raw[5] > 0;
+    c.max_seq = static_cast<int>(raw[6]);
+    if (c.dim % c.n_heads != 0)
+        fail(path,
+             field_text(0, c.dim) + " is not divisible by n_heads = " + std::to_string(c.n_heads));
+    if (c.n_heads % c.n_kv_heads != 0)
+        fail(path, field_text(3, c.n_heads) +
+                       " is not divisible by n_kv_heads = " + std::to_string(c.n_kv_heads));
+    if (c.head_size() % 2 != 0)
+        fail(path, "head size dim / n_heads = " + std::to_string(c.head_size()) +
+                       " is odd, but RoPE rotates pairs of numbers");
+    c.validate();  // cannot fail after the checks above; kept as a backstop
+    return c;
+}
+
+}  // namespace
+
+std::uint64_t checkpoint_bytes(const Config& c) {
+    // parameter_count() counts exactly the stored tensors (the output
+    // projection only when it is not shared); the two RoPE tables add
+    // seq_len * head_size / 2 numbers each.
+    const char* what = "checkpoint size";
+    const std::uint64_t rope =
+        checked_mul(std::uint64_t(c.max_seq), std::uint64_t(c.head_size()), what);
+    const std::uint64_t floats = checked_add(c.parameter_count(), rope, what);
+    return checked_add(header_bytes, checked_mul(floats, sizeof(float), what), what);
+}
+
+Config read_checkpoint_config(const std::string& path) {
+    const std::uint64_t size = regular_file_size(path, "checkpoint");
+    if (size < header_bytes)
+        fail(path, "the file has " + std::to_string(size) + " bytes, too few for the " +
+                       std::to_string(header_bytes) + "-byte header");
+    std::ifstream in(path, std::ios::binary);
+    std::array<unsigned char, header_bytes> header{};
+    if (!in.read(reinterpret_cast<char*>(header.data()), header.size()))
+        fail(path, "cannot read the header");
+    const Config config = config_from_header(path, header.data());
+    const std::uint64_t need = checkpoint_bytes(config);
+    if (size < need)
+        fail(path, "the header's shape needs " + with_commas(need) + " bytes but the file has " +
+                       with_commas(size) + ": truncated?");
+    if (size > need)
+        fail(path, "the file has " + with_commas(size) + " bytes, " + with_commas(size - need) +
+                       " more than the header's shape needs: not a llama2.c version 0 checkpoint?");
+    return config;
+}
+
+// ------------------------------------------------------------------ reading
+
+namespace {
+
+// Reads float32 tensors one after another, a block of bytes at a time.
+class TensorReader {
+  public:
+    TensorReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+        in_.seekg(std::streamoff(header_bytes));
+        if (!in_) fail(path_, "cannot open for reading");
+    }
+
+    void read(std::span<float> out, const std::string& tensor) {
+        constexpr std::size_t block = 1 << 16;  // numbers per read
+        std::vector<unsigned char> bytes(std::min(out.size(), block) * 4);
+        for (std::size_t start = 0; start < out.size(); start += block) {
+            const std::size_t n = std::min(block, out.size() - start);
+            if (!in_.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(n * 4)))
+                fail(path_, "the file ended while reading " + tensor);
+            for (std::size_t i = 0; i < n; ++i) {
+                const float value = le_float32(bytes.data() + 4 * i);
+                // A NaN would spread through every later logit and print as garbage text.
+                if (!std::isfinite(value))
+                    fail(path_, tensor + " holds a non-finite number (" + std::to_string(value) +
+                                    ") at index " + std::to_string(start + i));
+                out[start + i] = value;
+            }
+        }
+    }
+
+    void skip(std::uint64_t floats) {
+        in_.seekg(std::streamoff(floats * 4), std::ios::cur);
+        if (!in_) fail(path_, "the file ended while skipping the RoPE tables");
+    }
+
+  private:
+    std::string path_;
+    std::ifstream in_;
+};
+
+std::string of_layer(const char* tensor, int layer) {
+    return std::string(tensor) + " of layer " + std::to_string(layer);
+}
+
+}  // namespace
+
+Checkpoint read_checkpoint(const std::string& path) {
+    Checkpoint result{read_checkpoint_config(path), {}};
+    const Config& c = result.config;
+    Weights& w = result.weights;
+    w = empty_weights(c);
+    TensorReader in(path);
+    in.read(w.token_embedding.data, "the token embedding");
+    // Each tensor is stored for all layers before the next tensor begins.
+    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].attn_norm, of_layer("attn_norm", l));
+    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].wq.data, of_layer("wq", l));
+    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].wk.data, of_layer("wk", l));
+    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].wv.data, of_layer("wv", l));
+    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].wo.data, of_layer("wo", l));
+    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].ffn_norm, of_layer("ffn_norm", l));
+    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].w1.data, of_layer("w1", l));
+    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].w2.data, of_layer("w2", l));
+    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].w3.data, of_layer("w3", l));
+    in.read(w.final_norm, "the final norm");
+    in.skip(std::uint64_t(c.max_seq) * std::uint64_t(c.head_size()));  // RoPE cos and sin
+    if (c.shared_output) {
+        // The Transformer reads its own output matrix, so it gets a copy.
+        w.output = w.token_embedding;
+    } else {
+        in.read(w.output.data, "the output projection");
+    }
+    return result;
+}
+
+// ------------------------------------------------------------------ writing
+
+namespace {
+
+void check_shape(const Matrix& m, int rows, int cols, const std::string& name) {
+    if (m.rows != rows || m.cols != cols || m.data.size() != std::size_t(rows) * cols)
+        throw std::invalid_argument("write_checkpoint: " + name + " is " + std::to_string(m.rows) +
+                                    "x" + std::to_string(m.cols) + ", the config says " +
+                                    std::to_string(rows) + "x" + std::to_string(cols));
+}
+
+void check_shape(const std::vector<float>& v, int size, const std::string& name) {
+    if (v.size() != std::size_t(size))
+        throw std::invalid_argument("write_checkpoint: " + name + " has " +
+                                    std::to_string(v.size()) + " numbers, the config says " +
+                                    std::to_string(size));
+}
+
+void check_shapes(const Config& c, const Weights& w) {
+    check_shape(w.token_embedding, c.vocab_size, c.dim, "the token embedding");
+    if (w.layers.size() != std::size_t(c.n_layers))
+        throw std::invalid_argument("write_checkpoint: " + std::to_string(w.layers.size()) +
+                                    " layers, the config says " + std::to_string(c.n_layers));
+    for (int l = 0; l < c.n_layers; ++l) {
+        const LayerWeights& layer = w.layers[l];
+        check_shape(layer.attn_norm, c.dim, of_layer("attn_norm", l));
+        check_shape(layer.wq, c.dim, c.dim, of_layer("wq", l));
+        check_shape(layer.wk, c.kv_dim(), c.dim, of_layer("wk", l));
+        check_shape(layer.wv, c.kv_dim(), c.dim, of_layer("wv", l));
+        check_shape(layer.wo, c.dim, c.dim, of_layer("wo", l));
+        check_shape(layer.ffn_norm, c.dim, of_layer("ffn_norm", l));
+        check_shape(layer.w1, c.ffn_dim, c.dim, of_layer("w1", l));
+        check_shape(layer.w2, c.dim, c.ffn_dim, of_layer("w2", l));
+        check_shape(layer.w3, c.ffn_dim, c.dim, of_layer("w3", l));
+    }
+    check_shape(w.final_norm, c.dim, "the final norm");
+    check_shape(w.output, c.vocab_size, c.dim, "the output projection");
+    if (c.shared_output && w.output.data != w.token_embedding.data)
+        throw std::invalid_argument(
+            "write_checkpoint: config.shared_output is set but the output projection differs "
+            "from the embedding table; the file would lose it");
+}
+
+// Encodes numbers into a buffer and writes it out a block at a time.
+class TensorWriter {
+  public:
+    TensorWriter(const std::string& path) : path_(path), out_(path, std::ios::binary) {
+        if (!out_) throw std::runtime_error("cannot write checkpoint " + path_);
+    }
+    void int32(std::int32_t value) { append_le_int32(buffer_, value); }
+    void floats(std::span<const float> values) {
+        for (float v : values) {
+            append_le_float32(buffer_, v);
+            if (buffer_.size() >= (1 << 20)) flush();
+        }
+    }
+    void finish() {
+        flush();
+        out_.close();
+        if (!out_) throw std::runtime_error("cannot write checkpoint " + path_);
+    }
+
+  private:
+    void flush() {
+        out_.write(buffer_.data(), std::streamsize(buffer_.size()));
+        buffer_.clear();
+    }
+    std::string path_;
+    std::ofstream out_;
+    std::string buffer_;
+};
+
+}  // namespace
+
+void write_checkpoint(const std::string& path, const Config& c, const Weights& w) {
+    c.validate();
+    check_shapes(c, w);
+    TensorWriter out(path);
+    for (int value : {c.dim, c.ffn_dim, c.n_layers, c.n_heads, c.n_kv_heads,
+                      c.shared_output ? c.vocab_size : -c.vocab_size, c.max_seq})
+        out.int32(value);
+    out.floats(w.token_embedding.data);
+    for (const LayerWeights& l : w.layers) out.floats(l.attn_norm);
+    for (const LayerWeights& l : w.layers) out.floats(l.wq.data);
+    for (const LayerWeights& l : w.layers) out.floats(l.wk.data);
+    for (const LayerWeights& l : w.layers) out.floats(l.wv.data);
+    for (const LayerWeights& l : w.layers) out.floats(l.wo.data);
+    for (const LayerWeights& l : w.layers) out.floats(l.ffn_norm);
+    for (const LayerWeights& l : w.layers) out.floats(l.w1.data);
+    for (const LayerWeights& l : w.layers) out.floats(l.w2.data);
+    for (const LayerWeights& l : w.layers) out.floats(l.w3.data);
+    out.floats(w.final_norm);
+    // The RoPE tables llama2.c's exporter writes: cos, then sin, of
+    // pos * 10000^(-2i/head_size). Readers skip them; we write them anyway so
+    // the file is what other tools of that format expect.
+    const int half = c.head_size() / 2;
+    for (bool sine : {false, true})
+        for (int pos = 0; pos < c.max_seq; ++pos)
+            for (int i = 0; i < half; ++i) {
+                const double angle = pos * std::pow(10000.0, -2.0 * i / c.head_size());
+                const float value = static_cast<float>(sine ? std::sin(angle) : std::cos(angle));
+                out.floats(std::span(&value, 1));
+            }
+    if (!c.shared_output) out.floats(w.output.data);
+    out.finish();
+}
+
+}  // namespace kv

@@ -1,0 +1,131 @@
+#include "model_source.h"
+
+#include <utility>
+
+#include "checkpoint.h"
+#include "generation.h"
+#include "model_flags.h"
+#include "report.h"
+
+namespace kv {
+
+void add_model_source_flags(Flags& flags, ModelSource& s) {
+    flags.add("checkpoint", s.checkpoint,
+              "llama2.c checkpoint to run instead of random weights (it sets the model shape)");
+    flags.add("tokenizer", s.tokenizer, "llama2.c tokenizer file: show prompt and answers as text");
+    flags.add("prompt", s.prompt, "prompt text, encoded with --tokenizer (replaces --prompt-len)");
+}
+
+void add_save_model_flags(Flags& flags, ModelSource& s) {
+    flags.add("save-checkpoint", s.save_checkpoint,
+              "write the model to this file in llama2.c's checkpoint format");
+    flags.add("save-tokenizer", s.save_tokenizer,
+              "write the model's tokenizer (a byte-level one for random weights) to this file");
+}
+
+namespace {
+
+// With --checkpoint the file's header sets the shape. A shape flag changed
+// from its default would be silently overruled, so it is an error instead.
+void reject_shape_flags(const Config& shape) {
+    const Config d;
+    const std::pair<const char*, bool> changed[] = {
+        {"layers", shape.n_layers != d.n_layers}, {"dim", shape.dim != d.dim},
+        {"heads", shape.n_heads != d.n_heads},    {"kv-heads", shape.n_kv_heads != d.n_kv_heads},
+        {"ffn", shape.ffn_dim != d.ffn_dim},      {"vocab", shape.vocab_size != d.vocab_size},
+        {"max-seq", shape.max_seq != d.max_seq}};
+    for (const auto& [name, is_changed] : changed)
+        if (is_changed)
+            throw UsageError("--" + std::string(name) +
+                             " cannot be used with --checkpoint: the checkpoint sets the shape");
+}
+
+}  // namespace
+
+LoadedModel load_model(const ModelSource& source, const Config& shape, std::uint64_t seed,
+                       int prompt_len, int answer_len) {
+    if (!source.prompt.empty() && source.tokenizer.empty())
+        throw UsageError("--prompt needs --tokenizer to turn the text into tokens");
+    const bool from_file = !source.checkpoint.empty();
+    Config config = shape;
+    if (from_file) {
+        reject_shape_flags(shape);
+        config = read_checkpoint_config(source.checkpoint);  // the header only, for now
+    } else {
+        check_model(config, 0);  // the flags' shape, before anything relies on it
+    }
+
+    std::optional<Tokenizer> tokenizer;
+    if (!source.tokenizer.empty()) tokenizer = read_tokenizer(source.tokenizer, config.vocab_size);
+    std::vector<int> prompt;
+    if (!source.prompt.empty()) prompt = tokenizer->encode(source.prompt, true, false);
+
+    // The cache must hold the prompt and every answer token but the last.
+    const std::int64_t prompt_tokens = source.prompt.empty() ? prompt_len : std::ssize(prompt);
+    const std::int64_t positions = prompt_tokens + answer_len - 1;
+    if (positions > config.max_seq)
+        throw UsageError((source.prompt.empty()
+                              ? std::string("--prompt-len")
+                              : "the prompt's " + std::to_string(prompt_tokens) + " tokens") +
+                         " + --answer-len - 1 = " + std::to_string(positions) + " exceeds " +
+                         (from_file ? "the checkpoint's seq_len " : "--max-seq ") +
+                         std::to_string(config.max_seq));
+    // A shared output table is held twice in memory (the reader copies it).
+    Config in_memory = config;
+    in_memory.shared_output = false;
+    check_model(in_memory, std::uint64_t(prompt_tokens + answer_len));
+    if (source.prompt.empty()) prompt = fixed_prompt(prompt_len, config.vocab_size, seed);
+
+    if (!from_file)
+        return {Transformer(config, seed), std::move(prompt), std::move(tokenizer),
+                "random (seed " + std::to_string(seed) + ")"};
+    Checkpoint checkpoint = read_checkpoint(source.checkpoint);
+    return {Transformer(checkpoint.config, std::move(checkpoint.weights)), std::move(prompt),
+            std::move(tokenizer), source.checkpoint};
+}
+
+std::string LoadedModel::prompt_text() const {
+    if (!tokenizer) return "";
+    std::string text;
+    int prev = -1;
+    for (int token : prompt) {
+        // BOS and EOS mark where texts begin and end; they are not text.
+        if (token != Tokenizer::bos && token != Tokenizer::eos)
+            text += tokenizer->decode(prev, token);
+        prev = token;
+    }
+    return display_text(text);
+}
+
+std::string LoadedModel::answer_text(std::span<const int> answer) const {
+    if (!tokenizer) return "";
+    std::string text;
+    int prev = prompt.empty() ? -1 : prompt.back();
+    for (int token : answer) {
+        if (token == Tokenizer::bos || token == Tokenizer::eos) break;
+        text += tokenizer->decode(prev, token);
+        prev = token;
+    }
+    return display_text(text);
+}
+
+std::string save_model_files(const ModelSource& source, const LoadedModel& loaded) {
+    std::string said;
+    const Config& config = loaded.model.config();
+    if (!source.save_checkpoint.empty()) {
+        write_checkpoint(source.save_checkpoint, config, loaded.model.weights());
+        said += "saved the model to " + source.save_checkpoint + " (llama2.c checkpoint, " +
+                format_bytes(checkpoint_bytes(config)) + ")\n";
+    }
+    if (!source.save_tokenizer.empty()) {
+        if (!loaded.tokenizer && config.vocab_size < Tokenizer::first_byte_token + 256)
+            throw UsageError("--save-tokenizer: a byte-level tokenizer needs --vocab 259 or more");
+        write_tokenizer(source.save_tokenizer, loaded.tokenizer
+                                                   ? *loaded.tokenizer
+                                                   : byte_level_tokenizer(config.vocab_size));
+        said += "saved the tokenizer to " + source.save_tokenizer + "\n";
+    }
+    return said;
+}
+
+}  // namespace kv
