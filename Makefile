@@ -45,8 +45,14 @@ $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(ALL_FLAGS) -c -o $@ $<
 
+# Each chapter also saves its numbers as JSON; the last one, the closing
+# table, reads them back.
 run: $(CHAPTERS)
-	@for ch in $(CHAPTERS); do echo; echo "==> $(BUILD)/$$ch"; ./$(BUILD)/$$ch || exit 1; done
+	@mkdir -p $(BUILD)/results
+	@for ch in $(CHAPTERS); do \
+	    echo; echo "==> $(BUILD)/$$ch"; \
+	    ./$(BUILD)/$$ch --save-json $(BUILD)/results/$$ch.json || exit 1; \
+	done
 
 # --------------------------------------------------------------- tests
 doctest:

@@ -9,6 +9,7 @@ set -u
 BIN="${1:-build}"
 CASES="$(dirname "$0")/program_cases"
 PLOTS="$(mktemp -d)"
+RESULTS="$PLOTS/results"  # each quick run saves its JSON here; the closing table reads them
 trap 'rm -rf "$PLOTS"' EXIT
 passed=0
 failed=0
@@ -35,10 +36,12 @@ for cases in "$CASES"/ch*.txt; do
     [ -x "$prog" ] || { fail "$prog is not built"; continue; }
     expect_exit 0 "$prog" --help
     while IFS= read -r line; do
+        line="${line//\{results\}/$RESULTS}"
         case "$line" in
             quick:*)
                 # shellcheck disable=SC2086
-                out="$("$prog" ${line#quick:} --plot-dir "$PLOTS" --json)"; status=$?
+                out="$("$prog" ${line#quick:} --plot-dir "$PLOTS" --save-json "$RESULTS/$ch.json" --json)"
+                status=$?
                 if [ "$status" = 0 ] &&
                    python3 -c 'import json,sys; json.loads(sys.stdin.read())' <<<"$out" 2>/dev/null
                 then ok; else fail "$prog ${line#quick:} --json did not print one JSON object"; fi ;;
