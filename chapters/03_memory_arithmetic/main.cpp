@@ -90,17 +90,19 @@ int main(int argc, char** argv) {
         std::cout << "\nEvery attention layout and number width, context "
                   << with_commas(price.context) << " tokens:\n";
         layouts.print(std::cout);
-        std::cout << "\nBudget: " << size_words(budget) << " for the cache. A conversation may "
-                  << "use " << with_commas(price.context) << " tokens; on average it holds "
-                  << with_commas(price.mean_tokens) << ".\n";
+        std::cout << "\nBudget: " << size_words(budget) << " for the cache.\n"
+                  << "A conversation may use " << with_commas(price.context)
+                  << " tokens; on average it holds " << with_commas(price.mean_tokens) << ".\n";
         budgets.print(std::cout);
         std::cout << "Reserving the whole context, " << with_commas(fit.fit_reserving)
                   << " conversations fit; holding only their tokens, "
                   << with_commas(fit.fit_holding) << ".\n"
-                  << "Reserving leaves " << Cell(fit.waste_percent, 1).text
-                  << "% of every reservation unused. Either way the count is capped:\n"
-                  << "every conversation in a batch keeps its cache in memory while it runs, "
-                  << "and the budget\nholds only so many. This cap is why a server cannot "
+                  << "A reservation of " << with_commas(price.context) << " positions holds "
+                  << with_commas(price.mean_tokens)
+                  << " tokens on average: " << Cell(fit.waste_percent, 1).text
+                  << "% of it unused.\nEither way the count is capped: "
+                  << "every conversation in a batch keeps its cache in memory\nwhile it runs, "
+                  << "and the budget holds only so many.\nThis cap is why a server cannot "
                   << "batch without limit.\n\n"
                   << "The demo model (common/config.h): " << demo.describe() << "\n"
                   << "float32 cache: " << factors_text(cache_shape_of(demo)) << " = "

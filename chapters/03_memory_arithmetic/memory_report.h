@@ -138,7 +138,8 @@ inline void print_resident_growth(std::ostream& out, const ResidentGrowth& g) {
                           : size_words(std::uint64_t(*g.growth)))
         << "\n"
         << "  difference:                  " << (extra < 0 ? "-" : "+") << with_commas(magnitude)
-        << " bytes = " << pages << " pages of " << with_commas(g.page_size) << " bytes ("
+        << " bytes = " << pages << (pages == "1" ? " page of " : " pages of ")
+        << with_commas(g.page_size) << " bytes ("
         << Cell(100.0 * double(magnitude) / double(g.allocated), 3).text << "% of the cache)\n";
 }
 
