@@ -159,6 +159,11 @@ TEST_CASE("the layouts and widths the chapter compares") {
     CHECK(layouts[0].kv_heads == 32);
     CHECK(layouts[1].kv_heads == 8);
     CHECK(layouts[2].kv_heads == 1);
+    // Grouped-query with as many KV heads as query heads is multi-head; with one, multi-query.
+    CHECK(attention_layouts(32, 32).size() == 2);
+    CHECK(attention_layouts(32, 1).size() == 2);
+    CHECK(attention_layouts(32, 1)[1].name == "multi-query");
+    CHECK(attention_layouts(1, 1).size() == 1);
     CHECK(number_widths(2) == std::vector<std::uint64_t>{4, 2, 1});
     CHECK(number_widths(8) == std::vector<std::uint64_t>{8, 4, 2, 1});
     CHECK(number_widths(3) == std::vector<std::uint64_t>{4, 3, 2, 1});

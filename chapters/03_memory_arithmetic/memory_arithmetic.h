@@ -102,9 +102,14 @@ struct AttentionLayout {
 
 // Multi-head attention keeps a key and value per query head; grouped-query
 // shares each KV head among several query heads; multi-query keeps one.
+// A shape whose KV heads equal its query heads (or 1) is multi-head (or
+// multi-query) already, so it gets no grouped-query row of its own.
 inline std::vector<AttentionLayout> attention_layouts(std::uint64_t query_heads,
                                                       std::uint64_t kv_heads) {
-    return {{"multi-head", query_heads}, {"grouped-query", kv_heads}, {"multi-query", 1}};
+    std::vector<AttentionLayout> layouts = {{"multi-head", query_heads}};
+    if (kv_heads > 1 && kv_heads < query_heads) layouts.push_back({"grouped-query", kv_heads});
+    if (query_heads > 1) layouts.push_back({"multi-query", 1});
+    return layouts;
 }
 
 // Bytes per number to compare: 32-bit, 16-bit and 8-bit, plus `chosen` if it
