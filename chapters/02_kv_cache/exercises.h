@@ -1,0 +1,36 @@
+// Chapter 02 exercises: stubs for you to fill in (see EXERCISES.md). The
+// tests in tests/exercises_ch02_test.cpp are skipped until you enable them.
+#pragma once
+
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "../../common/generation.h"
+#include "../../common/kv_cache.h"
+#include "../../common/transformer.h"
+#include "cached_decoding.h"
+
+namespace kv::exercises {
+
+// Exercise 3: the prompt fed `chunk` tokens at a time; the logits after the last.
+inline std::vector<float> prefill_chunked(Transformer& model, std::span<const int> prompt,
+                                          KVCache& cache, int chunk) {
+    (void)model, (void)prompt, (void)cache, (void)chunk;
+    throw std::logic_error("exercise 02.3: prefill_chunked is not implemented yet");
+}
+
+// Exercise 4: round to the nearest bfloat16 value, ties to even.
+inline float round_to_bfloat16(float x) {
+    (void)x;
+    throw std::logic_error("exercise 02.4: round_to_bfloat16 is not implemented yet");
+}
+
+// Exercise 4: cached generation with every cached number rounded to bfloat16.
+inline std::vector<int> generate_cached_bf16(Transformer& model, std::span<const int> prompt,
+                                             int answer_len, const StepCallback& on_step = {}) {
+    (void)model, (void)prompt, (void)answer_len, (void)on_step;
+    throw std::logic_error("exercise 02.4: generate_cached_bf16 is not implemented yet");
+}
+
+}  // namespace kv::exercises
