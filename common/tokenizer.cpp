@@ -83,7 +83,9 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_bos, bool add
         }
     };
 
-    if (!text.empty()) add_character(" ");
+    // The "dummy prefix": a vocabulary of byte tokens alone has no space
+    // token, and its byte token would not be dropped after BOS by decode().
+    if (!text.empty() && lookup_.contains(" ")) add_character(" ");
     for (std::size_t i = 0; i < text.size();) {
         // A UTF-8 character: a lead byte, then continuation bytes 10xxxxxx, four bytes at most.
         std::size_t n = 1;

@@ -42,7 +42,8 @@ class Tokenizer {
     std::string decode(int prev, int token) const;
 
     // Byte-pair encoding: a space is put in front of the text (so a word
-    // reads the same at the start as in the middle), each UTF-8 character
+    // reads the same at the start as in the middle; only if the vocabulary
+    // has a token for it), each UTF-8 character
     // becomes its own token, or its byte tokens when it has none; then the
     // adjacent pair whose joined piece has the highest score is merged, again
     // and again, until no pair joins into a token. BOS and EOS on request.
