@@ -1,0 +1,245 @@
+// Chapter 05: calibration, the cost model measured on this machine.
+//
+// Time the real engine at a handful of shapes (prefills and recomputations
+// of a few lengths, decode steps at a few batch sizes and context lengths),
+// then fit the two formulas of cost_model.h to those timings by least
+// squares. A few seconds of measurement let the simulator replay hours of
+// queue. The fit error printed beside the coefficients says how far to
+// trust it; --validate checks it against a real run.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../../common/program.h"
+#include "../../common/timing.h"
+#include "../../common/transformer.h"
+#include "../04_batched_decoding/batched_decoding.h"
+#include "cost_model.h"
+
+namespace kv {
+
+struct CalibrationPoint {
+    std::string what;    // "prefill 96", "recompute 4 x 32", "decode 16 x 128"
+    double x1 = 0;       // a pass: rows; a decode step: sequences
+    double x2 = 0;       // a pass: sum(length^2); a decode step: sum(context)
+    double seconds = 0;  // measured: the median of a few runs after a warm-up
+    double fitted = 0;   // what the fitted formula says
+};
+
+// ----------------------------------------------------------- the fit
+
+// seconds ~ k[0] + k[1] x1 + k[2] x2, each point weighted by 1/seconds so
+// that the fit minimizes relative error (a 1 ms step counts as much as a
+// 100 ms pass), with every k >= 0: no piece of work takes negative time.
+// With three unknowns, fitting every subset of them and keeping the best
+// non-negative one is an exact non-negative least squares.
+struct LinearFit {
+    std::array<double, 3> k{};  // a, b, c or d, e, f
+    double max_error = 0;       // largest |fitted - measured| / measured
+};
+
+inline LinearFit fit_nonnegative(std::span<CalibrationPoint> points) {
+    auto feature = [](const CalibrationPoint& p, int j) {
+        return j == 0 ? 1.0 : j == 1 ? p.x1 : p.x2;
+    };
+    std::array<double, 3> scale{1, 1,
+                                1};  // columns scaled to at most 1 keep the system well conditioned
+    for (const CalibrationPoint& p : points)
+        for (int j = 0; j < 3; ++j)
+            scale[j] = std::max(scale[j], std::fabs(feature(p, j) / p.seconds));
+
+    LinearFit best;
+    double best_residual = std::numeric_limits<double>::infinity();
+    for (int mask = 1; mask < 8; ++mask) {
+        std::vector<int> cols;
+        for (int j = 0; j < 3; ++j)
+            if (mask >> j & 1) cols.push_back(j);
+        const int m = int(cols.size());
+        // Normal equations: (A^T A) k = A^T 1, where row i of A is
+        // (features of point i) / seconds_i, so a perfect fit gives all ones.
+        double M[3][4] = {};
+        for (const CalibrationPoint& p : points)
+            for (int r = 0; r < m; ++r) {
+                const double ar = feature(p, cols[r]) / p.seconds / scale[cols[r]];
+                for (int c = 0; c < m; ++c)
+                    M[r][c] += ar * feature(p, cols[c]) / p.seconds / scale[cols[c]];
+                M[r][m] += ar;
+            }
+        bool solved = true;  // Gaussian elimination with partial pivoting
+        for (int c = 0; c < m && solved; ++c) {
+            int pivot = c;
+            for (int r = c + 1; r < m; ++r)
+                if (std::fabs(M[r][c]) > std::fabs(M[pivot][c])) pivot = r;
+            std::swap(M[c], M[pivot]);
+            if (std::fabs(M[c][c]) < 1e-12) solved = false;
+            for (int r = 0; r < m && solved; ++r)
+                if (r != c) {
+                    const double f = M[r][c] / M[c][c];
+                    for (int k = c; k <= m; ++k) M[r][k] -= f * M[c][k];
+                }
+        }
+        if (!solved) continue;
+        std::array<double, 3> k{};
+        bool non_negative = true;
+        for (int r = 0; r < m; ++r) {
+            k[cols[r]] = M[r][m] / M[r][r] / scale[cols[r]];
+            non_negative = non_negative && k[cols[r]] >= 0;
+        }
+        if (!non_negative) continue;
+        double residual = 0;
+        for (const CalibrationPoint& p : points) {
+            const double e = (k[0] + k[1] * p.x1 + k[2] * p.x2) / p.seconds - 1;
+            residual += e * e;
+        }
+        if (residual < best_residual) {
+            best_residual = residual;
+            best.k = k;
+        }
+    }
+    for (CalibrationPoint& p : points) {
+        p.fitted = best.k[0] + best.k[1] * p.x1 + best.k[2] * p.x2;
+        best.max_error = std::max(best.max_error, std::fabs(p.fitted / p.seconds - 1));
+    }
+    return best;
+}
+
+// ---------------------------------------------------------- the timing
+
+struct Calibration {
+    CostModel cost;
+    std::vector<CalibrationPoint> passes;  // prefills and recomputations
+    std::vector<CalibrationPoint> steps;   // decode steps with the cache
+    double seconds = 0;                    // wall time the calibration took
+};
+
+// One shape to time: the work, and its timings so far.
+struct Probe {
+    CalibrationPoint point;
+    bool pass = true;           // a pass over whole sequences, or a decode step
+    std::function<void()> run;  // does the work once
+    std::vector<double> seconds;
+};
+
+// A pass over `count` sequences of `length` tokens, each into a fresh cache,
+// as a prefill or a step without the cache does it.
+inline Probe pass_probe(Transformer& model, int count, int length) {
+    std::vector<int> tokens(static_cast<std::size_t>(length));
+    for (int i = 0; i < length; ++i)
+        tokens[std::size_t(i)] = (7 * i + 1) % model.config().vocab_size;
+    Probe p;
+    p.point.what = count == 1
+                       ? "prefill " + std::to_string(length)
+                       : "recompute " + std::to_string(count) + " x " + std::to_string(length);
+    p.point.x1 = double(count) * length;
+    p.point.x2 = double(count) * length * length;
+    p.run = [&model, count, tokens] {
+        std::vector<KVCache> caches;
+        caches.reserve(std::size_t(count));  // no reallocation: the chunks point into it
+        std::vector<SequenceChunk> chunks;
+        for (int i = 0; i < count; ++i) {
+            caches.emplace_back(model.config(), int(tokens.size()));
+            chunks.push_back({tokens, &caches.back()});
+        }
+        model.forward(chunks);
+    };
+    return p;
+}
+
+// One decode step for `batch` sequences whose caches hold `context`
+// positions each. The caches are marked filled rather than prefilled: the
+// step costs the same whatever numbers they hold, and this keeps
+// calibration to seconds.
+inline Probe decode_probe(Transformer& model, int batch, int context) {
+    auto owned = std::make_shared<std::vector<std::unique_ptr<KVCache>>>();
+    std::vector<KVCache*> caches;
+    for (int i = 0; i < batch; ++i) {
+        owned->push_back(std::make_unique<KVCache>(model.config(), context + 1));
+        caches.push_back(owned->back().get());
+    }
+    Probe p;
+    p.pass = false;
+    p.point.what = "decode " + std::to_string(batch) + " x " + std::to_string(context);
+    p.point.x1 = batch;
+    p.point.x2 = double(batch) * context;
+    p.run = [&model, owned, caches, context] {
+        for (KVCache* c : caches) {
+            c->clear();
+            c->commit(context);
+        }
+        const std::vector<int> tokens(caches.size(), 1);
+        decode_batch(model, tokens, caches);
+    };
+    return p;
+}
+
+// Times the engine at shapes spanning the workload: sequences up to
+// `longest` positions, batches up to `largest_batch` (at most 64: beyond
+// that the formula extrapolates), and fits both formulas. Every shape runs
+// once to warm up, then once per round, round after round: a burst of
+// other work on the machine then slows one run of many shapes, not every
+// run of one shape, and the median per shape ignores it.
+inline Calibration calibrate(Transformer& model, int longest, int largest_batch) {
+    const auto start = Clock::now();
+    const int widest = std::clamp(largest_batch, 1, 64);
+    std::vector<std::pair<int, int>> passes = {{1, 8},       {1, 32}, {1, 96}, {1, longest / 2},
+                                               {1, longest}, {4, 32}, {8, 48}, {3, longest / 2}};
+    std::vector<int> batches = {1, 4, 16, widest};
+    std::vector<int> contexts = {16, longest / 2, longest - 1};
+    for (auto& [count, length] : passes) length = std::clamp(length, 1, longest);
+    for (int& b : batches) b = std::min(b, widest);
+    for (int& c : contexts) c = std::clamp(c, 1, std::max(1, longest - 1));
+    auto unique = [](auto& v) {
+        std::sort(v.begin(), v.end());
+        v.erase(std::unique(v.begin(), v.end()), v.end());
+    };
+    unique(passes);
+    unique(batches);
+    unique(contexts);
+
+    std::vector<Probe> probes;
+    for (const auto& [count, length] : passes) probes.push_back(pass_probe(model, count, length));
+    for (int b : batches)
+        for (int c : contexts) probes.push_back(decode_probe(model, b, c));
+
+    const int rounds = 5;
+    Progress progress("calibrating the cost model, round");
+    for (Probe& p : probes) p.run();  // warm-up
+    for (int round = 0; round < rounds; ++round) {
+        for (Probe& p : probes) {
+            const auto t0 = Clock::now();
+            p.run();
+            p.seconds.push_back(seconds_since(t0));
+        }
+        progress.update(round + 1, rounds);
+    }
+    Calibration cal;
+    for (Probe& p : probes) {
+        p.point.seconds = median(p.seconds);
+        (p.pass ? cal.passes : cal.steps).push_back(p.point);
+    }
+
+    const LinearFit pass = fit_nonnegative(cal.passes);
+    const LinearFit step = fit_nonnegative(cal.steps);
+    CostModel& m = cal.cost;
+    m.pass_fixed = pass.k[0];
+    m.pass_per_token = pass.k[1];
+    m.pass_per_token_sq = pass.k[2];
+    m.step_fixed = step.k[0];
+    m.step_per_sequence = step.k[1];
+    m.step_per_context = step.k[2];
+    m.fit_error = std::max(pass.max_error, step.max_error);
+    m.source = "measured on this machine";
+    m.model = model.config().describe();
+    cal.seconds = seconds_since(start);
+    return cal;
+}
+
+}  // namespace kv

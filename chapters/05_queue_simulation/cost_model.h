@@ -1,0 +1,154 @@
+// Chapter 05: the cost model, what each piece of work costs in seconds.
+//
+// The scheduler only ever asks the model for two kinds of work:
+//   a pass over whole sequences: the prefill of a prompt, or, without the
+//     cache, a step that recomputes every running sequence from its first
+//     token. The weight products cost the same for every row (token), and
+//     attention grows with the pairs of positions, about length^2 / 2:
+//       pass(rows, sum of length^2) = a + b rows + c sum(length^2)
+//   a decode step with the cache: one new token for each of B sequences.
+//     The weights are read once for the whole batch (d), each sequence adds
+//     its row of products (e), and attention reads every cached position (f):
+//       decode(B, sum of context) = d + e B + f sum(context)
+// The coefficients come from timing the real engine (calibration.h) or,
+// for tests and exact reproducibility, from counting operations (below).
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "../../common/config.h"
+#include "../../common/flags.h"
+#include "../../common/program.h"
+#include "../../common/report.h"
+
+namespace kv {
+
+struct CostModel {
+    double pass_fixed = 0;         // a: seconds per pass, whatever its size
+    double pass_per_token = 0;     // b: seconds per row through the weights
+    double pass_per_token_sq = 0;  // c: seconds per unit of sum(length^2), attention
+    double step_fixed = 0;         // d: seconds per decode step, reading the weights once
+    double step_per_sequence = 0;  // e: seconds per sequence in the batch
+    double step_per_context = 0;   // f: seconds per cached position attended to
+    double fit_error = 0;          // largest relative error over the calibration points
+    std::string source;            // "analytic", "measured on this machine", or a file
+    std::string model;             // Config::describe() of the model it prices
+
+    // A pass over whole sequences: `tokens` rows, sum of squared lengths.
+    double pass_seconds(double tokens, double tokens_squared) const {
+        return pass_fixed + pass_per_token * tokens + pass_per_token_sq * tokens_squared;
+    }
+    double prefill_seconds(int prompt) const {
+        return pass_seconds(prompt, double(prompt) * prompt);
+    }
+    // A decode step for `sequences` rows whose caches hold `context` positions in all.
+    double decode_seconds(double sequences, double context) const {
+        return step_fixed + step_per_sequence * sequences + step_per_context * context;
+    }
+};
+
+// ------------------------------------------------------------- analytic
+
+// Round numbers for one laptop core, not a measurement: the analytic model
+// exists to be exact and the same everywhere, so that tests can check the
+// scheduler to the last bit. Shapes, not speeds, are what it gets right.
+inline constexpr double kAnalyticFlopsPerSecond = 40e9;  // multiply-adds count as 2
+inline constexpr double kAnalyticBytesPerSecond = 40e9;  // from memory to the core
+
+// Prices every pass by the arithmetic it does and the bytes it must read.
+inline CostModel analytic_cost_model(const Config& c) {
+    const double F = kAnalyticFlopsPerSecond, B = kAnalyticBytesPerSecond;
+    const double layer_flops =
+        2.0 * c.n_layers *  // per row: wq, wo, wk, wv, w1, w2, w3
+        (2.0 * c.dim * c.dim + 2.0 * c.dim * c.kv_dim() + 3.0 * c.dim * c.ffn_dim);
+    const double output_flops = 2.0 * c.vocab_size * c.dim;  // logits of one row
+    // Every weight but the embedding (a lookup) is read once per pass.
+    const double weights_read =
+        double(c.weight_bytes()) - double(c.vocab_size) * c.dim * sizeof(float);
+    // One query against one cached position: scores and weighted values in
+    // every layer (4 dim flops), and that position's keys and values read.
+    const double per_pair = 4.0 * c.dim * c.n_layers / F + double(c.kv_bytes_per_token()) / B;
+
+    CostModel m;
+    m.pass_fixed = weights_read / B + output_flops / F;  // only the last row needs logits
+    m.pass_per_token = layer_flops / F + per_pair / 2;   // L(L+1)/2 pairs = L^2/2 + L/2
+    m.pass_per_token_sq = per_pair / 2;
+    m.step_fixed = weights_read / B;
+    m.step_per_sequence = (layer_flops + output_flops) / F + per_pair;  // it attends to itself
+    m.step_per_context = per_pair;
+    m.source = "analytic (operation counts at 40 GFLOP/s and 40 GB/s)";
+    m.model = c.describe();
+    return m;
+}
+
+// ---------------------------------------------------------- save and load
+
+inline void save_cost_model(const CostModel& m, const std::string& path) {
+    std::ostringstream out;
+    out << "# chapter 05 cost model: pass = a + b rows + c sum(len^2); decode = d + e B + f "
+           "sum(context)\n"
+        << "model " << m.model << "\n"
+        << "source " << m.source << "\n"
+        << "pass_fixed " << json_number(m.pass_fixed) << "\n"
+        << "pass_per_token " << json_number(m.pass_per_token) << "\n"
+        << "pass_per_token_sq " << json_number(m.pass_per_token_sq) << "\n"
+        << "step_fixed " << json_number(m.step_fixed) << "\n"
+        << "step_per_sequence " << json_number(m.step_per_sequence) << "\n"
+        << "step_per_context " << json_number(m.step_per_context) << "\n"
+        << "fit_error " << json_number(m.fit_error) << "\n";
+    write_file(path, out.str());
+}
+
+// Reads a file written by save_cost_model for the model `config`. Anything
+// wrong (missing, unreadable, another model) is a UsageError naming the flag.
+inline CostModel load_cost_model(const std::string& path, const Config& config) {
+    std::ifstream in(path);
+    if (!in) throw UsageError("--calibration " + path + ": cannot open the file");
+    auto bad = [&](const std::string& why) {
+        return UsageError("--calibration " + path + ": " + why);
+    };
+    CostModel m;
+    int numbers = 0;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        const std::size_t space = line.find(' ');
+        const std::string key = line.substr(0, space);
+        const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+        if (key == "model") {
+            m.model = value;
+            continue;
+        }
+        if (key == "source") {
+            m.source = value;
+            continue;
+        }
+        double* field = key == "pass_fixed"          ? &m.pass_fixed
+                        : key == "pass_per_token"    ? &m.pass_per_token
+                        : key == "pass_per_token_sq" ? &m.pass_per_token_sq
+                        : key == "step_fixed"        ? &m.step_fixed
+                        : key == "step_per_sequence" ? &m.step_per_sequence
+                        : key == "step_per_context"  ? &m.step_per_context
+                        : key == "fit_error"         ? &m.fit_error
+                                                     : nullptr;
+        if (!field) throw bad("unknown line '" + line + "'");
+        std::istringstream number(value);
+        if (!(number >> *field) || !(number >> std::ws).eof() || !(*field >= 0) || *field > 1e6)
+            throw bad("'" + key + "' must be a non-negative number of seconds, got '" + value +
+                      "'");
+        ++numbers;
+    }
+    if (numbers != 7) throw bad("expected 7 numbers, found " + std::to_string(numbers));
+    if (!(m.prefill_seconds(1) > 0) || !(m.decode_seconds(1, 0) > 0))
+        throw bad("its passes and decode steps must take some time");
+    if (m.model != config.describe())
+        throw bad("it was measured for the model '" + m.model + "', not '" + config.describe() +
+                  "'");
+    m.source = "loaded from " + path + " (" + m.source + ")";
+    return m;
+}
+
+}  // namespace kv

@@ -1,0 +1,90 @@
+// Chapter 05: the memory budget, how many requests fit at once.
+//
+// Every running request holds its KV cache: chapter 03's arithmetic,
+// Config::kv_bytes_per_token bytes per position. A server gives the caches
+// a fixed budget and admits a request only if its cache will fit. It can
+// charge each request in one of two ways:
+//   full: the longest context the request may reach, prompt + answer cap - 1
+//         positions, from admission to the end. Nothing can run out later,
+//         but most of the reservation sits empty: answers are usually far
+//         shorter than the cap.
+//   held: only the positions its cache holds now. More requests fit, but
+//         the caches grow by one position per decode step, and when the next
+//         step would not fit, the newest request is preempted: its cache is
+//         dropped and it goes back to the head of the queue, to be prefilled
+//         again (prompt and answer so far) when there is room. The oldest
+//         request is never preempted, so the queue always moves.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "../../common/checked.h"
+#include "../../common/config.h"
+#include "../../common/flags.h"
+#include "../../common/report.h"
+#include "workload.h"
+
+namespace kv {
+
+enum class Reserve { full, held };
+
+struct MemoryBudget {
+    std::uint64_t bytes = 0;            // the budget for all KV caches together
+    std::uint64_t bytes_per_token = 0;  // chapter 03: one position of keys and values, all layers
+    std::uint64_t tokens = 0;           // positions the budget holds: bytes / bytes_per_token
+    Reserve reserve = Reserve::full;
+};
+
+inline MemoryBudget make_budget(const Config& config, std::uint64_t mib, Reserve reserve) {
+    MemoryBudget b;
+    b.bytes = checked_mul(mib, std::uint64_t(1) << 20, "--kv-budget-mib in bytes");
+    b.bytes_per_token = config.kv_bytes_per_token();
+    b.tokens = b.bytes / b.bytes_per_token;
+    b.reserve = reserve;
+    return b;
+}
+
+// The positions a request's cache may come to hold: its prompt, and every
+// answer token up to the cap but the last, which is produced, never fed back.
+inline std::uint64_t longest_context(const Request& r) {
+    return std::uint64_t(r.prompt_len) + std::uint64_t(r.answer_cap) - 1;
+}
+
+// A request whose longest context cannot fit even alone would wait forever:
+// refuse the whole run at the door, naming the flag.
+inline void check_every_request_fits(std::span<const Request> requests, const MemoryBudget& b) {
+    for (const Request& r : requests)
+        if (longest_context(r) > b.tokens)
+            throw UsageError("--kv-budget-mib " + std::to_string(b.bytes >> 20) + " holds " +
+                             with_commas(b.tokens) + " positions of KV cache (" +
+                             format_bytes(b.bytes_per_token) + " each), but request " +
+                             std::to_string(r.id) + " may need " + with_commas(longest_context(r)) +
+                             " (prompt " + std::to_string(r.prompt_len) + " + answer cap " +
+                             std::to_string(r.answer_cap) + " - 1)");
+}
+
+// How many requests fit at once. Charged their longest context: the fewest
+// (all as long as the longest) and for an average request. Charged what
+// they hold: an average request at its last step, when it holds the most.
+struct Concurrency {
+    std::uint64_t fewest = 0;  // full: budget / the longest context of any request
+    double average = 0;        // full: budget / the mean longest context
+    double average_held = 0;   // held: budget / the mean of prompt + answer - 1
+};
+
+inline Concurrency concurrency(std::span<const Request> requests, const MemoryBudget& b) {
+    std::uint64_t longest = 1;
+    double sum = 0, sum_held = 0;
+    for (const Request& r : requests) {
+        longest = std::max(longest, longest_context(r));
+        sum += double(longest_context(r));
+        sum_held += double(r.prompt_len + r.answer_len - 1);
+    }
+    const double n = double(std::max<std::size_t>(requests.size(), 1));
+    return {b.tokens / longest, double(b.tokens) / (sum / n), double(b.tokens) / (sum_held / n)};
+}
+
+}  // namespace kv

@@ -1,0 +1,194 @@
+// Chapter 05: what the program prints, as tables, plots and JSON. Kept out
+// of main.cpp so that main reads as the story: workload, memory, costs,
+// simulation, validation, headline.
+#pragma once
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "../../common/report.h"
+#include "../../common/svg_plot.h"
+#include "calibration.h"
+#include "cost_model.h"
+#include "memory_budget.h"
+#include "metrics.h"
+#include "rate_sweep.h"
+#include "scheduler.h"
+#include "validation.h"
+#include "workload.h"
+
+namespace kv {
+
+// "452 s", "23.9 s", "1.25 s": three significant figures or whole seconds.
+inline std::string seconds_text(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, s >= 100 ? "%.0f s" : s >= 10 ? "%.1f s" : "%.2f s", s);
+    return buf;
+}
+
+// "+4.2%" for an error with its sign; "4.2%" without.
+inline std::string percent(double fraction, bool with_sign = true) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, with_sign ? "%+.1f%%" : "%.1f%%", 100 * fraction);
+    return buf;
+}
+
+inline std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests) {
+    double prompt = 0, answer = 0;
+    int longest = 0;
+    for (const Request& r : requests) {
+        prompt += r.prompt_len;
+        answer += r.answer_len;
+        longest = std::max(longest, r.answer_len);
+    }
+    const double n = double(requests.size());
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "workload: %s requests %s (seed %llu); prompts uniform in %d..%d tokens (mean "
+                  "%.1f); answers %s around %d, capped at %d (mean %.1f, longest %d)",
+                  with_commas(requests.size()).c_str(),
+                  w.rate > 0
+                      ? ("arriving at " + std::to_string(w.rate) + " per second (Poisson)").c_str()
+                      : "all at time 0",
+                  static_cast<unsigned long long>(w.seed), w.prompt_min, w.prompt_max, prompt / n,
+                  w.answer_dist.c_str(), w.answer_len, w.answer_max, answer / n, longest);
+    return buf;
+}
+
+inline std::string describe_budget(const MemoryBudget& b, const Concurrency& fit, int batch) {
+    char buf[512];
+    if (b.reserve == Reserve::full)
+        std::snprintf(buf, sizeof buf,
+                      "memory: KV budget %s = %s positions of %s (chapter 03's bytes per token); "
+                      "charging each request its longest context (prompt + cap - 1), %llu fit at "
+                      "once if all are longest, %.1f on average; batch size %d",
+                      format_bytes(b.bytes).c_str(), with_commas(b.tokens).c_str(),
+                      format_bytes(b.bytes_per_token).c_str(),
+                      static_cast<unsigned long long>(fit.fewest), fit.average, batch);
+    else
+        std::snprintf(buf, sizeof buf,
+                      "memory: KV budget %s = %s positions of %s (chapter 03's bytes per token); "
+                      "charging only what each cache holds, %.1f average requests fit at their "
+                      "last step, more before it (the newest is preempted when the next step "
+                      "would not fit); batch size %d",
+                      format_bytes(b.bytes).c_str(), with_commas(b.tokens).c_str(),
+                      format_bytes(b.bytes_per_token).c_str(), fit.average_held, batch);
+    return buf;
+}
+
+inline Table policy_table(const std::vector<Policy>& policies, const std::vector<Summary>& rows) {
+    Table t({"policy", "ttft p50", "ttft p90", "ttft p99", "ttft max", "ttft mean", "e2e p50",
+             "e2e p99", "ms/token", "tokens/s", "total", "batch"});
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const Summary& m = rows[i];
+        t.add_row({policies[i].name, Cell(m.ttft_median, 2), Cell(m.ttft_p90, 2),
+                   Cell(m.ttft_p99, 2), Cell(m.ttft_max, 2), Cell(m.ttft_mean, 2),
+                   Cell(m.latency_median, 2), Cell(m.latency_p99, 2),
+                   Cell(m.time_per_token * 1e3, 2), Cell(m.tokens_per_second, 0),
+                   Cell(m.total_s, 1), Cell(m.mean_batch, 1)});
+    }
+    return t;
+}
+
+inline void print_cost_model(std::ostream& out, const CostModel& m, const Calibration* cal) {
+    auto ms = [](double s) { return format_duration(s); };
+    out << "cost model: " << m.source;
+    if (cal) {
+        const CalibrationPoint* worst = nullptr;
+        for (const auto* points : {&cal->passes, &cal->steps})
+            for (const CalibrationPoint& p : *points)
+                if (!worst || std::fabs(p.fitted / p.seconds - 1) >
+                                  std::fabs(worst->fitted / worst->seconds - 1))
+                    worst = &p;
+        out << " in " << format_duration(cal->seconds) << ", "
+            << cal->passes.size() + cal->steps.size() << " points; largest fit error "
+            << percent(m.fit_error, false) << " (" << worst->what << ": measured "
+            << ms(worst->seconds) << ", model " << ms(worst->fitted) << ")";
+    }
+    out << "\n  pass over whole sequences (prefill; every step without the cache):\n"
+        << "      " << ms(m.pass_fixed) << " + " << ms(m.pass_per_token) << " x rows + "
+        << ms(m.pass_per_token_sq) << " x sum(length^2)\n"
+        << "  decode step with the cache, B sequences:\n"
+        << "      " << ms(m.step_fixed) << " + " << ms(m.step_per_sequence) << " x B + "
+        << ms(m.step_per_context) << " x sum(context)\n";
+}
+
+inline Json cost_model_json(const CostModel& m, const Calibration* cal) {
+    Json j;
+    j.add("source", m.source)
+        .add("pass_fixed_s", m.pass_fixed)
+        .add("pass_per_token_s", m.pass_per_token)
+        .add("pass_per_token_sq_s", m.pass_per_token_sq)
+        .add("step_fixed_s", m.step_fixed)
+        .add("step_per_sequence_s", m.step_per_sequence)
+        .add("step_per_context_s", m.step_per_context)
+        .add("max_fit_error", m.fit_error);
+    if (cal) {
+        Table points({"point", "x1", "x2", "measured s", "model s"});
+        for (const auto* list : {&cal->passes, &cal->steps})
+            for (const CalibrationPoint& p : *list)
+                points.add_row(
+                    {p.what, Cell(p.x1, 0), Cell(p.x2, 0), Cell(p.seconds, 6), Cell(p.fitted, 6)});
+        j.add("calibration_seconds", cal->seconds).add("calibration_points", points);
+    }
+    return j;
+}
+
+// The distribution of time to first token, one line per policy, on a log2
+// axis: the policies differ by a factor of forty. At most 400 points each.
+inline std::string write_ttft_cdf(const std::string& dir, const std::vector<Policy>& policies,
+                                  const std::vector<std::vector<double>>& sorted_ttfts) {
+    SvgPlot plot("Time to first token: who waits how long", "time to first token (s, log scale)",
+                 "fraction of requests");
+    plot.set_log2_x(true);
+    plot.set_steps(true);
+    for (std::size_t p = 0; p < policies.size(); ++p) {
+        const std::vector<double>& t = sorted_ttfts[p];
+        std::vector<double> x, y;
+        const std::size_t points = std::min<std::size_t>(t.size(), 400);
+        for (std::size_t k = 0; k < points; ++k) {
+            const std::size_t i = points == 1 ? 0 : k * (t.size() - 1) / (points - 1);
+            x.push_back(std::max(t[i], 1e-9));
+            y.push_back(double(i + 1) / double(t.size()));
+        }
+        plot.add_series(policies[p].name, x, y);
+    }
+    return plot.write(dir + "/05_ttft_cdf.svg");
+}
+
+inline Table sweep_table(const RateSweep& sweep) {
+    std::vector<std::string> columns = {"requests/s"};
+    for (const std::string& p : sweep.policies) columns.push_back(p);
+    Table t(columns);
+    for (std::size_t r = 0; r < sweep.rates.size(); ++r) {
+        std::vector<Cell> row = {Cell(sweep.rates[r], 1)};
+        for (const auto& ttft : sweep.median_ttft) row.push_back(Cell(ttft[r], 2));
+        t.add_row(row);
+    }
+    return t;
+}
+
+inline std::string write_rate_plot(const std::string& dir, const RateSweep& sweep) {
+    SvgPlot plot("Median time to first token against arrival rate", "arrival rate (requests/s)",
+                 "median time to first token (s)");
+    for (std::size_t p = 0; p < sweep.policies.size(); ++p)
+        plot.add_series(sweep.policies[p], sweep.rates, sweep.median_ttft[p]);
+    return plot.write(dir + "/05_ttft_vs_rate.svg");
+}
+
+inline Table validation_table(const std::vector<ValidationRow>& rows) {
+    Table t({"policy", "real p50", "sim p50", "error p50", "real mean", "sim mean", "error mean",
+             "real total", "sim total", "same order"});
+    for (const ValidationRow& r : rows)
+        t.add_row({r.policy, Cell(r.real.ttft_median, 3), Cell(r.simulated.ttft_median, 3),
+                   percent(relative_error(r.simulated.ttft_median, r.real.ttft_median)),
+                   Cell(r.real.ttft_mean, 3), Cell(r.simulated.ttft_mean, 3),
+                   percent(relative_error(r.simulated.ttft_mean, r.real.ttft_mean)),
+                   Cell(r.real.total_s, 3), Cell(r.simulated.total_s, 3),
+                   r.same_order ? "yes" : "no"});
+    return t;
+}
+
+}  // namespace kv

@@ -1,0 +1,67 @@
+// Chapter 05: validation, does the simulator tell the truth?
+//
+// Run a few requests through the real engine under each policy, with the
+// same scheduler and the real executor, and the same requests through the
+// simulator with the cost model. The scheduler code is the same in both, so
+// any difference in time to first token is the cost model's error.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../../common/program.h"
+#include "../../common/transformer.h"
+#include "cost_model.h"
+#include "metrics.h"
+#include "real_executor.h"
+#include "scheduler.h"
+
+namespace kv {
+
+struct ValidationRow {
+    std::string policy;
+    Summary real;            // measured on the wall clock
+    Summary simulated;       // the cost model's replay of the same requests
+    bool same_order = true;  // the same requests joined in the same order
+};
+
+// The batch size validation uses: a quarter of the requests (at least 1),
+// so that requests queue, join and leave as in the full run.
+inline int validation_batch(int requests, int batch) {
+    return std::clamp(requests / 4, 1, batch);
+}
+
+// Relative error of the simulation against the measurement.
+inline double relative_error(double simulated, double real) {
+    return real > 0 ? simulated / real - 1 : 0;
+}
+
+inline std::vector<ValidationRow> validate(Transformer& model, std::span<const Request> requests,
+                                           const std::vector<Policy>& policies,
+                                           const MemoryBudget& budget, const CostModel& cost,
+                                           std::uint64_t seed) {
+    std::vector<ValidationRow> rows;
+    Progress progress("validating against the real engine");
+    for (const Policy& policy : policies) {
+        std::vector<int> real_order, sim_order;
+        auto record = [](std::vector<int>& order) {
+            return [&order](const ScheduleEvent& e) {
+                if (e.kind == ScheduleEvent::admit) order.push_back(e.request);
+            };
+        };
+        RealExecutor real(model, requests, seed);
+        const Schedule measured = run_schedule(requests, policy, budget, real, record(real_order));
+        SimulatedExecutor simulated(cost);
+        const Schedule replayed =
+            run_schedule(requests, policy, budget, simulated, record(sim_order));
+        rows.push_back({policy.name, summarize(requests, measured), summarize(requests, replayed),
+                        real_order == sim_order});
+        progress.update(long(rows.size()), long(policies.size()));
+    }
+    return rows;
+}
+
+}  // namespace kv
