@@ -1,0 +1,68 @@
+// What one decode step reads and what it computes: arithmetic intensity.
+//
+// A processor can do far more arithmetic per second than it can fetch bytes
+// from memory. Whether a step is limited by one or the other depends on its
+// arithmetic intensity, FLOPs per byte read. The weight products of a decode
+// step read every weight matrix once, whatever the batch size B, and do 2
+// FLOPs (a multiply and an add) per weight per sequence: 2 x P x B FLOPs
+// for 4 x P bytes, B/2 FLOPs per byte. Batching raises the intensity of the
+// weight products B-fold. Attention does not share: each sequence reads its
+// own keys and values, so its intensity stays the same at any B.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "../../common/checked.h"
+#include "../../common/config.h"
+#include "../../common/kv_cache.h"
+
+namespace kv {
+
+// Weights a token is multiplied by in one step: per layer wq, wk, wv, wo,
+// w1, w2, w3, then the output projection. Left out: the embedding table (a
+// lookup of B rows, not a product) and the RMSNorm scales (3 x dim numbers
+// per layer, a rounding error next to the matrices).
+inline std::uint64_t multiplied_parameters(const Config& c) {
+    const char* what = "multiplied parameters";
+    const std::uint64_t d = std::uint64_t(c.dim), kvd = std::uint64_t(c.kv_dim());
+    const std::uint64_t f = std::uint64_t(c.ffn_dim), v = std::uint64_t(c.vocab_size);
+    std::uint64_t layer = checked_mul(2, checked_mul(d, d, what), what);                // wq, wo
+    layer = checked_add(layer, checked_mul(2, checked_mul(kvd, d, what), what), what);  // wk, wv
+    layer = checked_add(layer, checked_mul(3, checked_mul(f, d, what), what), what);    // w1 w2 w3
+    return checked_add(checked_mul(layer, std::uint64_t(c.n_layers), what), checked_mul(v, d, what),
+                       what);  // + output
+}
+
+// Bytes of float32 weights one decode step must read, at any batch size.
+inline std::uint64_t weight_bytes_per_step(const Config& c) {
+    return checked_mul(multiplied_parameters(c), sizeof(float), "weight bytes per step");
+}
+
+// The work of one decode step over a batch whose caches are `caches`
+// (before the step: each sequence attends to its cached positions plus the
+// new one).
+struct StepArithmetic {
+    double weight_bytes = 0;     // every multiplied weight, read once
+    double weight_flops = 0;     // 2 x multiplied parameters x B
+    double attention_flops = 0;  // per layer and attended position: 2 x dim (q.k) + 2 x dim (p.v)
+    double kv_bytes = 0;         // keys and values attention reads, every sequence its own
+
+    double flops() const { return weight_flops + attention_flops; }
+    double bytes() const { return weight_bytes + kv_bytes; }
+    double flops_per_byte() const { return flops() / bytes(); }
+};
+
+inline StepArithmetic step_arithmetic(const Config& c, std::span<const KVCache* const> caches) {
+    StepArithmetic a;
+    a.weight_bytes = double(weight_bytes_per_step(c));
+    a.weight_flops = 2.0 * double(multiplied_parameters(c)) * double(caches.size());
+    for (const KVCache* cache : caches) {
+        const double attended = double(cache->length()) + 1;
+        a.attention_flops += 4.0 * c.n_layers * c.dim * attended;
+        a.kv_bytes += 2.0 * c.n_layers * c.kv_dim() * attended * sizeof(float);
+    }
+    return a;
+}
+
+}  // namespace kv

@@ -1,0 +1,246 @@
+// Timing a decode step at one batch size after another, on one ragged set
+// of sequences, and checking each batch against the sequences decoded alone.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../../common/flags.h"
+#include "../../common/generation.h"
+#include "../../common/model_flags.h"
+#include "../../common/program.h"
+#include "../../common/report.h"
+#include "../../common/rng.h"
+#include "../../common/timing.h"
+#include "../02_kv_cache/cached_decoding.h"
+#include "arithmetic_intensity.h"
+#include "batched_decoding.h"
+
+namespace kv {
+
+// `count` prompts whose lengths are drawn uniformly from 1..longest: the
+// sequences of a ragged batch, each at its own position. Seeded, so the
+// same flags give the same prompts.
+inline std::vector<std::vector<int>> ragged_prompts(int count, int longest, int vocab_size,
+                                                    std::uint64_t seed) {
+    Rng lengths(seed ^ 0xBA7C4ED0ull);
+    std::vector<std::vector<int>> prompts;
+    for (int i = 0; i < count; ++i) {
+        const int length = 1 + static_cast<int>(lengths.below(std::uint64_t(longest)));
+        prompts.push_back(fixed_prompt(length, vocab_size, seed + 1 + std::uint64_t(i)));
+    }
+    return prompts;
+}
+
+struct BatchTiming {
+    int batch = 0;              // sequences decoded together
+    double step_seconds = 0;    // median time of one decode step for the whole batch
+    StepArithmetic arithmetic;  // of one step, averaged over the timed steps
+
+    double seconds_per_token() const { return step_seconds / batch; }
+    double tokens_per_second() const { return batch / step_seconds; }
+};
+
+// Sees the logits of every decode step (row i: sequence i), outside the
+// timed part.
+using BatchStepCallback = std::function<void(int step, const Matrix& logits)>;
+
+// Batch sizes 1, 2, 4, ... up to max_batch (and max_batch itself).
+inline std::vector<int> batch_sizes_up_to(int max_batch) {
+    std::vector<int> sizes;
+    for (int b = 1; b < max_batch; b *= 2) sizes.push_back(b);
+    sizes.push_back(max_batch);
+    return sizes;
+}
+
+// How the timed steps are spread: the batch sizes take turns in rounds.
+// In each round every size warms up with one untimed step (its weights and
+// caches back in the CPU's caches after the other sizes ran), then times
+// its share of the repeats back to back. A burst of other work on the
+// machine then slows a few steps of several sizes, not every step of one.
+inline constexpr int kRounds = 3;
+
+// Decode steps each batch takes for `repeats` timed ones: one more per round.
+inline int decode_steps(int repeats) {
+    return repeats + std::min(kRounds, repeats);
+}
+
+// Bytes the bench holds besides the weights, to check them against the
+// machine's memory before allocating: every cache three times over (the
+// prefilled ones, and the copies that batches 1, 2, 4, ... decode at once),
+// the logits kept to compare (sequences x steps x vocab) and the scratch
+// rows of a prefill group. A double: an estimate that cannot overflow.
+inline double bench_bytes(const Config& c, int sequences, int longest_prompt, int steps) {
+    const double caches =
+        3.0 * sequences * double(c.kv_bytes_per_token()) * (longest_prompt + steps);
+    const double logits = double(sequences) * steps * c.vocab_size * sizeof(float);
+    const double rows = std::min(16, sequences) * double(longest_prompt);
+    const double scratch =
+        rows * (2.0 * c.ffn_dim + 6.0 * c.dim + 2.0 * c.kv_dim()) * sizeof(float);
+    return caches + logits + scratch;
+}
+
+// Throws UsageError, starting with `flag_prefix`, if the model's shape is
+// wrong or its weights plus bench_bytes() would take more than half of the
+// machine's memory.
+inline void check_bench_fits(const Config& c, int sequences, int longest_prompt, int repeats,
+                             const std::string& flag_prefix) {
+    const int steps = decode_steps(repeats);
+    try {
+        check_model(c, 0);  // the shape, and room for the weights
+    } catch (const UsageError& e) {
+        throw UsageError(flag_prefix + e.what());
+    }
+    const double need = double(c.weight_bytes()) + bench_bytes(c, sequences, longest_prompt, steps);
+    const double have = double(physical_memory_bytes());  // 0: unknown
+    if (have > 0 && need > have / 2)
+        throw UsageError(flag_prefix + "--max-batch " + std::to_string(sequences) +
+                         " with --prompt-len " + std::to_string(longest_prompt) +
+                         " and --repeats " + std::to_string(repeats) + " needs " +
+                         format_bytes(std::uint64_t(need)) +
+                         ", more than half of this machine's memory");
+}
+
+// Prefills every prompt once; a batch of size B then decodes the first B
+// sequences from copies of those caches, so every batch size decodes the
+// same sequences from the same positions.
+class DecodeBench {
+  public:
+    DecodeBench(Transformer& model, const std::vector<std::vector<int>>& prompts, int repeats)
+        : model_(model), repeats_(repeats) {
+        // The prefill is not what is timed here, so it runs the cheap way:
+        // several prompts per forward pass, each its own chunk (the caches
+        // come out exactly as from chapter 02's prefill). Groups of 16 keep
+        // the scratch rows bounded.
+        const std::size_t group = 16;
+        prefilled_.reserve(prompts.size());
+        for (const std::vector<int>& prompt : prompts)
+            prefilled_.emplace_back(model.config(),
+                                    static_cast<int>(prompt.size()) + decode_steps(repeats));
+        for (std::size_t first = 0; first < prompts.size(); first += group) {
+            std::vector<SequenceChunk> chunks;
+            for (std::size_t i = first; i < std::min(prompts.size(), first + group); ++i)
+                chunks.push_back({prompts[i], &prefilled_[i]});
+            const Matrix& logits = model.forward(chunks);
+            for (int i = 0; i < logits.rows; ++i)
+                first_tokens_.push_back(argmax(logits.row_span(i)));
+        }
+    }
+
+    // Times one batch per size in `sizes` (each at most sequences()): the
+    // median of `repeats` timed steps each. Progress goes to stderr on a
+    // terminal.
+    std::vector<BatchTiming> run(const std::vector<int>& sizes, const std::string& label,
+                                 const BatchStepCallback& on_step = {}) {
+        std::vector<Running> batches;
+        for (int batch : sizes) batches.emplace_back(*this, batch);
+        Progress progress(label + ", round");
+        const int rounds = std::min(kRounds, repeats_);
+        for (int round = 0; round < rounds; ++round) {
+            progress.update(round, rounds);
+            const int timed = repeats_ / rounds + (round < repeats_ % rounds ? 1 : 0);
+            for (Running& b : batches)
+                for (int i = 0; i <= timed; ++i) b.step(model_, i > 0, on_step);
+        }
+        std::vector<BatchTiming> timings;
+        for (Running& b : batches) timings.push_back(b.result());
+        return timings;
+    }
+
+    int sequences() const { return static_cast<int>(prefilled_.size()); }
+
+  private:
+    // One batch in the middle of its steps.
+    struct Running {
+        std::vector<KVCache> caches;    // (batch) copies of the prefilled caches
+        std::vector<KVCache*> members;  // (batch) pointers to them, for decode_batch
+        std::vector<int> tokens;        // (batch) the token each feeds next
+        int steps_taken = 0;
+        std::vector<double> seconds;  // time of each timed step
+        StepArithmetic sum;           // of the timed steps
+
+        Running(const DecodeBench& bench, int batch)
+            : caches(bench.prefilled_.begin(), bench.prefilled_.begin() + batch),
+              tokens(bench.first_tokens_.begin(), bench.first_tokens_.begin() + batch) {
+            for (KVCache& cache : caches) members.push_back(&cache);
+        }
+
+        void step(Transformer& model, bool timed, const BatchStepCallback& on_step) {
+            const StepArithmetic a = step_arithmetic(model.config(), members);
+            const auto start = Clock::now();
+            const Matrix& logits = decode_batch(model, tokens, members);
+            const double elapsed = seconds_since(start);
+            if (timed) {
+                seconds.push_back(elapsed);
+                sum.weight_bytes += a.weight_bytes;
+                sum.weight_flops += a.weight_flops;
+                sum.attention_flops += a.attention_flops;
+                sum.kv_bytes += a.kv_bytes;
+            }
+            if (on_step) on_step(steps_taken, logits);
+            ++steps_taken;
+            for (int i = 0; i < logits.rows; ++i) tokens[i] = argmax(logits.row_span(i));
+        }
+
+        BatchTiming result() const {
+            const double n = double(seconds.size());
+            BatchTiming t;
+            t.batch = static_cast<int>(tokens.size());
+            t.step_seconds = median(seconds);
+            t.arithmetic = {sum.weight_bytes / n, sum.weight_flops / n, sum.attention_flops / n,
+                            sum.kv_bytes / n};
+            return t;
+        }
+    };
+
+    Transformer& model_;
+    int repeats_;
+    std::vector<KVCache> prefilled_;  // (sequences) caches holding each prompt
+    std::vector<int> first_tokens_;   // (sequences) the token each prompt's prefill chose
+};
+
+// The same sequences decoded one at a time with chapter 02's code, kept to
+// compare the batched steps with: the tokens, and the largest logit
+// difference over every step of every batch.
+class AloneReference {
+  public:
+    AloneReference(Transformer& model, const std::vector<std::vector<int>>& prompts, int steps) {
+        for (const std::vector<int>& prompt : prompts) {
+            KVCache cache(model.config(), static_cast<int>(prompt.size()) + steps);
+            int token = argmax(prefill(model, prompt, cache));
+            std::vector<std::vector<float>>& per_step = logits_.emplace_back();
+            for (int step = 0; step < steps; ++step) {
+                std::span<const float> l = decode_step(model, token, cache);
+                per_step.emplace_back(l.begin(), l.end());
+                token = argmax(l);
+            }
+        }
+    }
+
+    // Row i of `logits` is sequence i at decode step `step` inside a batch.
+    void compare(int step, const Matrix& logits) {
+        for (int i = 0; i < logits.rows; ++i) {
+            const std::vector<float>& alone = logits_[i][step];
+            for (int j = 0; j < logits.cols; ++j)
+                largest_ = std::max(largest_, double(std::fabs(logits.at(i, j) - alone[j])));
+            same_tokens_ = same_tokens_ && argmax(logits.row_span(i)) == argmax(alone);
+            ++rows_compared_;
+        }
+    }
+
+    double largest_difference() const { return largest_; }
+    bool same_tokens() const { return same_tokens_; }
+    long rows_compared() const { return rows_compared_; }
+
+  private:
+    std::vector<std::vector<std::vector<float>>> logits_;  // (sequence, step, vocab)
+    double largest_ = 0;
+    bool same_tokens_ = true;
+    long rows_compared_ = 0;
+};
+
+}  // namespace kv
