@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
         // The queue, the memory budget, and the policies.
         const std::vector<Request> requests = make_workload(work, config.max_seq);
         const MemoryBudget budget =
-            make_budget(config, budget_mib, reserve == "full" ? Reserve::full : Reserve::held);
+            make_budget(config, budget_mib, reserve == "full" ? Reservation::whole_context : Reservation::tokens_held);
         check_every_request_fits(requests, budget);
         const std::vector<Policy> policies = book_policies(batch);
 

@@ -1,19 +1,20 @@
 // Chapter 05: the memory budget, how many requests fit at once.
 //
-// Every running request holds its KV cache: chapter 03's arithmetic,
-// Config::kv_bytes_per_token bytes per position. A server gives the caches
-// a fixed budget and admits a request only if its cache will fit. It can
-// charge each request in one of two ways:
-//   full: the longest context the request may reach, prompt + answer cap - 1
-//         positions, from admission to the end. Nothing can run out later,
-//         but most of the reservation sits empty: answers are usually far
-//         shorter than the cap.
-//   held: only the positions its cache holds now. More requests fit, but
-//         the caches grow by one position per decode step, and when the next
-//         step would not fit, the newest request is preempted: its cache is
-//         dropped and it goes back to the head of the queue, to be prefilled
-//         again (prompt and answer so far) when there is room. The oldest
-//         request is never preempted, so the queue always moves.
+// Every running request holds its KV cache, priced with chapter 03's
+// arithmetic (memory_arithmetic.h): bytes_per_token of the model's cache
+// shape for every position. A server gives the caches a fixed budget and
+// admits a request only if its cache will fit. It charges each request in
+// one of chapter 03's two ways (--reserve):
+//   full (whole_context): the longest context the request may reach,
+//         prompt + answer cap - 1 positions, from admission to the end.
+//         Nothing can run out later, but most of the reservation sits
+//         empty: answers are usually far shorter than the cap.
+//   held (tokens_held): only the positions its cache holds now. More
+//         requests fit, but the caches grow by one position per decode
+//         step, and when the next step would not fit, the newest request is
+//         preempted: its cache is dropped and it goes back to the queue, to
+//         be prefilled again (prompt and answer so far) when there is room.
+//         The oldest request is never preempted, so the queue always moves.
 #pragma once
 
 #include <algorithm>
@@ -25,24 +26,24 @@
 #include "../../common/config.h"
 #include "../../common/flags.h"
 #include "../../common/report.h"
+#include "../03_memory_arithmetic/memory_arithmetic.h"
 #include "workload.h"
 
 namespace kv {
 
-enum class Reserve { full, held };
-
 struct MemoryBudget {
     std::uint64_t bytes = 0;            // the budget for all KV caches together
     std::uint64_t bytes_per_token = 0;  // chapter 03: one position of keys and values, all layers
-    std::uint64_t tokens = 0;           // positions the budget holds: bytes / bytes_per_token
-    Reserve reserve = Reserve::full;
+    std::uint64_t tokens = 0;           // positions the budget holds, all caches together
+    Reservation reserve = Reservation::whole_context;
 };
 
-inline MemoryBudget make_budget(const Config& config, std::uint64_t mib, Reserve reserve) {
+inline MemoryBudget make_budget(const Config& config, std::uint64_t mib, Reservation reserve) {
+    const CacheShape shape = cache_shape_of(config);  // float32, as KVCache stores it
     MemoryBudget b;
     b.bytes = checked_mul(mib, std::uint64_t(1) << 20, "--kv-budget-mib in bytes");
-    b.bytes_per_token = config.kv_bytes_per_token();
-    b.tokens = b.bytes / b.bytes_per_token;
+    b.bytes_per_token = bytes_per_token(shape);
+    b.tokens = tokens_that_fit(b.bytes, shape);
     b.reserve = reserve;
     return b;
 }
@@ -84,7 +85,8 @@ inline Concurrency concurrency(std::span<const Request> requests, const MemoryBu
         sum_held += double(r.prompt_len + r.answer_len - 1);
     }
     const double n = double(std::max<std::size_t>(requests.size(), 1));
-    return {b.tokens / longest, double(b.tokens) / (sum / n), double(b.tokens) / (sum_held / n)};
+    return {conversations_that_fit(b.bytes, checked_mul(longest, b.bytes_per_token, "bytes")),
+            double(b.tokens) / (sum / n), double(b.tokens) / (sum_held / n)};
 }
 
 }  // namespace kv

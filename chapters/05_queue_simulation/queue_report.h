@@ -59,7 +59,7 @@ inline std::string describe_workload(const WorkloadOptions& w, std::span<const R
 
 inline std::string describe_budget(const MemoryBudget& b, const Concurrency& fit, int batch) {
     char buf[512];
-    if (b.reserve == Reserve::full)
+    if (b.reserve == Reservation::whole_context)
         std::snprintf(buf, sizeof buf,
                       "memory: KV budget %s = %s positions of %s (chapter 03's bytes per token); "
                       "charging each request its longest context (prompt + cap - 1), %llu fit at "

@@ -161,7 +161,7 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
                              const MemoryBudget& budget, Executor& executor,
                              const ScheduleObserver& observe = {}) {
     check_schedule_inputs(requests, policy, budget);
-    const bool full = budget.reserve == Reserve::full;
+    const bool full = budget.reserve == Reservation::whole_context;
     const std::size_t n = requests.size();
     Schedule s;
     s.requests.assign(n, {});

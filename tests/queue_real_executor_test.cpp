@@ -1,0 +1,78 @@
+// Chapter 05: the real executor and the simulated one drive the same
+// scheduler to the same schedule, and the real engine's answers are the
+// answers chapter 02 gives: batching, padding and preemption change when
+// tokens come out, never which tokens.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "../chapters/02_kv_cache/cached_decoding.h"
+#include "../chapters/05_queue_simulation/real_executor.h"
+#include "../chapters/05_queue_simulation/scheduler.h"
+#include "tiny_models.h"
+
+using namespace kv;
+
+namespace {
+
+struct Step {
+    ScheduleEvent::Kind kind;
+    int request;
+    int running;
+    bool operator==(const Step&) const = default;
+};
+
+std::vector<Step> trace(std::span<const Request> queue, const Policy& policy,
+                        const MemoryBudget& budget, Executor& executor) {
+    std::vector<Step> steps;
+    run_schedule(queue, policy, budget, executor, [&](const ScheduleEvent& e) {
+        steps.push_back({e.kind, e.request, e.running});
+    });
+    return steps;
+}
+
+}  // namespace
+
+TEST_CASE("real and simulated executors make the same schedule and the engine the same tokens") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 5);
+    WorkloadOptions w;
+    w.requests = 10;
+    w.prompt_min = 2;
+    w.prompt_max = 9;
+    w.answer_len = 8;
+    w.answer_max = 20;
+    w.seed = 5;
+    const std::vector<Request> queue = make_workload(w, c.max_seq);
+    const CostModel cost = analytic_cost_model(c);
+    const std::uint64_t seed = 11;
+
+    for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held}) {
+        MemoryBudget budget;
+        budget.bytes_per_token = c.kv_bytes_per_token();
+        budget.tokens = 28;  // tight: with `held`, requests get sent back and prefilled again
+        budget.bytes = budget.tokens * budget.bytes_per_token;
+        budget.reserve = reserve;
+        bool preempted = false;
+        for (const Policy& policy : book_policies(3)) {
+            RealExecutor real(model, queue, seed);
+            SimulatedExecutor simulated(cost);
+            const std::vector<Step> real_steps = trace(queue, policy, budget, real);
+            const std::vector<Step> sim_steps = trace(queue, policy, budget, simulated);
+            INFO(policy.name << (reserve == Reservation::tokens_held ? ", held" : ", full"));
+            CHECK(real_steps == sim_steps);
+            for (const Step& s : sim_steps) preempted = preempted || s.kind == ScheduleEvent::preempt;
+            for (const Request& r : queue) {
+                const std::vector<int> prompt = request_prompt(r, c.vocab_size, seed);
+                const std::vector<int> expected = generate_cached(model, prompt, r.answer_len);
+                const std::vector<int>& all = real.tokens(r.id);
+                REQUIRE(all.size() >= prompt.size() + expected.size());
+                CHECK(std::vector<int>(all.begin(), all.begin() + long(prompt.size())) == prompt);
+                CHECK(std::vector<int>(all.begin() + long(prompt.size()),
+                                       all.begin() + long(prompt.size() + expected.size())) ==
+                      expected);
+            }
+        }
+        if (reserve == Reservation::tokens_held) CHECK(preempted);
+    }
+}

@@ -1,0 +1,240 @@
+// Chapter 05: the scheduler's promises, checked with the analytic cost
+// model, which makes every time exact and the same on every machine.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "../chapters/05_queue_simulation/metrics.h"
+#include "../chapters/05_queue_simulation/scheduler.h"
+#include "../chapters/05_queue_simulation/workload.h"
+
+using namespace kv;
+
+namespace {
+
+const Config kDemo;  // the book's demo model: the analytic model prices its shape
+
+MemoryBudget budget_of(std::uint64_t tokens, Reservation reserve) {
+    MemoryBudget b;
+    b.bytes_per_token = kDemo.kv_bytes_per_token();
+    b.bytes = tokens * b.bytes_per_token;
+    b.tokens = tokens;
+    b.reserve = reserve;
+    return b;
+}
+
+WorkloadOptions small_workload(int requests, double rate = 0) {
+    WorkloadOptions w;
+    w.requests = requests;
+    w.prompt_min = 4;
+    w.prompt_max = 40;
+    w.answer_len = 12;
+    w.answer_max = 48;
+    w.rate = rate;
+    return w;
+}
+
+Schedule simulate_with(std::span<const Request> requests, const Policy& policy,
+                       const MemoryBudget& budget, const ScheduleObserver& observe = {}) {
+    const CostModel cost = analytic_cost_model(kDemo);
+    SimulatedExecutor executor(cost);
+    return run_schedule(requests, policy, budget, executor, observe);
+}
+
+const MemoryBudget kRoomy = budget_of(1 << 20, Reservation::whole_context);
+
+}  // namespace
+
+TEST_CASE("one request waits exactly its prefill for its first token") {
+    const CostModel cost = analytic_cost_model(kDemo);
+    for (const Policy& policy : book_policies(4))
+        for (int prompt : {1, 7, 100}) {
+            Request r;
+            r.prompt_len = prompt;
+            r.answer_len = 5;
+            r.answer_cap = 5;
+            const std::vector<Request> one = {r};
+            const Schedule s = simulate_with(one, policy, kRoomy);
+            INFO(policy.name << ", prompt " << prompt);
+            CHECK(s.requests[0].first_token_s == cost.prefill_seconds(prompt));
+            CHECK(s.requests[0].admitted_s == 0);
+        }
+}
+
+TEST_CASE("serial first come first served waits for the service times before it") {
+    const CostModel cost = analytic_cost_model(kDemo);
+    const std::vector<Request> queue = make_workload(small_workload(30), kDemo.max_seq);
+    for (bool cache : {true, false}) {
+        const Policy serial{"serial", 1, false, cache};
+        const Schedule s = simulate_with(queue, serial, kRoomy);
+        // The clock by hand: each request's prefill, then its decode steps,
+        // one after another, in arrival order.
+        double clock = 0;
+        for (const Request& r : queue) {
+            CHECK(s.requests[r.id].admitted_s == clock);  // it waited for everyone before it
+            clock += cost.prefill_seconds(r.prompt_len);
+            CHECK(s.requests[r.id].first_token_s == clock);
+            for (int made = 1; made < r.answer_len; ++made) {
+                const int held = r.prompt_len + made - 1;  // positions cached before this step
+                clock += cache ? cost.decode_seconds(1, held)
+                               : cost.pass_seconds(held + 1, double(held + 1) * (held + 1));
+            }
+            CHECK(s.requests[r.id].finished_s == clock);
+        }
+        CHECK(s.end_s == clock);
+    }
+}
+
+TEST_CASE("every request finishes exactly once with exactly its answer length") {
+    const std::vector<Request> queue = make_workload(small_workload(120, 40.0), kDemo.max_seq);
+    const int answer_total = std::accumulate(queue.begin(), queue.end(), 0,
+                                             [](int sum, const Request& r) { return sum + r.answer_len; });
+    for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held})
+        for (const Policy& policy : book_policies(8)) {
+            std::vector<int> finished(queue.size(), 0);
+            const Schedule s = simulate_with(queue, policy, budget_of(300, reserve),
+                                             [&](const ScheduleEvent& e) {
+                                                 if (e.kind == ScheduleEvent::finish)
+                                                     ++finished[std::size_t(e.request)];
+                                             });
+            INFO(policy.name);
+            int tokens = 0;
+            for (const Request& r : queue) {
+                CHECK(finished[std::size_t(r.id)] == 1);
+                CHECK(s.requests[r.id].tokens == r.answer_len);
+                CHECK(s.requests[r.id].first_token_s >= r.arrival_s);
+                CHECK(s.requests[r.id].finished_s >= s.requests[r.id].first_token_s);
+                tokens += s.requests[r.id].tokens;
+            }
+            // Every answer token came from a prefill (one each, counting
+            // prefills again after a preemption) or a decode row.
+            CHECK(tokens == answer_total);
+            CHECK(s.prefills + s.decode_rows == answer_total);
+            CHECK(s.prefills == std::int64_t(queue.size()) + s.preemptions);
+        }
+}
+
+TEST_CASE("the memory budget is never exceeded at any step") {
+    const std::vector<Request> queue = make_workload(small_workload(150), kDemo.max_seq);
+    const std::uint64_t budget_tokens = 200;  // room for 2 to 5 requests at their longest
+    for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held})
+        for (const Policy& policy : book_policies(16)) {
+            const MemoryBudget budget = budget_of(budget_tokens, reserve);
+            std::uint64_t worst = 0;
+            const Schedule s = simulate_with(queue, policy, budget, [&](const ScheduleEvent& e) {
+                worst = std::max({worst, e.held, e.charged});
+                if (reserve == Reservation::whole_context) CHECK(e.held <= e.charged);
+            });
+            INFO(policy.name << (reserve == Reservation::tokens_held ? ", held" : ", full"));
+            CHECK(worst <= budget_tokens);
+            CHECK(s.peak_charged <= budget_tokens);
+            CHECK(s.peak_held <= budget_tokens);
+            if (reserve == Reservation::whole_context) CHECK(s.preemptions == 0);
+        }
+    // Charging only what is held lets more in, so caches outgrow the budget
+    // and the newest are sent back: the preemption path really runs.
+    const Policy continuous{"continuous", 16, true, true};
+    CHECK(simulate_with(queue, continuous, budget_of(budget_tokens, Reservation::tokens_held))
+              .preemptions > 0);
+}
+
+TEST_CASE("no request starves: first come first served joins in arrival order") {
+    const std::vector<Request> queue = make_workload(small_workload(200, 30.0), kDemo.max_seq);
+    for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held})
+        for (const Policy& policy : book_policies(8)) {
+            std::vector<int> first_joins;
+            std::vector<bool> joined(queue.size(), false);
+            const Schedule s = simulate_with(queue, policy, budget_of(150, reserve),
+                                             [&](const ScheduleEvent& e) {
+                                                 if (e.kind == ScheduleEvent::admit &&
+                                                     !joined[std::size_t(e.request)]) {
+                                                     joined[std::size_t(e.request)] = true;
+                                                     first_joins.push_back(e.request);
+                                                 }
+                                             });
+            INFO(policy.name);
+            CHECK(std::is_sorted(first_joins.begin(), first_joins.end()));
+            CHECK(first_joins.size() == queue.size());
+            for (const RequestTimes& t : s.requests) CHECK(t.finished_s >= 0);
+        }
+}
+
+TEST_CASE("on the default workload the cache and continuous batching shorten the wait") {
+    const Config config;
+    const WorkloadOptions defaults;
+    const std::vector<Request> queue = make_workload(defaults, config.max_seq);
+    const MemoryBudget budget = make_budget(config, 16, Reservation::whole_context);
+    std::vector<double> median;
+    for (const Policy& p : book_policies(32))
+        median.push_back(summarize(queue, simulate_with(queue, p, budget)).ttft_median);
+    // 0..2: serial, static, continuous without the cache; 3..5: with it.
+    MESSAGE("median time to first token (s): serial no cache " << median[0] << ", serial cache "
+                                                               << median[3] << ", static cache "
+                                                               << median[4] << ", continuous cache "
+                                                               << median[5]);
+    CHECK(median[3] < median[0] / 5);  // the cache
+    CHECK(median[5] < median[3]);      // continuous batching beats serial
+    CHECK(median[5] < median[4]);      // and static batching
+    CHECK(median[2] < median[1]);      // also without the cache
+}
+
+TEST_CASE("the same seed gives the same per-request times") {
+    WorkloadOptions w = small_workload(80, 25.0);
+    auto times = [&](std::uint64_t seed) {
+        w.seed = seed;
+        const std::vector<Request> queue = make_workload(w, kDemo.max_seq);
+        std::vector<double> t;
+        for (const Policy& p : book_policies(6)) {
+            const Schedule s =
+                simulate_with(queue, p, budget_of(250, Reservation::tokens_held));
+            for (const RequestTimes& r : s.requests) {
+                t.push_back(r.first_token_s);
+                t.push_back(r.finished_s);
+            }
+        }
+        return t;
+    };
+    CHECK(times(7) == times(7));
+    CHECK(times(7) != times(8));
+}
+
+TEST_CASE("a priority changes who goes first") {
+    // All at time 0, serial with the cache: shortest prompt first serves
+    // the queue in order of prompt length.
+    const std::vector<Request> queue = make_workload(small_workload(40), kDemo.max_seq);
+    Policy shortest{"shortest prompt first", 1, false, true};
+    shortest.priority = [](const Request& r) { return double(r.prompt_len); };
+    std::vector<int> order;
+    simulate_with(queue, shortest, kRoomy, [&](const ScheduleEvent& e) {
+        if (e.kind == ScheduleEvent::admit) order.push_back(queue[std::size_t(e.request)].prompt_len);
+    });
+    CHECK(order.size() == queue.size());
+    CHECK(std::is_sorted(order.begin(), order.end()));
+}
+
+TEST_CASE("bad inputs are clear errors") {
+    WorkloadOptions none;
+    none.requests = 0;
+    CHECK_THROWS_AS(make_workload(none, kDemo.max_seq), UsageError);
+    CHECK_THROWS_AS(book_policies(0), UsageError);
+    const std::vector<Request> queue = make_workload(small_workload(5), kDemo.max_seq);
+    CHECK_THROWS_AS(simulate_with(queue, Policy{"none", 0, true, true}, kRoomy), UsageError);
+    CHECK_THROWS_AS(simulate_with(std::vector<Request>{}, Policy{"serial", 1, false, true}, kRoomy),
+                    UsageError);
+    // A request whose longest context cannot fit even alone would wait
+    // forever: refused at the door, naming the flag.
+    const std::uint64_t shortest_longest = 4 + 48 - 1;  // shortest prompt + answer cap - 1
+    for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held}) {
+        try {
+            simulate_with(queue, Policy{"serial", 1, false, true},
+                          budget_of(shortest_longest - 1, reserve));
+            FAIL("a budget too small for the longest request was accepted");
+        } catch (const UsageError& e) {
+            CHECK(std::string(e.what()).find("--kv-budget-mib") != std::string::npos);
+        }
+    }
+    CHECK_THROWS_AS(check_every_request_fits(queue, make_budget(kDemo, 0, Reservation::tokens_held)),
+                    UsageError);
+}
