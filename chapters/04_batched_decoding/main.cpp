@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
         std::uint64_t seed = 1;  // seed of the weights and the prompts
         int max_batch = 64;      // batch sizes 1, 2, 4, ... up to this
         int prompt_len = 32;     // longest prompt; each sequence's length is drawn from 1..this
-        int repeats = 15;        // timed decode steps per batch size, after one warm-up step
+        int repeats = 15;        // timed decode steps per batch size; each round adds a warm-up
         int wide_dim = 1024;     // width of the second model, whose weights miss the cache
         OutputOptions out;
 

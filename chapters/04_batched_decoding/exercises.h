@@ -1,0 +1,55 @@
+// Chapter 04 exercises 4 and 5: write these functions (see EXERCISES.md).
+//
+// Each one throws until you write it. Its tests are in
+// tests/exercises_ch04_test.cpp, skipped by default; run them with
+//
+//     make build/book_tests && ./build/book_tests -ts="exercises ch04" --no-skip
+//
+// Worked solutions: solutions/SOLUTIONS.md.
+#pragma once
+
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../../common/kv_cache.h"
+#include "../../common/matrix.h"
+#include "../../common/transformer.h"
+#include "batch_benchmark.h"
+
+namespace kv {
+
+// ------------------------------ exercise 4: a decode step that carries a prefill
+
+// One forward pass that decodes tokens[i] into caches[i] for every i, as
+// decode_batch does, and also prefills `prompt` into `prompt_cache`, which
+// must not be one of `caches`. Row i < B of the result holds sequence i's
+// logits; row B holds the logits after the prompt's last token. Logits and
+// caches must come out exactly as from decode_batch followed by prefill.
+// Bad arguments throw before any cache is touched.
+inline const Matrix& decode_with_prefill(Transformer& model, std::span<const int> tokens,
+                                         std::span<KVCache* const> caches,
+                                         std::span<const int> prompt, KVCache& prompt_cache) {
+    (void)model;
+    (void)tokens;
+    (void)caches;
+    (void)prompt;
+    (void)prompt_cache;
+    throw std::logic_error("exercise 4: write decode_with_prefill in exercises.h");
+}
+
+// ------------------------------------ exercise 5: where batching stops paying
+
+// `timings` holds batch sizes in increasing order. Returns the first batch
+// size from which going to the next size raises tokens per second by less
+// than `min_gain` (0.1 means 10%); the last size if every step up pays. A
+// lone timing is its own answer. Throws std::invalid_argument if `timings`
+// is empty or min_gain is negative.
+inline int batch_where_gains_end(const std::vector<BatchTiming>& timings, double min_gain) {
+    (void)timings;
+    (void)min_gain;
+    throw std::logic_error("exercise 5: write batch_where_gains_end in exercises.h");
+}
+
+}  // namespace kv
