@@ -97,16 +97,21 @@ inline void print_width(std::ostream& out, const WidthResult& w, std::uint64_t c
     out << text;
 }
 
-// Tokens per second against batch size, one line per width.
-inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths) {
-    SvgPlot plot("Decode throughput against batch size", "batch size (sequences)",
-                 "tokens per second");
+// Tokens per second against batch size, one line per width; with
+// `relative`, divided by each width's batch-1 rate (the speed-up per token),
+// so that widths whose rates differ tenfold can be compared on one scale.
+inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths, bool relative) {
+    SvgPlot plot(relative ? "Decode speed-up per token over batch 1"
+                          : "Decode throughput against batch size",
+                 "batch size (sequences)",
+                 relative ? "tokens per second / batch 1's" : "tokens per second");
     plot.set_log2_x(true);
     for (const WidthResult& w : widths) {
+        const double base = relative ? w.timings.front().tokens_per_second() : 1.0;
         std::vector<double> xs, ys;
         for (const BatchTiming& t : w.timings) {
             xs.push_back(t.batch);
-            ys.push_back(t.tokens_per_second());
+            ys.push_back(t.tokens_per_second() / base);
         }
         plot.add_series("dim " + std::to_string(w.config.dim), xs, ys);
     }

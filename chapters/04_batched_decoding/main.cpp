@@ -67,7 +67,9 @@ int main(int argc, char** argv) {
             widths.push_back({wide, wide_bench.run(sizes, "dim " + std::to_string(wide_dim))});
         }
         const std::string plot_path =
-            throughput_plot(widths).write(out.plot_dir + "/04_tokens_per_second.svg");
+            throughput_plot(widths, false).write(out.plot_dir + "/04_tokens_per_second.svg");
+        const std::string speedup_path =
+            throughput_plot(widths, true).write(out.plot_dir + "/04_speedup.svg");
         const std::uint64_t cache_bytes = last_level_cache_bytes();
         const double memory_speed =
             streaming_bytes_per_second(streaming_buffer_bytes(cache_bytes), repeats);
@@ -83,7 +85,8 @@ int main(int argc, char** argv) {
             .add("max_logit_difference", alone.largest_difference());
         add_width_json(json, "", widths[0]);  // the closing table's keys: the demo model
         if (wide_dim > 0) add_width_json(json, "wide_", widths[1]);
-        if (emit(out, json.add("plot", plot_path))) return alone.same_tokens() ? 0 : 1;
+        if (emit(out, json.add("plot", plot_path).add("speedup_plot", speedup_path)))
+            return alone.same_tokens() ? 0 : 1;
 
         std::cout << "Chapter 04: batched decoding\n\n"
                   << "model: " << config.describe() << "\n"
@@ -102,7 +105,7 @@ int main(int argc, char** argv) {
                   << " sequence-steps: same tokens " << (alone.same_tokens() ? "yes" : "NO")
                   << ", largest logit difference " << alone.largest_difference()
                   << (alone.largest_difference() == 0 ? " (identical to the last bit)" : "")
-                  << "\nplot: " << plot_path << "\n\n";
+                  << "\nplots: " << plot_path << ", " << speedup_path << "\n\n";
         std::cout << "tokens per second, batch 1 -> best batch:";
         for (const WidthResult& w : widths) {
             const BatchTiming& best = best_throughput(w.timings);
