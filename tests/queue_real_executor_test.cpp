@@ -61,7 +61,8 @@ TEST_CASE("real and simulated executors make the same schedule and the engine th
             const std::vector<Step> sim_steps = trace(queue, policy, budget, simulated);
             INFO(policy.name << (reserve == Reservation::tokens_held ? ", held" : ", full"));
             CHECK(real_steps == sim_steps);
-            for (const Step& s : sim_steps) preempted = preempted || s.kind == ScheduleEvent::preempt;
+            for (const Step& s : sim_steps)
+                preempted = preempted || s.kind == ScheduleEvent::preempt;
             for (const Request& r : queue) {
                 const std::vector<int> prompt = request_prompt(r, c.vocab_size, seed);
                 const std::vector<int> expected = generate_cached(model, prompt, r.answer_len);

@@ -89,16 +89,16 @@ TEST_CASE("serial first come first served waits for the service times before it"
 
 TEST_CASE("every request finishes exactly once with exactly its answer length") {
     const std::vector<Request> queue = make_workload(small_workload(120, 40.0), kDemo.max_seq);
-    const int answer_total = std::accumulate(queue.begin(), queue.end(), 0,
-                                             [](int sum, const Request& r) { return sum + r.answer_len; });
+    const int answer_total =
+        std::accumulate(queue.begin(), queue.end(), 0,
+                        [](int sum, const Request& r) { return sum + r.answer_len; });
     for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held})
         for (const Policy& policy : book_policies(8)) {
             std::vector<int> finished(queue.size(), 0);
-            const Schedule s = simulate_with(queue, policy, budget_of(300, reserve),
-                                             [&](const ScheduleEvent& e) {
-                                                 if (e.kind == ScheduleEvent::finish)
-                                                     ++finished[std::size_t(e.request)];
-                                             });
+            const Schedule s =
+                simulate_with(queue, policy, budget_of(300, reserve), [&](const ScheduleEvent& e) {
+                    if (e.kind == ScheduleEvent::finish) ++finished[std::size_t(e.request)];
+                });
             INFO(policy.name);
             int tokens = 0;
             for (const Request& r : queue) {
@@ -146,14 +146,13 @@ TEST_CASE("no request starves: first come first served joins in arrival order") 
         for (const Policy& policy : book_policies(8)) {
             std::vector<int> first_joins;
             std::vector<bool> joined(queue.size(), false);
-            const Schedule s = simulate_with(queue, policy, budget_of(150, reserve),
-                                             [&](const ScheduleEvent& e) {
-                                                 if (e.kind == ScheduleEvent::admit &&
-                                                     !joined[std::size_t(e.request)]) {
-                                                     joined[std::size_t(e.request)] = true;
-                                                     first_joins.push_back(e.request);
-                                                 }
-                                             });
+            const Schedule s =
+                simulate_with(queue, policy, budget_of(150, reserve), [&](const ScheduleEvent& e) {
+                    if (e.kind == ScheduleEvent::admit && !joined[std::size_t(e.request)]) {
+                        joined[std::size_t(e.request)] = true;
+                        first_joins.push_back(e.request);
+                    }
+                });
             INFO(policy.name);
             CHECK(std::is_sorted(first_joins.begin(), first_joins.end()));
             CHECK(first_joins.size() == queue.size());
@@ -170,10 +169,9 @@ TEST_CASE("on the default workload the cache and continuous batching shorten the
     for (const Policy& p : book_policies(32))
         median.push_back(summarize(queue, simulate_with(queue, p, budget)).ttft_median);
     // 0..2: serial, static, continuous without the cache; 3..5: with it.
-    MESSAGE("median time to first token (s): serial no cache " << median[0] << ", serial cache "
-                                                               << median[3] << ", static cache "
-                                                               << median[4] << ", continuous cache "
-                                                               << median[5]);
+    MESSAGE("median time to first token (s): serial no cache "
+            << median[0] << ", serial cache " << median[3] << ", static cache " << median[4]
+            << ", continuous cache " << median[5]);
     CHECK(median[3] < median[0] / 5);  // the cache
     CHECK(median[5] < median[3]);      // continuous batching beats serial
     CHECK(median[5] < median[4]);      // and static batching
@@ -187,8 +185,7 @@ TEST_CASE("the same seed gives the same per-request times") {
         const std::vector<Request> queue = make_workload(w, kDemo.max_seq);
         std::vector<double> t;
         for (const Policy& p : book_policies(6)) {
-            const Schedule s =
-                simulate_with(queue, p, budget_of(250, Reservation::tokens_held));
+            const Schedule s = simulate_with(queue, p, budget_of(250, Reservation::tokens_held));
             for (const RequestTimes& r : s.requests) {
                 t.push_back(r.first_token_s);
                 t.push_back(r.finished_s);
@@ -208,7 +205,8 @@ TEST_CASE("a priority changes who goes first") {
     shortest.priority = [](const Request& r) { return double(r.prompt_len); };
     std::vector<int> order;
     simulate_with(queue, shortest, kRoomy, [&](const ScheduleEvent& e) {
-        if (e.kind == ScheduleEvent::admit) order.push_back(queue[std::size_t(e.request)].prompt_len);
+        if (e.kind == ScheduleEvent::admit)
+            order.push_back(queue[std::size_t(e.request)].prompt_len);
     });
     CHECK(order.size() == queue.size());
     CHECK(std::is_sorted(order.begin(), order.end()));
@@ -235,6 +233,7 @@ TEST_CASE("bad inputs are clear errors") {
             CHECK(std::string(e.what()).find("--kv-budget-mib") != std::string::npos);
         }
     }
-    CHECK_THROWS_AS(check_every_request_fits(queue, make_budget(kDemo, 0, Reservation::tokens_held)),
-                    UsageError);
+    CHECK_THROWS_AS(
+        check_every_request_fits(queue, make_budget(kDemo, 0, Reservation::tokens_held)),
+        UsageError);
 }

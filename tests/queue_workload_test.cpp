@@ -39,8 +39,7 @@ TEST_CASE("workload lengths stay in their ranges and average what they should") 
         CHECK(shortest_prompt == w.prompt_min);
         CHECK(longest_prompt == w.prompt_max);
         // Geometric with mean 48 cut at 192: the mean is (1 - (47/48)^192) x 48.
-        const double expected =
-            dist == "uniform" ? 48.0 : 48.0 * (1 - std::pow(47.0 / 48.0, 192));
+        const double expected = dist == "uniform" ? 48.0 : 48.0 * (1 - std::pow(47.0 / 48.0, 192));
         INFO(dist << ": mean answer " << mean_answer(queue) << ", expected " << expected);
         CHECK(std::fabs(mean_answer(queue) - expected) < 1.0);
         CHECK(longest_answer == (dist == "uniform" ? 95 : 192));
@@ -52,7 +51,8 @@ TEST_CASE("poisson arrivals are in order and average the asked rate") {
     w.requests = 20000;
     w.rate = 5.0;
     const std::vector<Request> queue = make_workload(w, 512);
-    for (std::size_t i = 1; i < queue.size(); ++i) CHECK(queue[i].arrival_s >= queue[i - 1].arrival_s);
+    for (std::size_t i = 1; i < queue.size(); ++i)
+        CHECK(queue[i].arrival_s >= queue[i - 1].arrival_s);
     const double mean_gap = queue.back().arrival_s / double(queue.size());
     CHECK(mean_gap == doctest::Approx(1 / w.rate).epsilon(0.03));
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -137,20 +138,25 @@ inline Json cost_model_json(const CostModel& m, const Calibration* cal) {
 }
 
 // The distribution of time to first token, one line per policy, on a log2
-// axis: the policies differ by a factor of forty. At most 400 points each.
+// axis: the policies differ by a factor of forty. At most 400 points each;
+// waits below 1/4096 of the longest are drawn at the left edge, so that the
+// axis keeps to about a dozen labelled powers of two.
 inline std::string write_ttft_cdf(const std::string& dir, const std::vector<Policy>& policies,
                                   const std::vector<std::vector<double>>& sorted_ttfts) {
     SvgPlot plot("Time to first token: who waits how long", "time to first token (s, log scale)",
                  "fraction of requests");
     plot.set_log2_x(true);
     plot.set_steps(true);
+    double longest = 1e-9;
+    for (const std::vector<double>& t : sorted_ttfts)
+        if (!t.empty()) longest = std::max(longest, t.back());
     for (std::size_t p = 0; p < policies.size(); ++p) {
         const std::vector<double>& t = sorted_ttfts[p];
         std::vector<double> x, y;
         const std::size_t points = std::min<std::size_t>(t.size(), 400);
         for (std::size_t k = 0; k < points; ++k) {
             const std::size_t i = points == 1 ? 0 : k * (t.size() - 1) / (points - 1);
-            x.push_back(std::max(t[i], 1e-9));
+            x.push_back(std::max(t[i], longest / 4096));
             y.push_back(double(i + 1) / double(t.size()));
         }
         plot.add_series(policies[p].name, x, y);
@@ -189,6 +195,113 @@ inline Table validation_table(const std::vector<ValidationRow>& rows) {
                    Cell(r.real.total_s, 3), Cell(r.simulated.total_s, 3),
                    r.same_order ? "yes" : "no"});
     return t;
+}
+
+// ---------------------------------------------------------- one run
+
+// Everything one run found: what the text report and the JSON show.
+struct QueueRun {
+    Config config;
+    WorkloadOptions work;
+    int batch = 0;
+    MemoryBudget budget;
+    Concurrency fit;
+    CostModel cost;
+    std::optional<Calibration> calibration;  // when the cost model was measured now
+    std::vector<Policy> policies;
+    std::vector<Summary> summaries;         // (policies)
+    double simulation_seconds = 0;          // wall time to simulate every policy
+    std::optional<RateSweep> sweep;         // with --rate
+    std::vector<ValidationRow> validation;  // with --validate N
+    int validation_batch = 0;
+    std::string cdf_plot, rate_plot;  // paths of the SVG files
+};
+
+inline std::string headline(const QueueRun& run) {
+    return "median time to first token, " + with_commas(std::uint64_t(run.work.requests)) +
+           " requests: " + seconds_text(run.summaries[kSerialNoCache].ttft_median) +
+           " without the cache -> " + seconds_text(run.summaries[kSerialCache].ttft_median) +
+           " with it -> " + seconds_text(run.summaries[kContinuousCache].ttft_median) +
+           " with continuous batching";
+}
+
+// With --reserve held, caches can outgrow the budget and requests are sent
+// back to the queue: say how often, or nothing if never.
+inline std::string preemption_line(const QueueRun& run) {
+    std::string line;
+    for (std::size_t i = 0; i < run.policies.size(); ++i)
+        if (run.summaries[i].preemptions > 0)
+            line += (line.empty() ? "sent back to the queue when the caches outgrew the budget: "
+                                  : ", ") +
+                    run.policies[i].name + " " +
+                    with_commas(std::uint64_t(run.summaries[i].preemptions)) + " times";
+    return line.empty() ? line : line + "\n";
+}
+
+inline Json to_json(const QueueRun& run) {
+    Json json;
+    json.add("chapter", "05_queue_simulation")
+        .add("model", run.config.describe())
+        .add("requests", run.work.requests)
+        .add("rate", run.work.rate)
+        .add("batch", run.batch)
+        .add("kv_budget_bytes", run.budget.bytes)
+        .add("kv_bytes_per_token", run.budget.bytes_per_token)
+        .add("kv_budget_tokens", run.budget.tokens)
+        .add("reserve", run.budget.reserve == Reservation::whole_context ? "full" : "held")
+        .add("fewest_requests_that_fit", run.fit.fewest)
+        .add("average_requests_that_fit", run.fit.average)
+        .add("cost_model", cost_model_json(run.cost, run.calibration ? &*run.calibration : nullptr))
+        .add("policies", policy_table(run.policies, run.summaries))
+        .add("simulation_seconds", run.simulation_seconds)
+        .add("median_ttft_no_cache_s", run.summaries[kSerialNoCache].ttft_median)
+        .add("median_ttft_cache_s", run.summaries[kSerialCache].ttft_median)
+        .add("median_ttft_static_s", run.summaries[kStaticCache].ttft_median)
+        .add("median_ttft_continuous_s", run.summaries[kContinuousCache].ttft_median)
+        .add("ttft_cdf_plot", run.cdf_plot);
+    Json preempted;  // with --reserve held: times requests were sent back to the queue
+    for (std::size_t i = 0; i < run.policies.size(); ++i)
+        preempted.add(run.policies[i].name, run.summaries[i].preemptions);
+    json.add("preemptions", preempted);
+    if (run.sweep) json.add("rate_sweep", sweep_table(*run.sweep)).add("rate_plot", run.rate_plot);
+    if (!run.validation.empty())
+        json.add("validation_batch", run.validation_batch)
+            .add("validation", validation_table(run.validation));
+    return json.add("headline", headline(run));
+}
+
+inline void print_report(std::ostream& out, const QueueRun& run,
+                         std::span<const Request> requests) {
+    const std::string count = with_commas(std::uint64_t(run.work.requests));
+    out << "Chapter 05: a queue of " << count << " requests\n\n"
+        << "model: " << run.config.describe() << "\n"
+        << describe_workload(run.work, requests) << "\n"
+        << describe_budget(run.budget, run.fit, run.batch) << "\n";
+    print_cost_model(out, run.cost, run.calibration ? &*run.calibration : nullptr);
+    out << "\n";
+    policy_table(run.policies, run.summaries).print(out);
+    out << "times in seconds; ttft: time to first token; e2e: arrival to last token; "
+           "batch: mean requests per decode step\n"
+        << preemption_line(run) << "simulated " << run.policies.size() << " policies x " << count
+        << " requests in " << format_duration(run.simulation_seconds) << "\n"
+        << "plot: " << run.cdf_plot << "\n";
+    if (run.sweep) {
+        out << "\nmedian time to first token (s) against arrival rate; capacity (requests/s with "
+               "everyone queued at once):";
+        for (std::size_t p = 0; p < run.sweep->policies.size(); ++p)
+            out << (p ? ", " : " ") << run.sweep->policies[p] << " "
+                << Cell(run.sweep->capacity[p], 1).text;
+        out << "\n";
+        sweep_table(*run.sweep).print(out);
+        out << "plot: " << run.rate_plot << "\n";
+    }
+    if (!run.validation.empty()) {
+        out << "\nvalidation: " << run.validation.front().real_requests
+            << " requests on the real engine (batch " << run.validation_batch
+            << ") against the simulator; time to first token in seconds\n";
+        validation_table(run.validation).print(out);
+    }
+    out << "\n" << headline(run) << "\n";
 }
 
 }  // namespace kv

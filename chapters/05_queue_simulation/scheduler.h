@@ -53,7 +53,9 @@ struct Policy {
 };
 
 // The book's six policies: serial, static and continuous batching, each
-// without and with the KV cache. Serial is a batch of one.
+// without and with the KV cache. Serial is a batch of one. The headline
+// compares three of them, at these places in the list:
+inline constexpr int kSerialNoCache = 0, kSerialCache = 3, kStaticCache = 4, kContinuousCache = 5;
 inline std::vector<Policy> book_policies(int batch) {
     if (batch < 1) throw UsageError("--batch must be at least 1, got " + std::to_string(batch));
     return {{"serial, no cache", 1, false, false},        {"static, no cache", batch, false, false},

@@ -26,6 +26,7 @@ struct ValidationRow {
     Summary real;            // measured on the wall clock
     Summary simulated;       // the cost model's replay of the same requests
     bool same_order = true;  // the same requests joined in the same order
+    int real_requests = 0;   // how many requests ran
 };
 
 // The batch size validation uses: a quarter of the requests (at least 1),
@@ -58,7 +59,7 @@ inline std::vector<ValidationRow> validate(Transformer& model, std::span<const R
         const Schedule replayed =
             run_schedule(requests, policy, budget, simulated, record(sim_order));
         rows.push_back({policy.name, summarize(requests, measured), summarize(requests, replayed),
-                        real_order == sim_order});
+                        real_order == sim_order, int(requests.size())});
         progress.update(long(rows.size()), long(policies.size()));
     }
     return rows;
