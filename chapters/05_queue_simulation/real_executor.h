@@ -75,18 +75,19 @@ class RealExecutor : public Executor {
             caches_.clear();
             for (const Running& r : batch) {
                 Sequence& s = sequences_[std::size_t(r.request)];
-                next_.push_back(s.tokens.back());  // the newest token, not yet in its cache
+                if (r.padding) {
+                    // Answered, but its row still runs: it feeds its last
+                    // cached token again at the same position, which
+                    // rewrites the same key and value. Work, and no change.
+                    s.cache->clear();
+                    s.cache->commit(r.held - 1);
+                    next_.push_back(s.tokens[std::size_t(r.held - 1)]);
+                } else {
+                    next_.push_back(s.tokens.back());  // the newest token, not yet cached
+                }
                 caches_.push_back(s.cache.get());
             }
-            const Matrix& logits = decode_batch(model_, next_, caches_);
-            // A padding row was computed for nothing: forget its new position.
-            for (const Running& r : batch)
-                if (r.padding) {
-                    KVCache& c = *sequences_[std::size_t(r.request)].cache;
-                    c.clear();
-                    c.commit(r.held);
-                }
-            append(batch, logits);
+            append(batch, decode_batch(model_, next_, caches_));
         } else {
             whole_.clear();
             for (const Running& r : batch)

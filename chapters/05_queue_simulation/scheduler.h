@@ -135,7 +135,7 @@ struct ScheduleEvent {
     enum Kind { admit, decode, finish, preempt } kind;
     double time;            // the clock after the event
     int request;            // the request concerned; -1 for a decode step
-    int running;            // requests in the batch after the event
+    int running;            // requests in the batch still receiving tokens, after the event
     std::uint64_t held;     // positions held by all caches
     std::uint64_t charged;  // positions charged against the budget
 };
@@ -184,11 +184,12 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
     std::uint64_t held = 0;      // positions in all running caches
     std::uint64_t reserved = 0;  // sum of the running requests' longest contexts
     std::size_t padded = 0;      // padding rows in the batch: they no longer grow
+    int answering = 0;           // requests in the batch still receiving tokens
     auto charged = [&] { return full ? reserved : held; };
     auto note = [&](ScheduleEvent::Kind kind, int request) {
         s.peak_held = std::max(s.peak_held, held);
         s.peak_charged = std::max(s.peak_charged, charged());
-        if (observe) observe({kind, now, request, int(batch.size()), held, charged()});
+        if (observe) observe({kind, now, request, answering, held, charged()});
     };
     auto leave = [&](const Running& r) {  // frees its slot's memory
         held -= std::uint64_t(r.held);
@@ -198,6 +199,7 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
     auto finish = [&](Running& r) {  // its last token is out; static keeps the row as padding
         s.requests[r.request].finished_s = now;
         r.padding = true;
+        --answering;
         ++padded;
         ++done;
         if (policy.continuous) {
@@ -248,6 +250,7 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
             held += std::uint64_t(tokens);
             reserved += longest_context(r);
             batch.push_back({id, tokens, false});
+            ++answering;
             note(ScheduleEvent::admit, id);
             if (t.tokens == r.answer_len) {
                 finish(batch.back());
@@ -276,6 +279,7 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
                 continue;
             }
             wait(victim.request);
+            --answering;
             ++s.requests[victim.request].preemptions;
             ++s.preemptions;
             note(ScheduleEvent::preempt, victim.request);
