@@ -36,6 +36,12 @@ inline std::vector<std::vector<int>> ragged_prompts(int count, int longest, int 
     return prompts;
 }
 
+inline double mean_length(const std::vector<std::vector<int>>& prompts) {
+    double total = 0;
+    for (const auto& p : prompts) total += double(p.size());
+    return prompts.empty() ? 0.0 : total / double(prompts.size());
+}
+
 struct BatchTiming {
     int batch = 0;              // sequences decoded together
     double step_seconds = 0;    // median time of one decode step for the whole batch

@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
         json.add("chapter", "04_batched_decoding")
             .add("max_batch", max_batch)
             .add("longest_prompt", prompt_len)
+            .add("mean_prompt", mean_length(prompts))
             .add("repeats", repeats)
             .add("last_level_cache_bytes", cache_bytes)
             .add("memory_bytes_per_second", memory_speed)
@@ -90,8 +91,9 @@ int main(int argc, char** argv) {
 
         std::cout << "Chapter 04: batched decoding\n\n"
                   << "model: " << config.describe() << "\n"
-                  << "a batch of B sequences, prompts of 1.." << prompt_len
-                  << " tokens (ragged); one decode step feeds each its next token\n"
+                  << "a batch of B sequences, prompts of 1.." << prompt_len << " tokens (mean "
+                  << Cell(mean_length(prompts), 1).text << " over all " << max_batch
+                  << "), one new token each per decode step\n"
                   << "times: median of " << repeats << " steps; the batch sizes take turns in "
                   << std::min(kRounds, repeats) << " rounds, each with a warm-up step\n"
                   << "memory: this core streams " << Cell(memory_speed / 1e9, 1).text
