@@ -344,6 +344,10 @@ TEST_CASE("the bench decodes every batch like the sequences alone") {
         CHECK(t.arithmetic.weight_flops == 2.0 * double(multiplied_parameters(c)) * t.batch);
         CHECK(t.arithmetic.attention_flops > 0);
     }
+    CHECK_THROWS_AS(bench.run({9}, "test"), std::invalid_argument);  // only 8 sequences
+    CHECK_THROWS_AS(bench.run({0}, "test"), std::invalid_argument);
+    CHECK_THROWS_AS(alone.compare(steps, Matrix(1, c.vocab_size)), std::out_of_range);
+    CHECK_THROWS_AS(alone.compare(0, Matrix(9, c.vocab_size)), std::out_of_range);
     // A wrong batch is caught: the reference notices a changed logit.
     Matrix wrong(1, c.vocab_size);
     AloneReference fresh(model, prompts, steps);

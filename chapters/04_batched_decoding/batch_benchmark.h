@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,7 @@ class DecodeBench {
   public:
     DecodeBench(Transformer& model, const std::vector<std::vector<int>>& prompts, int repeats)
         : model_(model), repeats_(repeats) {
+        if (repeats < 1) throw std::invalid_argument("DecodeBench: repeats must be at least 1");
         // The prefill is not what is timed here, so it runs the cheap way:
         // several prompts per forward pass, each its own chunk (the caches
         // come out exactly as from chapter 02's prefill). Groups of 16 keep
@@ -143,7 +145,12 @@ class DecodeBench {
     std::vector<BatchTiming> run(const std::vector<int>& sizes, const std::string& label,
                                  const BatchStepCallback& on_step = {}) {
         std::vector<Running> batches;
-        for (int batch : sizes) batches.emplace_back(*this, batch);
+        for (int batch : sizes) {
+            if (batch < 1 || batch > sequences())
+                throw std::invalid_argument("DecodeBench: a batch of " + std::to_string(batch) +
+                                            " from " + std::to_string(sequences()) + " sequences");
+            batches.emplace_back(*this, batch);
+        }
         Progress progress(label + ", round");
         const int rounds = std::min(kRounds, repeats_);
         for (int round = 0; round < rounds; ++round) {
@@ -214,7 +221,8 @@ class DecodeBench {
 // difference over every step of every batch.
 class AloneReference {
   public:
-    AloneReference(Transformer& model, const std::vector<std::vector<int>>& prompts, int steps) {
+    AloneReference(Transformer& model, const std::vector<std::vector<int>>& prompts, int steps)
+        : steps_(steps) {
         for (const std::vector<int>& prompt : prompts) {
             KVCache cache(model.config(), static_cast<int>(prompt.size()) + steps);
             int token = argmax(prefill(model, prompt, cache));
@@ -229,6 +237,9 @@ class AloneReference {
 
     // Row i of `logits` is sequence i at decode step `step` inside a batch.
     void compare(int step, const Matrix& logits) {
+        if (step < 0 || step >= steps_ || logits.rows > static_cast<int>(logits_.size()))
+            throw std::out_of_range("AloneReference: step " + std::to_string(step) + " of " +
+                                    std::to_string(logits.rows) + " sequences not recorded");
         for (int i = 0; i < logits.rows; ++i) {
             const std::vector<float>& alone = logits_[i][step];
             for (int j = 0; j < logits.cols; ++j)
@@ -243,6 +254,7 @@ class AloneReference {
     long rows_compared() const { return rows_compared_; }
 
   private:
+    int steps_;
     std::vector<std::vector<std::vector<float>>> logits_;  // (sequence, step, vocab)
     double largest_ = 0;
     bool same_tokens_ = true;
