@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
         const std::string speedup_path =
             throughput_plot(widths, true).write(out.plot_dir + "/04_speedup.svg");
         const std::uint64_t cache_bytes = last_level_cache_bytes();
-        const double memory_speed =
-            streaming_bytes_per_second(streaming_buffer_bytes(cache_bytes), repeats);
+        const std::uint64_t probe_bytes = streaming_buffer_bytes(cache_bytes);
+        const double memory_speed = streaming_bytes_per_second(probe_bytes, repeats);
 
         Json json;
         json.add("chapter", "04_batched_decoding")
@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
                   << "times: median of " << repeats << " steps; the batch sizes take turns in "
                   << std::min(kRounds, repeats) << " rounds, each with a warm-up step\n"
                   << "memory: this core streams " << Cell(memory_speed / 1e9, 1).text
-                  << " GB/s from main memory (measured over a buffer 8x its largest cache)\n";
+                  << " GB/s from main memory (measured: a sum over " << format_bytes(probe_bytes)
+                  << ")\n";
         for (const WidthResult& w : widths) print_width(std::cout, w, cache_bytes, memory_speed);
         std::cout << "\nEach step reads every weight once and does 2 FLOPs with it per sequence:"
                   << " the weight\nproducts do B/2 FLOPs per byte. Attention adds 4 x layers x dim"
