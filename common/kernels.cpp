@@ -87,19 +87,28 @@ inline void matmul_block(const Matrix& x, int i0, const Matrix& w, int j0, Matri
 // 59 GFLOP/s, 5x5 about 90; larger tiles run out of vector registers.
 inline constexpr int kTileRows = 5;
 inline constexpr int kTileCols = 5;
-// Fewer rows than a tile (decoding one to four sequences) is a stream of
-// weights, each used once or a few times: there, 8 weight rows at a time
-// keep more loads in flight (about 60 GFLOP/s from L2 against 52 with 4).
+// A single row (decoding one sequence) is a stream of weights, each used
+// once: there, 8 weight rows at a time keep more loads in flight (about 60
+// GFLOP/s from L2 against 52 with 4).
 inline constexpr int kStreamCols = 8;
 
 // Weight rows j0..j0+C-1 against every row of x. The C weight rows (C * in
 // floats, a few KiB) stay in the L1 cache while all of x streams past them,
 // so each weight is read from memory once per matmul, not once per row block.
+// Rows left over after the last full tile go through one smaller tile, not
+// one by one: a batch of 8 is a 5-row and a 3-row tile.
 template <int C>
 void matmul_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     int i = 0;
     for (; i + kTileRows <= x.rows; i += kTileRows) matmul_block<kTileRows, C>(x, i, w, j0, y);
-    for (; i < x.rows; ++i) matmul_block<1, C>(x, i, w, j0, y);
+    switch (x.rows - i) {
+        case 4: matmul_block<4, C>(x, i, w, j0, y); break;
+        case 3: matmul_block<3, C>(x, i, w, j0, y); break;
+        case 2: matmul_block<2, C>(x, i, w, j0, y); break;
+        case 1: matmul_block<1, C>(x, i, w, j0, y); break;
+        default: break;
+    }
+    static_assert(kTileRows == 5, "the remainder cases above cover 1..kTileRows-1 rows");
 }
 
 }  // namespace
@@ -127,7 +136,7 @@ void matmul(const Matrix& x, const Matrix& w, Matrix& y) {
     if (x.cols != w.cols || y.rows != x.rows || y.cols != w.rows)
         throw std::invalid_argument("matmul: shapes do not match");
     int j = 0;
-    if (x.rows < kTileRows)
+    if (x.rows == 1)
         for (; j + kStreamCols <= w.rows; j += kStreamCols) matmul_columns<kStreamCols>(x, w, j, y);
     else
         for (; j + kTileCols <= w.rows; j += kTileCols) matmul_columns<kTileCols>(x, w, j, y);
