@@ -227,10 +227,12 @@ class AloneReference {
             KVCache cache(model.config(), static_cast<int>(prompt.size()) + steps);
             int token = argmax(prefill(model, prompt, cache));
             std::vector<std::vector<float>>& per_step = logits_.emplace_back();
+            std::vector<int>& answer = answers_.emplace_back(1, token);
             for (int step = 0; step < steps; ++step) {
                 std::span<const float> l = decode_step(model, token, cache);
                 per_step.emplace_back(l.begin(), l.end());
                 token = argmax(l);
+                answer.push_back(token);
             }
         }
     }
@@ -249,6 +251,8 @@ class AloneReference {
         }
     }
 
+    // Sequence i's answer decoded alone: its first token and one per step.
+    const std::vector<int>& answer(int i) const { return answers_.at(std::size_t(i)); }
     double largest_difference() const { return largest_; }
     bool same_tokens() const { return same_tokens_; }
     long rows_compared() const { return rows_compared_; }
@@ -256,6 +260,7 @@ class AloneReference {
   private:
     int steps_;
     std::vector<std::vector<std::vector<float>>> logits_;  // (sequence, step, vocab)
+    std::vector<std::vector<int>> answers_;                // (sequence, 1 + step)
     double largest_ = 0;
     bool same_tokens_ = true;
     long rows_compared_ = 0;

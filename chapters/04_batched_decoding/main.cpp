@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "../../common/model_flags.h"
+#include "../../common/model_source.h"
 #include "../../common/output.h"
 #include "../../common/program.h"
 #include "batch_benchmark.h"
@@ -23,11 +24,13 @@ int main(int argc, char** argv) {
         int prompt_len = 32;     // longest prompt; each sequence's length is drawn from 1..this
         int repeats = 15;        // timed decode steps per batch size; each round adds a warm-up
         int wide_dim = 1024;     // width of the second model, whose weights miss the cache
+        ModelSource source;      // random weights, or a checkpoint and tokenizer
         OutputOptions out;
 
         Flags flags("04_batched_decoding",
                     "Batched decoding: one decode step for many sequences at once.");
         add_model_flags(flags, config, seed);
+        add_model_source_flags(flags, source);
         flags.add("max-batch", max_batch, 1, 1024, "largest batch (sizes 1, 2, 4, ... up to it)");
         flags.add("prompt-len", prompt_len, 1, 1 << 20,
                   "longest prompt (lengths drawn from 1..it)");
@@ -36,6 +39,9 @@ int main(int argc, char** argv) {
                   "width of the second model, ffn 3x as wide (0: skip it)");
         add_output_flags(flags, out);
         if (!flags.parse(argc, argv)) return 0;
+        LoadedModel loaded = load_model(source, config, seed, prompt_len, 1);
+        config = loaded.model.config();  // a checkpoint brings its own shape
+        if (!source.prompt.empty()) prompt_len = static_cast<int>(loaded.prompt.size());
 
         const int steps = decode_steps(repeats);  // the timed ones and a warm-up per round
         if (prompt_len + steps > config.max_seq)
@@ -50,13 +56,19 @@ int main(int argc, char** argv) {
         if (wide_dim > 0)
             check_bench_fits(wide, max_batch, prompt_len, repeats,
                              "--wide-dim " + std::to_string(wide_dim) + ": ");
-        const std::vector<std::vector<int>> prompts =
+        std::vector<std::vector<int>> prompts =
             ragged_prompts(max_batch, prompt_len, config.vocab_size, seed);
+        if (!source.prompt.empty()) {
+            // Text prompt: sequence 0 gets all of it, the others ragged beginnings of it.
+            for (std::vector<int>& p : prompts)
+                p.assign(loaded.prompt.begin(), loaded.prompt.begin() + p.size());
+            prompts[0] = loaded.prompt;
+        }
         const std::vector<int> sizes = batch_sizes_up_to(max_batch);
 
         // The demo width, every batched step checked against decoding alone.
         std::vector<WidthResult> widths;
-        Transformer model(config, seed);
+        Transformer& model = loaded.model;
         AloneReference alone(model, prompts, steps);
         DecodeBench bench(model, prompts, repeats);
         widths.push_back({config, bench.run(sizes, "dim " + std::to_string(config.dim),
@@ -83,7 +95,9 @@ int main(int argc, char** argv) {
             .add("last_level_cache_bytes", cache_bytes)
             .add("memory_bytes_per_second", memory_speed)
             .add("same_tokens", alone.same_tokens())
-            .add("max_logit_difference", alone.largest_difference());
+            .add("max_logit_difference", alone.largest_difference())
+            .add("weights", loaded.weights);
+        if (loaded.tokenizer) json.add("answer_text", loaded.answer_text(alone.answer(0)));
         add_width_json(json, "", widths[0]);  // the closing table's keys: the demo model
         if (wide_dim > 0) add_width_json(json, "wide_", widths[1]);
         if (emit(out, json.add("plot", plot_path).add("speedup_plot", speedup_path)))
@@ -91,6 +105,7 @@ int main(int argc, char** argv) {
 
         std::cout << "Chapter 04: batched decoding\n\n"
                   << "model: " << config.describe() << "\n"
+                  << "weights: " << loaded.weights << "\n"
                   << "a batch of B sequences, prompts of 1.." << prompt_len << " tokens (mean "
                   << Cell(mean_length(prompts), 1).text << " over all " << max_batch
                   << "), one new token each per decode step\n"
@@ -109,6 +124,10 @@ int main(int argc, char** argv) {
                   << ", largest logit difference " << alone.largest_difference()
                   << (alone.largest_difference() == 0 ? " (identical to the last bit)" : "")
                   << "\nplots: " << plot_path << ", " << speedup_path << "\n\n";
+        if (loaded.tokenizer)
+            std::cout << "sequence 0, prompt: " << loaded.prompt_text() << "\n"
+                      << "sequence 0, answer (the same alone and in every batch): "
+                      << loaded.answer_text(alone.answer(0)) << "\n\n";
         std::cout << "tokens per second, batch 1 -> best batch:";
         for (const WidthResult& w : widths) {
             const BatchTiming& best = best_throughput(w.timings);
