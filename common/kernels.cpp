@@ -2,7 +2,9 @@
 
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace kv {
@@ -102,11 +104,20 @@ void matmul_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     int i = 0;
     for (; i + kTileRows <= x.rows; i += kTileRows) matmul_block<kTileRows, C>(x, i, w, j0, y);
     switch (x.rows - i) {
-        case 4: matmul_block<4, C>(x, i, w, j0, y); break;
-        case 3: matmul_block<3, C>(x, i, w, j0, y); break;
-        case 2: matmul_block<2, C>(x, i, w, j0, y); break;
-        case 1: matmul_block<1, C>(x, i, w, j0, y); break;
-        default: break;
+        case 4:
+            matmul_block<4, C>(x, i, w, j0, y);
+            break;
+        case 3:
+            matmul_block<3, C>(x, i, w, j0, y);
+            break;
+        case 2:
+            matmul_block<2, C>(x, i, w, j0, y);
+            break;
+        case 1:
+            matmul_block<1, C>(x, i, w, j0, y);
+            break;
+        default:
+            break;
     }
     static_assert(kTileRows == 5, "the remainder cases above cover 1..kTileRows-1 rows");
 }
@@ -128,6 +139,21 @@ void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride,
         dot_tile<1, kStreamCols>(&x, r, n, out + j, 1);
     }
     for (; j < n_rows; ++j) out[j] = dot(x, rows + j * stride, n);
+}
+
+void weighted_sum(const float* weights, int n_rows, const float* rows, std::size_t stride,
+                  int width, float* out) {
+    int d = 0;
+    for (; d + kLanes <= width; d += kLanes) {
+        Lanes acc = {};
+        for (int j = 0; j < n_rows; ++j) acc += weights[j] * load(rows + j * stride + d);
+        std::memcpy(out + d, &acc, sizeof acc);
+    }
+    for (; d < width; ++d) {
+        float acc = 0.0f;
+        for (int j = 0; j < n_rows; ++j) acc += weights[j] * rows[j * stride + d];
+        out[d] = acc;
+    }
 }
 
 // ------------------------------------------------------------ matrix products
@@ -164,40 +190,86 @@ void rmsnorm(std::span<float> out, std::span<const float> x, std::span<const flo
     for (int i = 0; i < n; ++i) out[i] = x[i] * inv_rms * scale[i];
 }
 
-// exp, cos and sin are computed in double and rounded once to float. The
-// float versions may differ in the last bit between C libraries; rounding a
-// double result almost never does, so a seed gives the same tokens on every
-// machine.
+float exp_float(float x) {
+    if (std::isnan(x)) return x;
+    if (x < -87.0f) return 0.0f;  // e^-87 is 1.6e-38: nothing the model can see
+    if (x > 88.0f) return std::numeric_limits<float>::infinity();
+    // x = n ln2 + r with |r| <= ln2 / 2; ln2 is split in two so that n * ln2_hi is exact.
+    const float n = std::nearbyint(x * 1.44269504f);
+    const float r = (x - n * 0.693145751953125f) - n * 1.42860677e-06f;
+    // e^r by its Taylor series to r^7 (the next term is below 6e-9 on this range).
+    float p = 1.0f / 5040;
+    for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * r + c;
+    // e^x = e^r * 2^n, 2^n built from its exponent bits (n is in -126..127 here).
+    const std::uint32_t bits = std::uint32_t(static_cast<int>(n) + 127) << 23;
+    float two_to_n;
+    std::memcpy(&two_to_n, &bits, sizeof two_to_n);
+    return p * two_to_n;
+}
+
 void softmax(std::span<float> x) {
     if (x.empty()) return;
     float max = x[0];
     for (float v : x) max = v > max ? v : max;
     float sum = 0.0f;
     for (float& v : x) {
-        v = static_cast<float>(std::exp(static_cast<double>(v - max)));
+        v = exp_float(v - max);
         sum += v;
     }
     for (float& v : x) v /= sum;
 }
 
-float silu(float x) {
-    return x / (1.0f + static_cast<float>(std::exp(-static_cast<double>(x))));
+float silu(float x) { return x / (1.0f + exp_float(-x)); }
+
+namespace {
+
+// The angle of pair i at position pos. pow, cos and sin are computed in
+// double and rounded once to float: the float versions may differ in the
+// last bit between C libraries; a rounded double result almost never does.
+void rope_angle(int head_size, int pos, int i, float& c, float& s) {
+    const double angle = pos * std::pow(10000.0, -2.0 * i / head_size);
+    c = static_cast<float>(std::cos(angle));
+    s = static_cast<float>(std::sin(angle));
 }
+
+// Turns the pair (v0, v1) by the angle whose cosine and sine are c and s.
+inline void rotate(float& v0, float& v1, float c, float s) {
+    const float a = v0, b = v1;
+    v0 = a * c - b * s;
+    v1 = a * s + b * c;
+}
+
+}  // namespace
 
 void rope(std::span<float> vec, int head_size, int pos) {
     assert(head_size % 2 == 0 && vec.size() % head_size == 0);
     for (int i = 0; i < head_size / 2; ++i) {
-        const double angle = pos * std::pow(10000.0, -2.0 * i / head_size);
-        const float c = static_cast<float>(std::cos(angle));
-        const float s = static_cast<float>(std::sin(angle));
-        for (std::size_t head = 0; head < vec.size(); head += head_size) {
-            float& v0 = vec[head + 2 * i];
-            float& v1 = vec[head + 2 * i + 1];
-            const float a = v0, b = v1;
-            v0 = a * c - b * s;
-            v1 = a * s + b * c;
-        }
+        float c, s;
+        rope_angle(head_size, pos, i, c, s);
+        for (std::size_t head = 0; head < vec.size(); head += head_size)
+            rotate(vec[head + 2 * i], vec[head + 2 * i + 1], c, s);
     }
+}
+
+RopeTable::RopeTable(int head_size, int max_positions)
+    : head_size_(head_size),
+      cos_(std::size_t(max_positions) * (head_size / 2)),
+      sin_(std::size_t(max_positions) * (head_size / 2)) {
+    for (int pos = 0; pos < max_positions; ++pos)
+        for (int i = 0; i < head_size / 2; ++i) {
+            const std::size_t at = std::size_t(pos) * (head_size / 2) + i;
+            rope_angle(head_size, pos, i, cos_[at], sin_[at]);
+        }
+}
+
+void RopeTable::apply(std::span<float> vec, int pos) const {
+    assert(vec.size() % head_size_ == 0);
+    const std::size_t half = head_size_ / 2;
+    const float* c = cos_.data() + std::size_t(pos) * half;
+    const float* s = sin_.data() + std::size_t(pos) * half;
+    for (std::size_t head = 0; head < vec.size(); head += head_size_)
+        for (std::size_t i = 0; i < half; ++i)
+            rotate(vec[head + 2 * i], vec[head + 2 * i + 1], c[i], s[i]);
 }
 
 }  // namespace kv

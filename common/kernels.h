@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <span>
+#include <vector>
 
 #include "matrix.h"
 
@@ -29,6 +30,13 @@ float dot(const float* a, const float* b, int n);
 // rows at a time so the query's numbers are loaded once for all 8.
 void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride, int n, float* out);
 
+// out[d] = sum over j of weights[j] * rows[j * stride + d], for d < width,
+// adding the terms in the order j = 0, 1, 2, ...: attention's weighted sum
+// of values. The plain loop is the reference; this one keeps kLanes outputs
+// in a register while it walks the rows, which gives the same numbers.
+void weighted_sum(const float* weights, int n_rows, const float* rows, std::size_t stride,
+                  int width, float* out);
+
 // y (x.rows, w.rows) = x (rows, in) times w (out, in) transposed: each output
 // y[i][j] is the dot product of input row i with weight row j. Weights are
 // stored (out, in) as in Llama, so each output reads one contiguous row.
@@ -45,6 +53,12 @@ void rmsnorm(std::span<float> out, std::span<const float> x, std::span<const flo
 // overflowing; the result is unchanged mathematically.
 void softmax(std::span<float> x);
 
+// e^x from float additions and multiplications only (and an exact scaling by
+// a power of two), so it rounds the same on every machine and compiler,
+// which the C library's expf does not promise; within a few units in the
+// last place of the true value. Below -87 it returns 0, above 88 infinity.
+float exp_float(float x);
+
 // SiLU(x) = x * sigmoid(x), the gate of the SwiGLU feed-forward.
 float silu(float x);
 
@@ -52,5 +66,19 @@ float silu(float x);
 // head_size numbers, the pair (2i, 2i+1) turns by the angle
 // pos * 10000^(-2i / head_size). vec holds whole heads back to back.
 void rope(std::span<float> vec, int head_size, int pos);
+
+// The same rotation with the cosines and sines of every position worked out
+// once, when the model is built, instead of a pow, a cos and a sin per pair
+// on every call. Gives exactly what rope() gives.
+class RopeTable {
+  public:
+    RopeTable(int head_size, int max_positions);
+    void apply(std::span<float> vec, int pos) const;
+
+  private:
+    int head_size_;
+    std::vector<float> cos_;  // (position, head_size / 2)
+    std::vector<float> sin_;  // (position, head_size / 2)
+};
 
 }  // namespace kv

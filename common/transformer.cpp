@@ -10,8 +10,9 @@
 namespace kv {
 
 Transformer::Transformer(const Config& config, Weights weights)
-    : config_(config), weights_(std::move(weights)) {
-    config_.validate();
+    : config_((config.validate(), config)),
+      weights_(std::move(weights)),
+      rope_(config.head_size(), config.max_seq) {
     const Config& c = config_;
     x_ = Matrix(0, c.dim);
     xb_ = Matrix(0, c.dim);
@@ -125,8 +126,8 @@ void Transformer::attention(const SequenceChunk& chunk, int first_row, int layer
 
     for (int t = 0; t < n_new; ++t) {
         const int pos = start + t;  // absolute position: RoPE must see where the token really is
-        rope(q_.row_span(first_row + t), hs, pos);
-        rope(k_.row_span(first_row + t), hs, pos);
+        rope_.apply(q_.row_span(first_row + t), pos);
+        rope_.apply(k_.row_span(first_row + t), pos);
         std::copy(k_.row(first_row + t), k_.row(first_row + t) + c.kv_dim(), cache.key(layer, pos));
         std::copy(v_.row(first_row + t), v_.row(first_row + t) + c.kv_dim(),
                   cache.value(layer, pos));
@@ -144,12 +145,9 @@ void Transformer::attention(const SequenceChunk& chunk, int first_row, int layer
                      scores.data());
             for (float& s : scores) s *= scale;
             softmax(scores);
-            float* out = att_.row(first_row + t) + h * hs;
-            std::fill(out, out + hs, 0.0f);
-            for (int j = 0; j <= pos; ++j) {
-                const float* v = cache.value(layer, j) + kv_head * hs;
-                for (int d = 0; d < hs; ++d) out[d] += scores[j] * v[d];
-            }
+            // The head's output: the values of positions 0..pos, weighted by the scores.
+            weighted_sum(scores.data(), pos + 1, cache.value(layer, 0) + kv_head * hs,
+                         std::size_t(c.kv_dim()), hs, att_.row(first_row + t) + h * hs);
         }
     }
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config.h"
+#include "kernels.h"
 #include "kv_cache.h"
 #include "matrix.h"
 #include "weights.h"
@@ -53,6 +54,7 @@ class Transformer {
 
     Config config_;
     Weights weights_;
+    RopeTable rope_;  // cosines and sines for positions 0..max_seq-1
     std::uint64_t positions_processed_ = 0;
 
     // Scratch space, one row per token in flight, allocated once and reused.

@@ -164,3 +164,47 @@ TEST_CASE("dot_rows equals dot for every row at odd counts and strides") {
             for (int j = 0; j < n_rows; ++j) CHECK(out[j] == dot(q.row(0), keys.row(j), n));
         }
 }
+
+TEST_CASE("weighted_sum equals the plain loop to the last bit") {
+    for (int n_rows : {1, 2, 9})
+        for (int width : {1, 6, 16, 35}) {
+            const int stride = width + 2;
+            const Matrix rows = random_matrix(n_rows, stride, 60 + width);
+            const Matrix weights = random_matrix(1, n_rows, 70 + n_rows);
+            std::vector<float> fast(width), plain(width, 0.0f);
+            weighted_sum(weights.row(0), n_rows, rows.row(0), std::size_t(stride), width,
+                         fast.data());
+            for (int j = 0; j < n_rows; ++j)
+                for (int d = 0; d < width; ++d) plain[d] += weights.at(0, j) * rows.at(j, d);
+            CHECK(fast == plain);
+        }
+}
+
+TEST_CASE("the rope table rotates exactly as rope does") {
+    const RopeTable table(8, 300);
+    Rng rng(3);
+    for (int pos : {0, 1, 17, 299}) {
+        std::vector<float> a(24), b;
+        for (float& v : a) v = rng.symmetric(1);
+        b = a;
+        rope(a, 8, pos);
+        table.apply(b, pos);
+        CHECK(a == b);
+    }
+}
+
+TEST_CASE("exp_float is within a few units in the last place of e^x") {
+    double worst_ulps = 0;
+    for (int i = 0; i <= 200000; ++i) {
+        const float x = -87.0f + 175.0f * float(i) / 200000.0f;
+        const double truth = std::exp(double(x));
+        const double ulp = std::nextafter(float(truth), INFINITY) - float(truth);
+        worst_ulps = std::max(worst_ulps, std::fabs(double(exp_float(x)) - truth) / ulp);
+    }
+    INFO("largest error: " << worst_ulps << " units in the last place (tolerance 4)");
+    CHECK(worst_ulps < 4);
+    CHECK(exp_float(0.0f) == 1.0f);
+    CHECK(exp_float(-100.0f) == 0.0f);
+    CHECK(std::isinf(exp_float(100.0f)));
+    CHECK(std::isnan(exp_float(NAN)));
+}
