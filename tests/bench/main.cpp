@@ -4,9 +4,10 @@
 // thread), then times decode at batch 1 and 16 and prefill for three model
 // shapes, and prints each as a fraction of the limit that binds it.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
+#include "../../chapters/04_batched_decoding/batch_report.h"
+#include "../../chapters/04_batched_decoding/memory_bandwidth.h"
 #include "../../common/flags.h"
 #include "../../common/output.h"
 #include "../../common/program.h"
@@ -18,14 +19,6 @@ using namespace kv;
 using namespace kv::bench;
 
 namespace {
-
-// The last-level cache size from Linux's sysfs, or 32 MiB if it cannot be read.
-std::uint64_t l3_bytes() {
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
-    std::uint64_t kib = 0;
-    if (in >> kib) return kib * 1024;
-    return 32ull << 20;
-}
 
 struct Target {
     const char* what;
@@ -45,8 +38,11 @@ int main(int argc, char** argv) {
         add_output_flags(flags, out);
         if (!flags.parse(argc, argv)) return 0;
 
-        const Limits limits{peak_fma_flops(), peak_mul_add_flops(), stream_read_bytes_per_second(),
-                            l3_bytes()};
+        // The memory probe is chapter 04's: a sum over a buffer 8 x the largest cache.
+        std::uint64_t l3 = last_level_cache_bytes();
+        if (l3 == 0) l3 = 32ull << 20;  // not Linux: assume a common size
+        const double dram = streaming_bytes_per_second(streaming_buffer_bytes(l3), 5);
+        const Limits limits{peak_fma_flops(), peak_mul_add_flops(), dram, l3};
         Table table({"shape", "weights", "measurement", "tokens/s", "GFLOP/s", "% of peak",
                      "weight GB/s", "% of bandwidth", "bound by"});
         std::vector<Target> targets;

@@ -1,5 +1,6 @@
-// The machine's two limits, measured on one thread: how fast one core can
-// do float32 arithmetic, and how fast it can stream bytes from DRAM.
+// The machine's arithmetic limit, measured on one thread. (Its other limit,
+// how fast one core streams bytes from DRAM, is measured by chapter 04's
+// chapters/04_batched_decoding/memory_bandwidth.h.)
 #pragma once
 
 namespace kv::bench {
@@ -12,9 +13,5 @@ double peak_fma_flops();
 // with separate multiply and add pipes this equals the FMA peak; on others
 // it is half of it.
 double peak_mul_add_flops();
-
-// Streaming read bandwidth from DRAM (bytes/s): sums a buffer far larger
-// than the caches, best of several passes.
-double stream_read_bytes_per_second();
 
 }  // namespace kv::bench
