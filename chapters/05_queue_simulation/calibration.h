@@ -191,7 +191,7 @@ inline Calibration calibrate(Transformer& model, int longest, int largest_batch)
     const int widest = std::clamp(largest_batch, 1, 64);
     std::vector<std::pair<int, int>> passes = {{1, 8},       {1, 32}, {1, 96}, {1, longest / 2},
                                                {1, longest}, {4, 32}, {8, 48}, {3, longest / 2}};
-    std::vector<int> batches = {1, 4, 16, widest};
+    std::vector<int> batches = {1, 2, 4, 8, 16, widest};
     std::vector<int> contexts = {16, longest / 2, longest - 1};
     for (auto& [count, length] : passes) length = std::clamp(length, 1, longest);
     for (int& b : batches) b = std::min(b, widest);

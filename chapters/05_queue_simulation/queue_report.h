@@ -289,7 +289,7 @@ inline void print_report(std::ostream& out, const QueueRun& run,
         out << "\nmedian time to first token (s) against arrival rate; capacity (requests/s with "
                "everyone queued at once):";
         for (std::size_t p = 0; p < run.sweep->policies.size(); ++p)
-            out << (p ? ", " : " ") << run.sweep->policies[p] << " "
+            out << (p ? "; " : " ") << run.sweep->policies[p] << ": "
                 << Cell(run.sweep->capacity[p], 1).text;
         out << "\n";
         sweep_table(*run.sweep).print(out);
