@@ -216,13 +216,15 @@ inline Calibration calibrate(Transformer& model, int longest, int largest_batch)
         for (Probe& p : probes) {
             // A decode step is short, and after a long pass it finds the
             // weights pushed out of the processor's caches: the first one
-            // then runs half again slower, the next few less so. In a queue
-            // decode steps follow one another, so time the fourth in a row.
-            if (!p.pass)
-                for (int warm = 0; warm < 3; ++warm) p.run();
-            const auto t0 = Clock::now();
-            p.run();
-            p.seconds.push_back(seconds_since(t0));
+            // runs half again slower, the next few less so. In a queue,
+            // decode steps follow one another, so time them in a row.
+            const int warm = p.pass ? 0 : 3, timed = p.pass ? 1 : 3;
+            for (int i = 0; i < warm; ++i) p.run();
+            for (int i = 0; i < timed; ++i) {
+                const auto t0 = Clock::now();
+                p.run();
+                p.seconds.push_back(seconds_since(t0));
+            }
         }
         progress.update(round + 1, rounds);
     }
