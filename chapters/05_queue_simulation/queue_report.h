@@ -94,7 +94,11 @@ inline Table policy_table(const std::vector<Policy>& policies, const std::vector
 }
 
 inline void print_cost_model(std::ostream& out, const CostModel& m, const Calibration* cal) {
-    auto ms = [](double s) { return format_duration(s); };
+    auto ms = [](double s) {  // attention's coefficients are fractions of a microsecond
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f ns", s * 1e9);
+        return s > 0 && s < 1e-6 ? std::string(buf) : format_duration(s);
+    };
     out << "cost model: " << m.source;
     if (cal) {
         const CalibrationPoint* worst = nullptr;
