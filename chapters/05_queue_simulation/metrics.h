@@ -5,7 +5,8 @@
 // end-to-end latency: from arrival until the last answer token;
 // time per output token: how fast the answer streams once it has started;
 // throughput: answer tokens per second for the whole server;
-// mean batch: how many requests a decode step served, on average.
+// mean batch: how many requests a decode step served, on average (static
+//   batching also computes padding rows, answered requests still in the batch).
 #pragma once
 
 #include <algorithm>
@@ -43,7 +44,8 @@ struct Summary {
     double time_per_token = 0;     // mean over requests of (last - first token) / (tokens - 1)
     double tokens_per_second = 0;  // every answer token / total time
     double total_s = 0;            // first arrival to last token
-    double mean_batch = 0;         // decode rows / decode steps
+    double mean_batch = 0;         // rows that produced a wanted token, per decode step
+    double padding_share = 0;      // static batching: share of rows computed for nothing
     std::int64_t answer_tokens = 0;
     std::int64_t preemptions = 0;
 };
@@ -76,6 +78,8 @@ inline Summary summarize(std::span<const Request> requests, const Schedule& s) {
     m.total_s = requests.empty() ? 0 : s.end_s - requests.front().arrival_s;
     m.tokens_per_second = m.total_s > 0 ? double(m.answer_tokens) / m.total_s : 0;
     m.mean_batch = s.decode_steps ? double(s.decode_rows) / double(s.decode_steps) : 0;
+    const double rows = double(s.decode_rows + s.padding_rows);
+    m.padding_share = rows > 0 ? double(s.padding_rows) / rows : 0;
     m.preemptions = s.preemptions;
     return m;
 }

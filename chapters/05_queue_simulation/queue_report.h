@@ -229,17 +229,24 @@ inline std::string headline(const QueueRun& run) {
            " with continuous batching";
 }
 
-// With --reserve held, caches can outgrow the budget and requests are sent
-// back to the queue: say how often, or nothing if never.
+// Static batching computes answered requests' rows until the batch ends;
+// with --reserve held, caches can outgrow the budget and requests are sent
+// back to the queue. Say how much of each, or nothing.
 inline std::string preemption_line(const QueueRun& run) {
+    std::string pad;
+    for (std::size_t i = 0; i < run.policies.size(); ++i)
+        if (run.summaries[i].padding_share > 0)
+            pad += (pad.empty() ? "padding (answered requests' rows still computed): " : "; ") +
+                   run.policies[i].name + ": " + percent(run.summaries[i].padding_share, false) +
+                   " of rows";
     std::string line;
     for (std::size_t i = 0; i < run.policies.size(); ++i)
         if (run.summaries[i].preemptions > 0)
             line += (line.empty() ? "sent back to the queue when the caches outgrew the budget: "
-                                  : ", ") +
-                    run.policies[i].name + " " +
+                                  : "; ") +
+                    run.policies[i].name + ": " +
                     with_commas(std::uint64_t(run.summaries[i].preemptions)) + " times";
-    return line.empty() ? line : line + "\n";
+    return (pad.empty() ? pad : pad + "\n") + (line.empty() ? line : line + "\n");
 }
 
 inline Json to_json(const QueueRun& run) {
@@ -267,6 +274,10 @@ inline Json to_json(const QueueRun& run) {
     for (std::size_t i = 0; i < run.policies.size(); ++i)
         preempted.add(run.policies[i].name, run.summaries[i].preemptions);
     json.add("preemptions", preempted);
+    Json padding;  // static batching: share of decode rows computed for nothing
+    for (std::size_t i = 0; i < run.policies.size(); ++i)
+        padding.add(run.policies[i].name, run.summaries[i].padding_share);
+    json.add("padding_share", padding);
     if (run.sweep) json.add("rate_sweep", sweep_table(*run.sweep)).add("rate_plot", run.rate_plot);
     if (!run.validation.empty())
         json.add("validation_batch", run.validation_batch)
