@@ -160,6 +160,55 @@ TEST_CASE("no request starves: first come first served joins in arrival order") 
         }
 }
 
+TEST_CASE("static batching starts together and runs until its longest answer is done") {
+    const std::vector<Request> queue = make_workload(small_workload(40), kDemo.max_seq);
+    const int B = 4;
+    std::vector<ScheduleEvent> events;
+    const Schedule s = simulate_with(queue, Policy{"static", B, false, true}, kRoomy,
+                                     [&](const ScheduleEvent& e) { events.push_back(e); });
+    // Everyone arrived at time 0, so batch k holds requests 4k .. 4k+3. It
+    // joins only once the batch before it has left, and it takes exactly
+    // as many decode steps as its longest answer needs.
+    int steps_in_batch = 0, batch_index = 0;
+    auto batch_done = [&] {
+        int longest = 0;
+        for (int i = batch_index * B; i < std::min<int>((batch_index + 1) * B, int(queue.size()));
+             ++i)
+            longest = std::max(longest, queue[std::size_t(i)].answer_len);
+        CHECK(steps_in_batch == longest - 1);
+        steps_in_batch = 0;
+        ++batch_index;
+    };
+    for (const ScheduleEvent& e : events) {
+        if (e.kind == ScheduleEvent::admit && e.request % B == 0 && e.request > 0) batch_done();
+        if (e.kind == ScheduleEvent::admit) CHECK(e.request / B == batch_index);
+        if (e.kind == ScheduleEvent::decode) ++steps_in_batch;
+    }
+    batch_done();
+    CHECK(s.padding_rows > 0);  // answered rows kept computing
+}
+
+TEST_CASE("continuous batching refills a freed slot before the next decode step") {
+    const std::vector<Request> queue = make_workload(small_workload(60), kDemo.max_seq);
+    std::vector<ScheduleEvent> events;
+    const Schedule s = simulate_with(queue, Policy{"continuous", 5, true, true}, kRoomy,
+                                     [&](const ScheduleEvent& e) { events.push_back(e); });
+    int admitted = 0, freed = 0;
+    for (const ScheduleEvent& e : events) {
+        if (e.kind == ScheduleEvent::admit) {
+            ++admitted;
+            freed = std::max(0, freed - 1);
+        }
+        if (e.kind == ScheduleEvent::finish) ++freed;
+        // A decode step never runs with a free slot while someone waits.
+        if (e.kind == ScheduleEvent::decode && admitted < int(queue.size())) {
+            CHECK(freed == 0);
+            CHECK(e.running == 5);
+        }
+    }
+    CHECK(s.padding_rows == 0);
+}
+
 TEST_CASE("on the default workload the cache and continuous batching shorten the wait") {
     const Config config;
     const WorkloadOptions defaults;

@@ -195,7 +195,7 @@ inline Calibration calibrate(Transformer& model, int longest, int largest_batch)
     std::vector<int> contexts = {16, longest / 2, longest - 1};
     for (auto& [count, length] : passes) length = std::clamp(length, 1, longest);
     for (int& b : batches) b = std::min(b, widest);
-    for (int& c : contexts) c = std::clamp(c, 1, std::max(1, longest - 1));
+    for (int& c : contexts) c = std::clamp(c, 0, longest - 1);  // the cache holds context + 1
     auto unique = [](auto& v) {
         std::sort(v.begin(), v.end());
         v.erase(std::unique(v.begin(), v.end()), v.end());
