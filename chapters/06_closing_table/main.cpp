@@ -1,6 +1,7 @@
 // The closing table: each figure the book answers to, beside the figure
 // this run measured, read from the files the chapters saved with
 // --save-json (`make run` saves them in build/results/).
+#include <cmath>
 #include <iostream>
 
 #include "../../common/flags.h"
@@ -13,7 +14,7 @@ using namespace kv;
 
 namespace {
 
-// The published figures (the book's introduction quotes their source).
+// The published figures the book answers to (README.md lists them).
 struct Published {
     const char* claim;
     double value;
@@ -54,9 +55,10 @@ int main(int argc, char** argv) {
         for (const Published& p : kPublished) {
             const SavedResults saved = SavedResults::load(results_dir + "/" + p.file + ".json");
             const double ours = saved.number(p.key) * p.scale;
+            // Whole numbers print whole ("128 KiB"); others to about 3 significant digits.
+            const int decimals = ours == std::floor(ours) ? 0 : ours < 10 ? 2 : 1;
             table.add_row({p.claim, Cell(p.value, 0).text + " " + p.unit,
-                           Cell(ours, ours < 10 ? 2 : 1).text + " " + p.unit,
-                           Cell(ours / p.value, 2)});
+                           Cell(ours, decimals).text + " " + p.unit, Cell(ours / p.value, 2)});
             rows.add(p.key, ours);
         }
         // The shapes, which must hold whatever the machine: how many times
