@@ -76,15 +76,22 @@ void Table::print(std::ostream& out) const {
         return right ? space + s : s + space;
     };
     auto is_number = [](const Cell& cell) { return !cell.json.empty() && cell.json[0] != '"'; };
-    for (std::size_t c = 0; c < columns_.size(); ++c)
-        out << (c ? "  " : "  ") << pad(columns_[c], c, c > 0);
-    out << "\n";
-    for (std::size_t c = 0; c < columns_.size(); ++c) out << "  " << std::string(width[c], '-');
-    out << "\n";
+    // Each line is built whole, then printed without its trailing spaces.
+    auto print_line = [&](std::string line) {
+        line.erase(line.find_last_not_of(' ') + 1);
+        out << line << "\n";
+    };
+    std::string line;
+    for (std::size_t c = 0; c < columns_.size(); ++c) line += "  " + pad(columns_[c], c, c > 0);
+    print_line(line);
+    line.clear();
+    for (std::size_t c = 0; c < columns_.size(); ++c) line += "  " + std::string(width[c], '-');
+    print_line(line);
     for (const auto& row : rows_) {
+        line.clear();
         for (std::size_t c = 0; c < columns_.size(); ++c)
-            out << "  " << pad(row[c].text, c, is_number(row[c]));
-        out << "\n";
+            line += "  " + pad(row[c].text, c, is_number(row[c]));
+        print_line(line);
     }
 }
 
