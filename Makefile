@@ -7,6 +7,9 @@
 #   make bench      the engine against this machine's limits (tests/bench/)
 #   make clean
 
+# Compile on every core this machine has.
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+
 CXX      ?= g++
 # -ffp-contract=off: no fused multiply-adds behind our back, so every machine
 # rounds exactly as the source says (see common/kernels.h).
