@@ -15,49 +15,14 @@
 #include <vector>
 
 #include "../common/tokenizer.h"
+#include "test_files.h"
 
 using namespace kv;
+using kv::test::Bytes;
+using kv::test::TempDir;
+using kv::test::write_bytes;
 
 namespace {
-
-struct TempDir {
-    std::filesystem::path path;
-    TempDir() {
-        static int count = 0;
-        path = std::filesystem::temp_directory_path() /
-               ("kv_tokenizer_test_" + std::to_string(getpid()) + "_" + std::to_string(count++));
-        std::filesystem::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path, ignored);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-// Little-endian bytes, encoded here independently of the code under test.
-struct Bytes {
-    std::string data;
-    void i32(std::int32_t v) {
-        const auto u = static_cast<std::uint32_t>(v);
-        for (int k = 0; k < 4; ++k) data += static_cast<char>((u >> (8 * k)) & 0xFF);
-    }
-    void f32(float f) {
-        std::int32_t bits;
-        std::memcpy(&bits, &f, 4);
-        i32(bits);
-    }
-    void token(float score, const std::string& piece) {
-        f32(score);
-        i32(static_cast<std::int32_t>(piece.size()));
-        data += piece;
-    }
-};
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-}
 
 // A tiny Llama-style vocabulary: <unk>, BOS, EOS, the 256 byte tokens, then
 // single characters (two of them multi-byte) and merges with their scores.

@@ -6,6 +6,8 @@
 // which is the point: fma_probe.cpp measures one, probes.cpp the other.
 #pragma once
 
+#include "../../common/timing.h"
+
 namespace kv::bench {
 namespace {  // internal linkage: each file gets its own, compiled its own way
 
@@ -25,6 +27,17 @@ __attribute__((noinline)) float multiply_add_chains(long iterations) {
 }
 
 constexpr double kFlopsPerIteration = 2.0 * 16 * 16;
+
+// FLOP/s of the chains, as compiled in the including file: the median of 3.
+double measure_chain_flops() {
+    const long iterations = 20'000'000;
+    // Volatile in and out: the compiler can neither skip the calls nor, the
+    // probe being a pure function, fold the repeats into one.
+    volatile long count = iterations;
+    volatile float sink = 0;
+    const double seconds = median_seconds(3, [&] { sink = sink + multiply_add_chains(count); });
+    return kFlopsPerIteration * double(iterations) / seconds;
+}
 
 }  // namespace
 }  // namespace kv::bench

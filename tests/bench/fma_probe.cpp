@@ -1,19 +1,12 @@
 // Built with -ffp-contract=fast (see the Makefile), so the probe's
 // acc * a + b becomes one fused multiply-add where the CPU has one.
-#include "../../common/timing.h"
 #include "chain.h"
 #include "probes.h"
 
 namespace kv::bench {
 
 double peak_fma_flops() {
-    const long iterations = 20'000'000;
-    // Volatile in and out: the compiler can neither skip the calls nor, the
-    // probe being a pure function, fold the repeats into one.
-    volatile long count = iterations;
-    volatile float sink = 0;
-    const double seconds = median_seconds(3, [&] { sink = sink + multiply_add_chains(count); });
-    return kFlopsPerIteration * double(iterations) / seconds;
+    return measure_chain_flops();
 }
 
 }  // namespace kv::bench
