@@ -42,6 +42,12 @@ int main(int argc, char** argv) {
         LoadedModel loaded = load_model(source, config, seed, prompt_len, 1);
         config = loaded.model.config();  // a checkpoint brings its own shape
         if (!source.prompt.empty()) prompt_len = static_cast<int>(loaded.prompt.size());
+        if (!source.checkpoint.empty() && wide_dim % (2 * config.n_heads) != 0) {
+            // The wide model keeps the checkpoint's heads (stories15M has 6), so
+            // its width must split into them with an even head size: round up.
+            const int step = 2 * config.n_heads;
+            wide_dim = (wide_dim + step - 1) / step * step;
+        }
 
         const int steps = decode_steps(repeats);  // the timed ones and a warm-up per round
         if (prompt_len + steps > config.max_seq)
