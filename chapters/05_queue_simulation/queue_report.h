@@ -51,7 +51,7 @@ inline std::string describe_workload(const WorkloadOptions& w, std::span<const R
                   "%.1f); answers %s around %d, capped at %d (mean %.1f, longest %d)",
                   with_commas(requests.size()).c_str(),
                   w.rate > 0
-                      ? ("arriving at " + std::to_string(w.rate) + " per second (Poisson)").c_str()
+                      ? ("arriving at " + json_number(w.rate) + " per second (Poisson)").c_str()
                       : "all at time 0",
                   static_cast<unsigned long long>(w.seed), w.prompt_min, w.prompt_max, prompt / n,
                   w.answer_dist.c_str(), w.answer_len, w.answer_max, answer / n, longest);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../../common/flags.h"
+#include "../../common/report.h"
 #include "../../common/rng.h"
 
 namespace kv {
@@ -58,7 +59,7 @@ inline void check_workload(const WorkloadOptions& w, int max_seq) {
              "--answer-dist uniform draws from 1 to 2 x --answer-len - 1 = " +
                  std::to_string(2 * w.answer_len - 1) + ", above --answer-max " +
                  std::to_string(w.answer_max));
-    need(w.rate >= 0, "--rate must not be negative, got " + std::to_string(w.rate));
+    need(w.rate >= 0, "--rate must not be negative, got " + json_number(w.rate));
     // The cache holds prompt + answer - 1 positions (the last answer token is
     // produced, never fed back), so that is what must fit in the context.
     need(w.prompt_max + w.answer_max - 1 <= max_seq,
