@@ -43,6 +43,7 @@ class KVCache {
     void clear() { length_ = 0; }  // forget the sequence; keep the memory
 
     int kv_dim() const { return kv_dim_; }
+    int n_layers() const { return n_layers_; }
 
   private:
     std::size_t offset(int layer, int pos) const {

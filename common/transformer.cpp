@@ -42,7 +42,10 @@ void Transformer::check(std::span<const SequenceChunk> chunks) const {
         if (chunk.cache == nullptr) throw std::invalid_argument("forward: missing KV cache");
         if (!seen.insert(chunk.cache).second)
             throw std::invalid_argument("forward: one KV cache given twice in a batch");
-        if (chunk.cache->kv_dim() != config_.kv_dim())
+        // A cache of another shape would be read and written out of bounds.
+        if (chunk.cache->kv_dim() != config_.kv_dim() ||
+            chunk.cache->n_layers() != config_.n_layers ||
+            chunk.cache->capacity() > config_.max_seq)
             throw std::invalid_argument("forward: KV cache made for another model shape");
         if (chunk.tokens.empty())
             throw std::invalid_argument("forward: a sequence has no new tokens");

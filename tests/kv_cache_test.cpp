@@ -60,4 +60,16 @@ TEST_CASE("bad forward calls are errors before anything is written") {
     KVCache wrong_shape(other);
     const std::vector<int> one = {1};
     CHECK_THROWS_AS(model.forward(one, wrong_shape), std::invalid_argument);
+    // Same width of keys, but fewer layers: it would be written past its end.
+    Config fewer_layers = c;
+    fewer_layers.n_layers = 1;
+    KVCache too_shallow(fewer_layers);
+    CHECK_THROWS_AS(model.forward(one, too_shallow), std::invalid_argument);
+    // More positions than the model's context: RoPE and the scores would overrun.
+    Config longer = c;
+    longer.max_seq = 2 * c.max_seq;
+    KVCache too_long(longer);
+    CHECK_THROWS_AS(model.forward(one, too_long), std::invalid_argument);
+    CHECK(too_shallow.length() == 0);
+    CHECK(too_long.length() == 0);
 }
