@@ -48,12 +48,14 @@ TEST_CASE("the derivation multiplies one factor at a time and ends at bytes per 
     REQUIRE(steps.size() == 5);
     const std::uint64_t factors[] = {2, 32, 8, 128, 2};
     const std::uint64_t products[] = {2, 64, 512, 65536, 131072};
+    const char* units[] = {"vectors", "vectors", "vectors", "numbers", "bytes"};
     for (std::size_t i = 0; i < steps.size(); ++i) {
         CHECK(steps[i].factor == factors[i]);
-        CHECK(steps[i].bytes == products[i]);
+        CHECK(steps[i].product == products[i]);
+        CHECK(steps[i].unit == units[i]);
     }
     for (const CacheShape& s : {shape(1, 1, 1, 1), shape(80, 8, 128, 2), shape(3, 5, 7, 4)})
-        CHECK(price_factors(s).back().bytes == bytes_per_token(s));
+        CHECK(price_factors(s).back().product == bytes_per_token(s));
 }
 
 TEST_CASE("the README's worked examples") {

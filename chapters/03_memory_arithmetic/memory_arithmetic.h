@@ -68,11 +68,14 @@ inline std::uint64_t cache_bytes(const CacheShape& s, std::uint64_t tokens) {
 }
 
 // One step of the derivation, for the program to print: the running product
-// after multiplying by `factor`.
+// after multiplying by `factor`, and what that product counts. Only the last
+// step is bytes: before it come vectors (a key and a value, per layer, per
+// KV head), then the numbers in them.
 struct PriceFactor {
-    std::uint64_t factor;  // what this step multiplies by
-    std::string meaning;   // what the factor counts
-    std::uint64_t bytes;   // the product so far
+    std::uint64_t factor;   // what this step multiplies by
+    std::string meaning;    // what the factor counts
+    std::uint64_t product;  // the product so far
+    std::string unit;       // what the product counts: "vectors", "numbers" or "bytes"
 };
 
 // bytes_per_token(), one factor at a time. The last step equals it.
@@ -80,15 +83,16 @@ inline std::vector<PriceFactor> price_factors(const CacheShape& s) {
     bytes_per_token(s);  // refuses zeros and overflow before we start
     std::vector<PriceFactor> steps;
     std::uint64_t bytes = 1;
-    auto times = [&](std::uint64_t factor, const char* meaning) {
+    auto times = [&](std::uint64_t factor, const char* meaning, const char* unit) {
         bytes *= factor;  // cannot wrap: the whole product was checked above
-        steps.push_back({factor, meaning, bytes});
+        steps.push_back({factor, meaning, bytes, unit});
     };
-    times(2, "a key and a value");
-    times(s.layers, s.layers == 1 ? "layer" : "layers");
-    times(s.kv_heads, s.kv_heads == 1 ? "KV head" : "KV heads");
-    times(s.head_size, "numbers per head");
-    times(s.bytes_per_number, s.bytes_per_number == 1 ? "byte per number" : "bytes per number");
+    times(2, "a key and a value", "vectors");
+    times(s.layers, s.layers == 1 ? "layer" : "layers", "vectors");
+    times(s.kv_heads, s.kv_heads == 1 ? "KV head" : "KV heads", "vectors");
+    times(s.head_size, "numbers per head", "numbers");
+    times(s.bytes_per_number, s.bytes_per_number == 1 ? "byte per number" : "bytes per number",
+          "bytes");
     return steps;
 }
 

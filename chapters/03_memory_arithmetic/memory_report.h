@@ -43,32 +43,34 @@ inline CacheShape with_layout(CacheShape s, std::uint64_t kv_heads, std::uint64_
 // ------------------------------------------------------------ derivation
 
 // Prints the price factor by factor, then times the context:
-//         x 32  layers    ->     64 bytes
+//         x 32  layers    ->     64 vectors
 inline void print_derivation(std::ostream& out, const CacheShape& s, std::uint64_t context) {
     std::vector<PriceFactor> steps = price_factors(s);
-    steps.push_back({context, "tokens of context", cache_bytes(s, context)});
+    steps.push_back({context, "tokens of context", cache_bytes(s, context), "bytes"});
     std::size_t factor_width = 0, meaning_width = 0;
     for (const PriceFactor& f : steps) {
         factor_width = std::max(factor_width, with_commas(f.factor).size() + 2);
         meaning_width = std::max(meaning_width, f.meaning.size());
     }
-    const std::size_t bytes_width = with_commas(steps.back().bytes).size();
+    const std::size_t product_width = with_commas(steps.back().product).size();
     for (std::size_t i = 0; i < steps.size(); ++i) {
         const std::string factor = (i ? "x " : "") + with_commas(steps[i].factor);
-        const std::string bytes = with_commas(steps[i].bytes);
+        const std::string product = with_commas(steps[i].product);
         out << "  " << std::string(factor_width - factor.size(), ' ') << factor << "  "
             << steps[i].meaning << std::string(meaning_width - steps[i].meaning.size(), ' ')
-            << "  -> " << std::string(bytes_width - bytes.size(), ' ') << bytes << " bytes";
-        if (i + 2 == steps.size()) out << " = " << format_bytes(steps[i].bytes) << " per token";
+            << "  -> " << std::string(product_width - product.size(), ' ') << product << " "
+            << steps[i].unit;
+        if (i + 2 == steps.size()) out << " = " << format_bytes(steps[i].product) << " per token";
         if (i + 1 == steps.size())
-            out << " = " << format_bytes(steps[i].bytes) << " per conversation";
+            out << " = " << format_bytes(steps[i].product) << " per conversation";
         out << "\n";
     }
 }
 
 inline Table derivation_table(const CacheShape& s) {
-    Table table({"factor", "meaning", "bytes"});
-    for (const PriceFactor& f : price_factors(s)) table.add_row({f.factor, f.meaning, f.bytes});
+    Table table({"factor", "meaning", "product", "unit"});
+    for (const PriceFactor& f : price_factors(s))
+        table.add_row({f.factor, f.meaning, f.product, f.unit});
     return table;
 }
 
