@@ -101,10 +101,15 @@ std::string SvgPlot::svg() const {
                "\" text-anchor=\"end\">" + label(y) + "</text>\n";
     }
     if (log2_x_) {
-        for (double e = std::ceil(x0); e <= x1; e += 1) {
+        // One label per power of two, or per second or third power when
+        // the axis spans many, so that labels never overlap.
+        const double stride = std::max(1.0, std::ceil((x1 - x0) / 12.0));
+        for (double e = std::ceil(x0 / stride) * stride; e <= x1; e += stride) {
             const double x = std::pow(2.0, e);
+            // Powers of two below 1 read best as fractions: 1/64, not 0.015625.
+            const std::string text = x < 1 ? "1/" + label(1 / x) : label(x);
             out += "<text x=\"" + num(px(x)) + "\" y=\"" + num(top + ph + 18) +
-                   "\" text-anchor=\"middle\">" + label(x) + "</text>\n";
+                   "\" text-anchor=\"middle\">" + text + "</text>\n";
         }
     } else {
         const double xstep = tick_step(x1 - x0);

@@ -142,25 +142,28 @@ inline Json cost_model_json(const CostModel& m, const Calibration* cal) {
 }
 
 // The distribution of time to first token, one line per policy, on a log2
-// axis: the policies differ by a factor of forty. At most 400 points each;
-// waits below 1/4096 of the longest are drawn at the left edge, so that the
-// axis keeps to about a dozen labelled powers of two.
+// axis: the policies differ by a factor of forty. At most 400 points each.
+// The axis starts at the shortest wait (with arrivals over time, a policy
+// that keeps up waits only milliseconds), but never below a millionth of
+// the longest: waits shorter than that are drawn at the left edge.
 inline std::string write_ttft_cdf(const std::string& dir, const std::vector<Policy>& policies,
                                   const std::vector<std::vector<double>>& sorted_ttfts) {
     SvgPlot plot("Time to first token: who waits how long", "time to first token (s, log scale)",
                  "fraction of requests");
     plot.set_log2_x(true);
     plot.set_steps(true);
-    double longest = 1e-9;
+    double longest = 1e-9, shortest = 1e300;
     for (const std::vector<double>& t : sorted_ttfts)
-        if (!t.empty()) longest = std::max(longest, t.back());
+        for (double v : t)
+            if (v > 0) longest = std::max(longest, v), shortest = std::min(shortest, v);
+    const double floor = std::max(shortest, longest / (1 << 20));
     for (std::size_t p = 0; p < policies.size(); ++p) {
         const std::vector<double>& t = sorted_ttfts[p];
         std::vector<double> x, y;
         const std::size_t points = std::min<std::size_t>(t.size(), 400);
         for (std::size_t k = 0; k < points; ++k) {
             const std::size_t i = points == 1 ? 0 : k * (t.size() - 1) / (points - 1);
-            x.push_back(std::max(t[i], longest / 4096));
+            x.push_back(std::max(t[i], floor));
             y.push_back(double(i + 1) / double(t.size()));
         }
         plot.add_series(policies[p].name, x, y);
