@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config.h"
+#include "matrix.h"
 
 namespace kv {
 
@@ -55,8 +56,8 @@ class KVCache {
     int capacity_;
     int length_ = 0;
     std::uint64_t bytes_per_token_;
-    std::vector<float> keys_;    // (layer, capacity, kv_dim)
-    std::vector<float> values_;  // (layer, capacity, kv_dim)
+    AlignedFloats keys_;    // (layer, capacity, kv_dim)
+    AlignedFloats values_;  // (layer, capacity, kv_dim)
 };
 
 }  // namespace kv
