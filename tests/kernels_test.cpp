@@ -42,10 +42,11 @@ TEST_CASE("matmul by hand: y = x times w transposed") {
 }
 
 TEST_CASE("matmul agrees with the reference triple loop on odd sizes") {
-    // Sizes around the lane count (16), the tile (5 x 5) and the decode stream (8 rows).
-    for (int rows : {1, 3, 4, 5, 6, 11, 17})
+    // Sizes around the lane count (16), the tile (4 rows x 6 weight rows) and
+    // the decode stream (8 weight rows), so every edge path runs.
+    for (int rows : {1, 3, 4, 5, 6, 9, 11, 17})
         for (int in : {1, 3, 16, 17, 255})
-            for (int out : {1, 3, 5, 7, 8, 9, 17}) {
+            for (int out : {1, 3, 5, 6, 7, 8, 9, 13, 17}) {
                 const Matrix x = random_matrix(rows, in, 1 + rows * 1000 + in);
                 const Matrix w = random_matrix(out, in, 2 + out * 1000 + in);
                 Matrix fast(rows, out), slow(rows, out);
