@@ -367,14 +367,13 @@ TEST_CASE("bad checkpoints give one line naming what is wrong") {
                             "truncated");
 
     // A whole valid file, then the same with one number too many or too few.
-    Config c;
-    c.dim = 8;
-    c.ffn_dim = 12;
-    c.n_layers = 1;
-    c.n_heads = 2;
-    c.n_kv_heads = 1;
-    c.vocab_size = 5;
-    c.max_seq = 4;
+    const Config c{.n_layers = 1,
+                   .dim = 8,
+                   .n_heads = 2,
+                   .n_kv_heads = 1,
+                   .ffn_dim = 12,
+                   .vocab_size = 5,
+                   .max_seq = 4};
     const std::string good = dir.file("good.bin");
     write_checkpoint(good, c, random_weights(c, 2));
     std::ifstream in(good, std::ios::binary);
@@ -465,8 +464,7 @@ TEST_CASE("loading errors are usage errors or name the file") {
 
     source = ModelSource{};
     source.checkpoint = model;
-    Config changed;
-    changed.dim = 128;
+    const Config changed{.dim = 128};
     CHECK_THROWS_WITH_AS(load_model(source, changed, 1, 4, 4), doctest::Contains("--dim"),
                          UsageError);
     CHECK_THROWS_WITH_AS(load_model(source, Config{}, 1, 30, 20),

@@ -53,14 +53,7 @@ TEST_CASE("invalid configs name what is wrong") {
 }
 
 TEST_CASE("parameter count worked out by hand") {
-    Config c;
-    c.n_layers = 1;
-    c.dim = 4;
-    c.n_heads = 2;     // head size 2
-    c.n_kv_heads = 1;  // kv_dim 2
-    c.ffn_dim = 6;
-    c.vocab_size = 10;
-    c.max_seq = 8;
+    const Config c = test::hand_sized_config();  // dim 4, head size 2, kv_dim 2, ffn 6, vocab 10
     // embedding 40 + output 40 + final norm 4
     // layer: norms 8, wq 16, wo 16, wk 8, wv 8, w1 24, w2 24, w3 24 = 128
     CHECK(c.parameter_count() == 40 + 40 + 4 + 128);
@@ -68,11 +61,7 @@ TEST_CASE("parameter count worked out by hand") {
 }
 
 TEST_CASE("kv bytes per token: 2 x layers x kv heads x head size x bytes") {
-    Config c;
-    c.n_layers = 32;
-    c.n_heads = 32;
-    c.n_kv_heads = 8;
-    c.dim = 4096;                                        // head size 128
+    const Config c{.n_layers = 32, .dim = 4096, .n_heads = 32, .n_kv_heads = 8};  // head size 128
     CHECK(c.kv_bytes_per_token(2) == 131072);            // 128 KiB at 16 bits
     CHECK(c.kv_bytes(4096, 2) == 512ull * 1024 * 1024);  // 512 MiB
     CHECK(c.kv_bytes_per_token() == 262144);             // float32: twice that

@@ -12,14 +12,7 @@ using namespace kv;
 TEST_CASE("exercise 01.4 forward_flops" * doctest::skip()) {
     // By hand for a tiny shape: dim 4, 2 heads (head size 2), 1 KV head
     // (kv_dim 2), ffn 6, vocab 10, 1 layer.
-    Config c;
-    c.n_layers = 1;
-    c.dim = 4;
-    c.n_heads = 2;
-    c.n_kv_heads = 1;
-    c.ffn_dim = 6;
-    c.vocab_size = 10;
-    c.max_seq = 16;
+    const Config c = test::hand_sized_config();
     // weights per layer: 2*16 + 2*8 + 3*24 = 120, so 240 FLOP per row.
     // attention: rows at positions 3 and 4 attend to 4 + 5 = 9 positions,
     //            2 heads * 2 numbers * 2 (scores and values) * 2 FLOP = 16 per position.

@@ -16,14 +16,12 @@ namespace {
 // Prompts from 8 to 256 tokens, short answers: prefill is most of the work,
 // so the order of prompts matters.
 WorkloadOptions prompt_heavy(double rate) {
-    WorkloadOptions w;
-    w.requests = 400;
-    w.prompt_min = 8;
-    w.prompt_max = 256;
-    w.answer_len = 16;
-    w.answer_max = 64;
-    w.rate = rate;
-    return w;
+    return {.requests = 400,
+            .prompt_min = 8,
+            .prompt_max = 256,
+            .answer_len = 16,
+            .answer_max = 64,
+            .rate = rate};
 }
 
 }  // namespace

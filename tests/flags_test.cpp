@@ -101,15 +101,9 @@ TEST_CASE("--help prints every flag with its default and says stop") {
 }
 
 TEST_CASE("model flags validate the shape and refuse what cannot fit") {
-    Config c;
-    c.dim = 30;
-    c.n_heads = 4;
+    const Config c{.dim = 30, .n_heads = 4};
     CHECK_THROWS_WITH_AS(check_model(c, 1), "heads (4) must divide dim (30)", UsageError);
-    Config huge;
-    huge.vocab_size = 1 << 20;
-    huge.dim = 1 << 16;
-    huge.n_heads = 1024;
-    huge.n_kv_heads = 1024;
+    const Config huge{.dim = 1 << 16, .n_heads = 1024, .n_kv_heads = 1024, .vocab_size = 1 << 20};
     CHECK_THROWS_AS(check_model(huge, 1), UsageError);  // 512 GiB of embeddings
 }
 

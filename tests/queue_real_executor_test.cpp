@@ -71,13 +71,12 @@ void check_same_schedule_and_tokens(const WorkloadOptions& w, std::uint64_t budg
 }  // namespace
 
 TEST_CASE("real and simulated executors make the same schedule and the engine the same tokens") {
-    WorkloadOptions w;
-    w.requests = 10;
-    w.prompt_min = 2;
-    w.prompt_max = 9;
-    w.answer_len = 8;
-    w.answer_max = 20;
-    w.seed = 5;
+    const WorkloadOptions w{.requests = 10,
+                            .prompt_min = 2,
+                            .prompt_max = 9,
+                            .answer_len = 8,
+                            .answer_max = 20,
+                            .seed = 5};
     // Tight: with `held`, requests get sent back and prefilled again.
     check_same_schedule_and_tokens(w, 28, true);
 }
@@ -86,13 +85,12 @@ TEST_CASE("answers that reach the cap and the longest context run on the real en
     // Prompt + cap - 1 reaches the tiny model's max_seq of 64, and many
     // answers stop at the cap: static batching's padding rows then sit in
     // full caches.
-    WorkloadOptions w;
-    w.requests = 8;
-    w.prompt_min = 50;
-    w.prompt_max = 58;
-    w.answer_len = 6;
-    w.answer_max = 7;
-    w.seed = 3;
+    const WorkloadOptions w{.requests = 8,
+                            .prompt_min = 50,
+                            .prompt_max = 58,
+                            .answer_len = 6,
+                            .answer_max = 7,
+                            .seed = 3};
     check_same_schedule_and_tokens(w, 200, false);  // three fit at their longest
     check_same_schedule_and_tokens(w, 112, true);   // one at its longest; held: two, sent back
 }

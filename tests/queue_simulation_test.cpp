@@ -26,14 +26,12 @@ MemoryBudget budget_of(std::uint64_t tokens, Reservation reserve) {
 }
 
 WorkloadOptions small_workload(int requests, double rate = 0) {
-    WorkloadOptions w;
-    w.requests = requests;
-    w.prompt_min = 4;
-    w.prompt_max = 40;
-    w.answer_len = 12;
-    w.answer_max = 48;
-    w.rate = rate;
-    return w;
+    return {.requests = requests,
+            .prompt_min = 4,
+            .prompt_max = 40,
+            .answer_len = 12,
+            .answer_max = 48,
+            .rate = rate};
 }
 
 Schedule simulate_with(std::span<const Request> requests, const Policy& policy,

@@ -10,16 +10,28 @@
 
 namespace kv::test {
 
+// dim 24 is not a multiple of 16, so the kernels' tail path runs; 4 heads of
+// 6 numbers share 2 KV heads (grouped-query).
 inline Config tiny_config() {
-    Config c;
-    c.n_layers = 2;
-    c.dim = 24;        // not a multiple of 16: the kernels' tail path runs
-    c.n_heads = 4;     // head size 6
-    c.n_kv_heads = 2;  // grouped-query: two query heads per KV head
-    c.ffn_dim = 40;
-    c.vocab_size = 97;
-    c.max_seq = 64;
-    return c;
+    return Config{.n_layers = 2,
+                  .dim = 24,
+                  .n_heads = 4,
+                  .n_kv_heads = 2,
+                  .ffn_dim = 40,
+                  .vocab_size = 97,
+                  .max_seq = 64};
+}
+
+// A shape small enough to count by hand: 1 layer, dim 4, 2 heads of 2
+// numbers sharing 1 KV head (kv_dim 2), ffn 6, vocabulary 10.
+inline Config hand_sized_config() {
+    return Config{.n_layers = 1,
+                  .dim = 4,
+                  .n_heads = 2,
+                  .n_kv_heads = 1,
+                  .ffn_dim = 6,
+                  .vocab_size = 10,
+                  .max_seq = 16};
 }
 
 // The shapes the cache must be exact on: grouped-query, multi-query (one KV
@@ -36,14 +48,13 @@ inline std::vector<Config> shapes_to_check() {
     Config one_layer = tiny_config();
     one_layer.n_layers = 1;
     shapes.push_back(one_layer);
-    Config wide = tiny_config();
-    wide.dim = 64;
-    wide.n_heads = 4;  // head size 16
-    wide.n_kv_heads = 2;
-    wide.ffn_dim = 96;
-    wide.vocab_size = 211;
-    wide.n_layers = 3;
-    shapes.push_back(wide);
+    shapes.push_back(Config{.n_layers = 3,
+                            .dim = 64,
+                            .n_heads = 4,
+                            .n_kv_heads = 2,  // head size 16
+                            .ffn_dim = 96,
+                            .vocab_size = 211,
+                            .max_seq = 64});
     return shapes;
 }
 

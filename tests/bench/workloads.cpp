@@ -15,14 +15,13 @@ std::vector<BenchShape> bench_shapes() {
     resident.n_layers = 4;
     resident.ffn_dim = 512;
     resident.vocab_size = 2048;
-    Config large;  // about 400 MiB of weights
-    large.n_layers = 8;
-    large.dim = 1024;
-    large.n_heads = 16;
-    large.n_kv_heads = 4;
-    large.ffn_dim = 2816;
-    large.vocab_size = 8192;
-    large.max_seq = 512;
+    const Config large{.n_layers = 8,
+                       .dim = 1024,
+                       .n_heads = 16,
+                       .n_kv_heads = 4,  // about 400 MiB
+                       .ffn_dim = 2816,
+                       .vocab_size = 8192,
+                       .max_seq = 512};
     return {{"demo", demo}, {"cache-resident", resident}, {"large", large}};
 }
 
