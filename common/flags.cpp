@@ -80,14 +80,6 @@ void Flags::add(const std::string& name, int& value, std::int64_t min, std::int6
              }});
 }
 
-void Flags::add(const std::string& name, std::int64_t& value, std::int64_t min, std::int64_t max,
-                const std::string& help) {
-    declare({name, help, std::to_string(value), std::to_string(min) + ".." + std::to_string(max),
-             false, [&value, name, min, max](const std::string& text) {
-                 value = parse_signed(name, text, min, max);
-             }});
-}
-
 void Flags::add(const std::string& name, std::uint64_t& value, std::uint64_t min, std::uint64_t max,
                 const std::string& help) {
     declare({name, help, std::to_string(value), std::to_string(min) + ".." + std::to_string(max),

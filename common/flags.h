@@ -31,8 +31,6 @@ class Flags {
 
     void add(const std::string& name, int& value, std::int64_t min, std::int64_t max,
              const std::string& help);
-    void add(const std::string& name, std::int64_t& value, std::int64_t min, std::int64_t max,
-             const std::string& help);
     void add(const std::string& name, std::uint64_t& value, std::uint64_t min, std::uint64_t max,
              const std::string& help);
     void add(const std::string& name, double& value, double min, double max,

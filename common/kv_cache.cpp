@@ -6,10 +6,7 @@
 namespace kv {
 
 KVCache::KVCache(const Config& config, int capacity)
-    : n_layers_(config.n_layers),
-      kv_dim_(config.kv_dim()),
-      capacity_(capacity),
-      bytes_per_token_(config.kv_bytes_per_token(sizeof(float))) {
+    : n_layers_(config.n_layers), kv_dim_(config.kv_dim()), capacity_(capacity) {
     if (capacity <= 0 || capacity > config.max_seq)
         throw std::invalid_argument("KV cache capacity must be in 1.." +
                                     std::to_string(config.max_seq) + ", got " +
@@ -19,8 +16,9 @@ KVCache::KVCache(const Config& config, int capacity)
     values_.assign(numbers, 0.0f);
 }
 
+// The allocation holds `capacity` positions alike; `length` of them are used.
 std::uint64_t KVCache::bytes_used() const {
-    return bytes_per_token_ * std::uint64_t(length_);
+    return bytes_allocated() / std::uint64_t(capacity_) * std::uint64_t(length_);
 }
 
 std::uint64_t KVCache::bytes_allocated() const {

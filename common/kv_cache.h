@@ -25,8 +25,8 @@ class KVCache {
     int capacity() const { return capacity_; }  // positions it can hold
     int remaining() const { return capacity_ - length_; }
 
-    // Bytes of keys and values written so far, and bytes allocated. Both are
-    // exactly Config::kv_bytes(positions) at float32.
+    // Bytes of keys and values written so far, and bytes allocated (read off
+    // the buffers themselves, so the tests can hold them to Config::kv_bytes).
     std::uint64_t bytes_used() const;
     std::uint64_t bytes_allocated() const;
 
@@ -55,7 +55,6 @@ class KVCache {
     int kv_dim_;
     int capacity_;
     int length_ = 0;
-    std::uint64_t bytes_per_token_;
     AlignedFloats keys_;    // (layer, capacity, kv_dim)
     AlignedFloats values_;  // (layer, capacity, kv_dim)
 };

@@ -23,7 +23,7 @@ expect_exit() {
     local err status lines
     err="$("$@" 2>&1 >/dev/null)"; status=$?
     if [ "$status" != "$want" ]; then fail "$* exited $status, expected $want"; return; fi
-    lines="$(printf '%s\n' "$err" | wc -l)"
+    lines="$(printf '%s' "$err" | grep -c '')"  # 0 for no output at all
     if [ "$want" = 2 ] && [ "$lines" != 1 ]; then
         fail "$* printed $lines lines on stderr, expected one: $err"; return
     fi

@@ -10,7 +10,7 @@ set -u
 cd "$(dirname "$0")/.."
 passed=0
 failed=0
-files=(README.md chapters/*/README.md chapters/*/*.md)
+files=(README.md chapters/*/*.md)  # each chapter's EXERCISES.md, README.md, ...
 
 for file in "${files[@]}"; do
     [ -f "$file" ] || continue

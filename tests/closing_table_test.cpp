@@ -2,26 +2,22 @@
 // saved_results.h must read, nested values and all.
 #include <doctest/doctest.h>
 
-#include <cstdio>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 
 #include "../chapters/06_closing_table/saved_results.h"
 #include "../common/program.h"
 #include "../common/report.h"
+#include "test_files.h"
 
 using namespace kv;
 
 namespace {
 
 SavedResults save_and_load(const std::string& text) {
-    const std::string path =
-        (std::filesystem::temp_directory_path() / "kv_book_saved_results_test.json").string();
-    write_file(path, text);
-    SavedResults r = SavedResults::load(path);
-    std::remove(path.c_str());
-    return r;
+    const test::TempDir dir;
+    write_file(dir.file("ch02.json"), text);
+    return SavedResults::load(dir.file("ch02.json"));
 }
 
 }  // namespace

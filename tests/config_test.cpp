@@ -16,8 +16,9 @@ using namespace kv;
 TEST_CASE("the default config is valid and its sizes are derived") {
     const Config c;
     CHECK_NOTHROW(c.validate());
-    CHECK(c.head_size() * c.n_heads == c.dim);
-    CHECK(c.kv_dim() == c.n_kv_heads * c.head_size());
+    CHECK(c.head_size() == 32);  // 256 / 8
+    CHECK(c.kv_dim() == 64);     // 2 KV heads of 32
+    CHECK(c.group_size() == 4);  // 8 query heads share 2 KV heads
 }
 
 TEST_CASE("invalid configs name what is wrong") {
