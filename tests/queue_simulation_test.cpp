@@ -116,7 +116,7 @@ TEST_CASE("every request finishes exactly once with exactly its answer length") 
 
 TEST_CASE("the memory budget is never exceeded at any step") {
     const std::vector<Request> queue = make_workload(small_workload(150), kDemo.max_seq);
-    const std::uint64_t budget_tokens = 200;  // room for 2 to 5 requests at their longest
+    const std::uint64_t budget_tokens = 200;  // room for 2 or 3 requests at their longest
     for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held})
         for (const Policy& policy : book_policies(16)) {
             const MemoryBudget budget = budget_of(budget_tokens, reserve);
@@ -127,8 +127,6 @@ TEST_CASE("the memory budget is never exceeded at any step") {
             });
             INFO(policy.name << (reserve == Reservation::tokens_held ? ", held" : ", full"));
             CHECK(worst <= budget_tokens);
-            CHECK(s.peak_charged <= budget_tokens);
-            CHECK(s.peak_held <= budget_tokens);
             if (reserve == Reservation::whole_context) CHECK(s.preemptions == 0);
         }
     // Charging only what is held lets more in, so caches outgrow the budget
@@ -144,17 +142,15 @@ TEST_CASE("no request starves: first come first served joins in arrival order") 
         for (const Policy& policy : book_policies(8)) {
             std::vector<int> first_joins;
             std::vector<bool> joined(queue.size(), false);
-            const Schedule s =
-                simulate_with(queue, policy, budget_of(150, reserve), [&](const ScheduleEvent& e) {
-                    if (e.kind == ScheduleEvent::admit && !joined[std::size_t(e.request)]) {
-                        joined[std::size_t(e.request)] = true;
-                        first_joins.push_back(e.request);
-                    }
-                });
+            simulate_with(queue, policy, budget_of(150, reserve), [&](const ScheduleEvent& e) {
+                if (e.kind == ScheduleEvent::admit && !joined[std::size_t(e.request)]) {
+                    joined[std::size_t(e.request)] = true;
+                    first_joins.push_back(e.request);
+                }
+            });
             INFO(policy.name);
             CHECK(std::is_sorted(first_joins.begin(), first_joins.end()));
             CHECK(first_joins.size() == queue.size());
-            for (const RequestTimes& t : s.requests) CHECK(t.finished_s >= 0);
         }
 }
 
@@ -283,4 +279,75 @@ TEST_CASE("bad inputs are clear errors") {
     CHECK_THROWS_AS(
         check_every_request_fits(queue, make_budget(kDemo, 0, Reservation::tokens_held)),
         UsageError);
+}
+
+TEST_CASE("preemption sends back the newest request and readmits it first") {
+    // The rules of `held`: when caches outgrow the budget, the request that
+    // joined last goes back (never the only one left), and it goes to the
+    // head of the queue, so it is the next to join again.
+    const std::vector<Request> queue = make_workload(small_workload(150), kDemo.max_seq);
+    const Policy continuous{"continuous", 16, true, true};
+    std::vector<int> running;    // in join order
+    std::vector<int> sent_back;  // preempted, not yet readmitted
+    int preemptions = 0;
+    ScheduleEvent::Kind last = ScheduleEvent::decode;
+    simulate_with(
+        queue, continuous, budget_of(200, Reservation::tokens_held), [&](const ScheduleEvent& e) {
+            if (e.kind == ScheduleEvent::admit) {
+                if (!sent_back.empty()) {
+                    const auto first = std::min_element(sent_back.begin(), sent_back.end());
+                    CHECK(e.request == *first);
+                    sent_back.erase(first);
+                }
+                running.push_back(e.request);
+            } else if (e.kind == ScheduleEvent::finish) {
+                std::erase(running, e.request);
+            } else if (e.kind == ScheduleEvent::preempt) {
+                ++preemptions;
+                CHECK(last != ScheduleEvent::admit);  // admission leaves room to grow
+                REQUIRE(running.size() > 1);
+                CHECK(e.request == running.back());
+                running.pop_back();
+                sent_back.push_back(e.request);
+            }
+            last = e.kind;
+        });
+    CHECK(preemptions > 0);  // the rules above were really exercised
+    CHECK(sent_back.empty());
+}
+
+namespace {
+
+// Prices nothing; records what each decode step was asked to compute.
+struct StepRecorder : Executor {
+    std::vector<std::pair<std::vector<Running>, StepShape>> steps;
+    double prefill(const Request&, int, bool) override { return 1e-3; }
+    double decode_step(std::span<const Running> batch, const StepShape& shape, bool) override {
+        steps.emplace_back(std::vector<Running>(batch.begin(), batch.end()), shape);
+        return 1e-3;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("static batching pays for its padding rows") {
+    // An answered request's row keeps running until the whole batch is done:
+    // each step's shape counts every row, padding included.
+    const std::vector<Request> queue = make_workload(small_workload(24), kDemo.max_seq);
+    StepRecorder recorder;
+    const Schedule s = run_schedule(queue, Policy{"static", 6, false, true}, kRoomy, recorder);
+    std::int64_t padding_rows = 0;
+    for (const auto& [batch, shape] : recorder.steps) {
+        double context = 0, tokens = 0;
+        for (const Running& r : batch) {
+            context += r.held;
+            tokens += r.held + 1;
+            padding_rows += r.padding;
+        }
+        CHECK(shape.sequences == int(batch.size()));
+        CHECK(shape.context == context);
+        CHECK(shape.tokens == tokens);
+    }
+    CHECK(padding_rows > 0);
+    CHECK(padding_rows == s.padding_rows);
 }

@@ -21,8 +21,9 @@ namespace kv {
 
 // Weights a token is multiplied by in one step: per layer wq, wk, wv, wo,
 // w1, w2, w3, then the output projection. Left out: the embedding table (a
-// lookup of B rows, not a product) and the RMSNorm scales (3 x dim numbers
-// per layer, a rounding error next to the matrices).
+// lookup of B rows, not a product) and the RMSNorm scales (2 x dim numbers
+// per layer and dim for the final norm, a rounding error next to the
+// matrices).
 inline std::uint64_t multiplied_parameters(const Config& c) {
     const char* what = "multiplied parameters";
     const std::uint64_t d = std::uint64_t(c.dim), kvd = std::uint64_t(c.kv_dim());
@@ -60,7 +61,7 @@ inline StepArithmetic step_arithmetic(const Config& c, std::span<const KVCache* 
     for (const KVCache* cache : caches) {
         const double attended = double(cache->length()) + 1;
         a.attention_flops += 4.0 * c.n_layers * c.dim * attended;
-        a.kv_bytes += 2.0 * c.n_layers * c.kv_dim() * attended * sizeof(float);
+        a.kv_bytes += double(c.kv_bytes(std::uint64_t(attended)));  // chapter 03's formula
     }
     return a;
 }

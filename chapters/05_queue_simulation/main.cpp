@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
         run.simulation_seconds = seconds_since(start);
         run.cdf_plot = write_ttft_cdf(out.plot_dir, run.policies, ttfts);
 
-        // With --rate: the same queue at rates around capacity.
+        // With --rate: queues of the same distributions at rates around capacity,
+        // each its own sample (the arrival gaps and the lengths share one generator).
         if (work.rate > 0) {
             const std::vector<Policy> cached = {run.policies[kSerialCache],
                                                 run.policies[kStaticCache],

@@ -115,7 +115,6 @@ struct RequestTimes {
     double first_token_s = -1;  // its first answer token came out
     double finished_s = -1;     // its last answer token came out
     int tokens = 0;             // answer tokens it has received
-    int preemptions = 0;        // times it was sent back to the queue
 };
 
 struct Schedule {
@@ -125,9 +124,7 @@ struct Schedule {
     std::int64_t decode_steps = 0;
     std::int64_t decode_rows = 0;   // rows that produced a wanted token, over all steps
     std::int64_t padding_rows = 0;  // rows computed for nothing (static batching)
-    std::int64_t preemptions = 0;
-    std::uint64_t peak_held = 0;     // most positions held by all caches at once
-    std::uint64_t peak_charged = 0;  // most positions charged against the budget at once
+    std::int64_t preemptions = 0;   // requests sent back to the queue to make room
 };
 
 // For tests and traces: what happened, and the memory right after it.
@@ -168,8 +165,7 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
     Schedule s;
     s.requests.assign(n, {});
     std::vector<Running> batch;  // in the order they joined: the newest is at the back
-    const std::size_t slots = std::min(std::size_t(policy.batch), n);
-    batch.reserve(slots);
+    batch.reserve(std::min(std::size_t(policy.batch), n));
     // The waiting: arrived requests, and preempted ones sent back. Lowest
     // (priority, id) first; without a priority, id (arrival order) alone,
     // so a preempted request goes back to the head of the queue.
@@ -183,12 +179,12 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
     double now = 0;
     std::uint64_t held = 0;      // positions in all running caches
     std::uint64_t reserved = 0;  // sum of the running requests' longest contexts
-    std::size_t padded = 0;      // padding rows in the batch: they no longer grow
     int answering = 0;           // requests in the batch still receiving tokens
+    // The others are static batching's padding rows: answered, they no longer grow.
+    auto growing = [&] { return std::uint64_t(answering); };
+    auto padding = [&] { return batch.size() - std::size_t(answering); };
     auto charged = [&] { return full ? reserved : held; };
     auto note = [&](ScheduleEvent::Kind kind, int request) {
-        s.peak_held = std::max(s.peak_held, held);
-        s.peak_charged = std::max(s.peak_charged, charged());
         if (observe) observe({kind, now, request, answering, held, charged()});
     };
     auto leave = [&](const Running& r) {  // frees its slot's memory
@@ -200,12 +196,8 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
         s.requests[r.request].finished_s = now;
         r.padding = true;
         --answering;
-        ++padded;
         ++done;
-        if (policy.continuous) {
-            leave(r);
-            --padded;
-        }
+        if (policy.continuous) leave(r);
         note(ScheduleEvent::finish, r.request);
     };
 
@@ -214,7 +206,6 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
         if (!std::all_of(batch.begin(), batch.end(), is_padding)) return;
         for (const Running& r : batch) leave(r);
         batch.clear();
-        padded = 0;
     };
 
     while (done < n) {
@@ -236,9 +227,8 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
             // full: its longest context must fit beside the others'. held:
             // its cache must fit, and the next step, where every cache grows
             // by one position. The first in the queue is never overtaken.
-            const std::uint64_t growing = batch.size() - padded;
             const bool fits = full ? reserved + longest_context(r) <= budget.tokens
-                                   : held + growing + std::uint64_t(tokens) + 1 <= budget.tokens;
+                                   : held + growing() + std::uint64_t(tokens) + 1 <= budget.tokens;
             if (!fits && !batch.empty()) break;
             waiting.pop();
 
@@ -268,19 +258,15 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
         //    cache. Until that fits, drop a padding row (its request is
         //    already answered) or else send the newest request back to the
         //    queue. The oldest is never sent back, so it always finishes.
-        while (!full && held + (batch.size() - padded) > budget.tokens && batch.size() > 1) {
+        while (!full && held + growing() > budget.tokens && batch.size() > 1) {
             auto pad = std::find_if(batch.rbegin(), batch.rend(), is_padding);
             const auto victim_at = pad != batch.rend() ? std::prev(pad.base()) : batch.end() - 1;
             const Running victim = *victim_at;
             batch.erase(victim_at);
             leave(victim);
-            if (victim.padding) {
-                --padded;
-                continue;
-            }
+            if (victim.padding) continue;
             wait(victim.request);
             --answering;
-            ++s.requests[victim.request].preemptions;
             ++s.preemptions;
             note(ScheduleEvent::preempt, victim.request);
         }
@@ -296,9 +282,9 @@ inline Schedule run_schedule(std::span<const Request> requests, const Policy& po
         }
         now += executor.decode_step(batch, shape, policy.cache);
         ++s.decode_steps;
-        held += batch.size() - padded;
-        s.padding_rows += std::int64_t(padded);
-        s.decode_rows += std::int64_t(batch.size() - padded);
+        held += growing();
+        s.padding_rows += std::int64_t(padding());
+        s.decode_rows += std::int64_t(growing());
         for (Running& r : batch)
             if (!r.padding) {
                 ++r.held;
