@@ -1,5 +1,9 @@
 #include "generation.h"
 
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
 #include "rng.h"
 #include "timing.h"
 
@@ -10,6 +14,30 @@ std::vector<int> fixed_prompt(int length, int vocab_size, std::uint64_t seed) {
     std::vector<int> prompt(length);
     for (int& token : prompt) token = static_cast<int>(rng.below(std::uint64_t(vocab_size)));
     return prompt;
+}
+
+std::vector<std::vector<float>> logits_per_step(const Generator& generate,
+                                                std::vector<int>& tokens) {
+    std::vector<std::vector<float>> all;
+    tokens = generate([&](int, std::span<const float> l) { all.emplace_back(l.begin(), l.end()); });
+    return all;
+}
+
+double max_abs_difference(std::span<const float> a, std::span<const float> b) {
+    if (a.size() != b.size()) throw std::invalid_argument("max_abs_difference: lengths differ");
+    double worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+    return worst;
+}
+
+double max_abs_difference(const std::vector<std::vector<float>>& a,
+                          const std::vector<std::vector<float>>& b) {
+    if (a.size() != b.size()) throw std::invalid_argument("max_abs_difference: step counts differ");
+    double worst = 0;
+    for (std::size_t s = 0; s < a.size(); ++s)
+        worst = std::max(worst, max_abs_difference(a[s], b[s]));
+    return worst;
 }
 
 AnswerTiming time_answer(const Transformer& model, int repeats, const Generator& generate) {

@@ -29,10 +29,7 @@ using Logits = std::vector<float>;
 
 double largest_difference(std::span<const float> a, std::span<const float> b) {
     REQUIRE(a.size() == b.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        worst = std::max(worst, double(std::fabs(a[i] - b[i])));
-    return worst;
+    return max_abs_difference(a, b);
 }
 
 // Chapter 02's way, one sequence alone: the logits of the prefill (step 0)

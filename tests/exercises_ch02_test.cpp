@@ -44,10 +44,7 @@ TEST_CASE("exercise 02.4 bfloat16 cache" * doctest::skip()) {
         rounded.emplace_back(l.begin(), l.end());
     });
     REQUIRE(rounded.size() == exact.size());
-    double worst = 0;
-    for (std::size_t s = 0; s < exact.size(); ++s)
-        for (std::size_t i = 0; i < exact[s].size(); ++i)
-            worst = std::max(worst, double(std::fabs(exact[s][i] - rounded[s][i])));
+    const double worst = max_abs_difference(exact, rounded);
     MESSAGE("largest logit difference with a bfloat16 cache: " << worst);
     CHECK(exact[0] == rounded[0]);  // the prefill's logits do not read rounded numbers
     CHECK(worst > 0);               // rounding must change something...

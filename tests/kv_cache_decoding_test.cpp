@@ -20,17 +20,6 @@
 
 using namespace kv;
 
-namespace {
-
-std::vector<std::vector<float>> logits_per_step(const Generator& generate,
-                                                std::vector<int>& tokens) {
-    std::vector<std::vector<float>> all;
-    tokens = generate([&](int, std::span<const float> l) { all.emplace_back(l.begin(), l.end()); });
-    return all;
-}
-
-}  // namespace
-
 TEST_CASE("cached decoding equals naive decoding at every step") {
     const double tolerance = 0.0;
     for (const Config& c : test::shapes_to_check()) {
@@ -51,10 +40,7 @@ TEST_CASE("cached decoding equals naive decoding at every step") {
                 },
                 cached_tokens);
             REQUIRE(naive.size() == cached.size());
-            double worst = 0;
-            for (std::size_t s = 0; s < naive.size(); ++s)
-                for (std::size_t i = 0; i < naive[s].size(); ++i)
-                    worst = std::max(worst, double(std::fabs(naive[s][i] - cached[s][i])));
+            const double worst = max_abs_difference(naive, cached);
             INFO(c.describe() << ", prompt " << prompt_len << ": largest logit difference " << worst
                               << " (tolerance " << tolerance << ")");
             CHECK(worst <= tolerance);

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "../common/generation.h"
@@ -85,4 +86,16 @@ TEST_CASE("the model counts the token-positions it processes") {
     const int t = 4;
     model.forward(std::span(&t, 1), cache);
     CHECK(model.positions_processed() == 4);
+}
+
+TEST_CASE("max_abs_difference finds the largest gap and refuses unequal lengths") {
+    // Every cached-vs-naive test rests on this returning more than 0 when
+    // anything differs.
+    const std::vector<float> a = {1.0f, 2.0f, 3.0f}, b = {1.0f, 2.5f, 2.0f};
+    CHECK(max_abs_difference(a, b) == 1.0);
+    CHECK(max_abs_difference(a, a) == 0.0);
+    CHECK(max_abs_difference(std::vector<std::vector<float>>{a, a},
+                             std::vector<std::vector<float>>{a, b}) == 1.0);
+    const std::vector<float> shorter = {1.0f};
+    CHECK_THROWS_AS(max_abs_difference(a, shorter), std::invalid_argument);
 }

@@ -52,18 +52,18 @@ int main(int argc, char** argv) {
         });
 
         // One more run of each, keeping every step's logits to compare them.
-        std::vector<std::vector<float>> naive_logits, cached_logits;
-        generate_naive(model, prompt, answer_len, [&](int, std::span<const float> l) {
-            naive_logits.emplace_back(l.begin(), l.end());
-        });
-        generate_cached(model, prompt, answer_len, [&](int, std::span<const float> l) {
-            cached_logits.emplace_back(l.begin(), l.end());
-        });
-        double max_diff = 0;
-        for (std::size_t s = 0; s < naive_logits.size(); ++s)
-            for (std::size_t i = 0; i < naive_logits[s].size(); ++i)
-                max_diff =
-                    std::max(max_diff, double(std::fabs(naive_logits[s][i] - cached_logits[s][i])));
+        std::vector<int> naive_again, cached_again;
+        const double max_diff =
+            max_abs_difference(logits_per_step(
+                                   [&](const StepCallback& cb) {
+                                       return generate_naive(model, prompt, answer_len, cb);
+                                   },
+                                   naive_again),
+                               logits_per_step(
+                                   [&](const StepCallback& cb) {
+                                       return generate_cached(model, prompt, answer_len, cb);
+                                   },
+                                   cached_again));
         const bool same_tokens = naive.tokens == cached.tokens;
 
         const double speedup = naive.answer_seconds / cached.answer_seconds;

@@ -244,8 +244,7 @@ class AloneReference {
                                     std::to_string(logits.rows) + " sequences not recorded");
         for (int i = 0; i < logits.rows; ++i) {
             const std::vector<float>& alone = logits_[i][step];
-            for (int j = 0; j < logits.cols; ++j)
-                largest_ = std::max(largest_, double(std::fabs(logits.at(i, j) - alone[j])));
+            largest_ = std::max(largest_, max_abs_difference(logits.row_span(i), alone));
             same_tokens_ = same_tokens_ && argmax(logits.row_span(i)) == argmax(alone);
             ++rows_compared_;
         }
