@@ -351,3 +351,13 @@ TEST_CASE("static batching pays for its padding rows") {
     CHECK(padding_rows > 0);
     CHECK(padding_rows == s.padding_rows);
 }
+
+TEST_CASE("percentiles are the nearest rank") {
+    const std::vector<double> sorted = {1, 2, 3, 4};
+    CHECK(percentile(sorted, 0.5) == 2);  // rank ceil(0.5 * 4) = 2
+    CHECK(percentile(sorted, 0.75) == 3);
+    CHECK(percentile(sorted, 0.9) == 4);
+    CHECK(percentile(sorted, 0.99) == 4);
+    CHECK(percentile(sorted, 0.0) == 1);
+    CHECK(percentile(std::vector<double>{}, 0.5) == 0);
+}
