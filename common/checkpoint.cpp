@@ -1,5 +1,7 @@
 #include "checkpoint.h"
 
+#include "kernels.h"
+
 #include <array>
 #include <bit>
 #include <cmath>
@@ -337,14 +339,9 @@ void write_checkpoint(const std::string& path, const Config& c, const Weights& w
     // The RoPE tables llama2.c's exporter writes: cos, then sin, of
     // pos * 10000^(-2i/head_size). Readers skip them; we write them anyway so
     // the file is what other tools of that format expect.
-    const int half = c.head_size() / 2;
-    for (bool sine : {false, true})
-        for (int pos = 0; pos < c.max_seq; ++pos)
-            for (int i = 0; i < half; ++i) {
-                const double angle = pos * std::pow(10000.0, -2.0 * i / c.head_size());
-                const float value = static_cast<float>(sine ? std::sin(angle) : std::cos(angle));
-                out.floats(std::span(&value, 1));
-            }
+    const RopeTable rope(c.head_size(), c.max_seq);
+    out.floats(rope.cosines());
+    out.floats(rope.sines());
     if (!c.shared_output) out.floats(w.output.data);
     out.finish();
 }

@@ -74,6 +74,9 @@ class RopeTable {
   public:
     RopeTable(int head_size, int max_positions);
     void apply(std::span<float> vec, int pos) const;
+    // (position, head_size / 2): the tables, in the layout llama2.c's files keep.
+    std::span<const float> cosines() const { return cos_; }
+    std::span<const float> sines() const { return sin_; }
 
   private:
     int head_size_;

@@ -6,11 +6,8 @@
 // logits a plain scalar forward pass in this file works out on its own.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <climits>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>

@@ -2,11 +2,6 @@
 // tiny vocabulary made here, and every way its file can be wrong.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
-#include <cmath>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
