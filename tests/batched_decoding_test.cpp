@@ -268,11 +268,17 @@ TEST_CASE("bad Batch calls are errors") {
 // ------------------------------------------------ the program's arithmetic
 
 TEST_CASE("multiplied parameters are every weight but the embedding and the norms") {
-    for (const Config& c : test::shapes_to_check()) {
-        const std::uint64_t norms = std::uint64_t(2 * c.n_layers + 1) * c.dim;
-        const std::uint64_t embedding = std::uint64_t(c.vocab_size) * c.dim;
-        CHECK(multiplied_parameters(c) == c.parameter_count() - norms - embedding);
-        CHECK(weight_bytes_per_step(c) == 4 * multiplied_parameters(c));
+    for (Config c : test::shapes_to_check()) {
+        // Matrix by matrix: wq, wo (d x d), wk, wv (kv_dim x d), w1, w2, w3
+        // (ffn x d) in every layer, then the output projection (vocab x d).
+        const std::uint64_t d = c.dim, kvd = c.kv_dim(), f = c.ffn_dim;
+        const std::uint64_t by_hand =
+            c.n_layers * (2 * d * d + 2 * kvd * d + 3 * f * d) + std::uint64_t(c.vocab_size) * d;
+        CHECK(multiplied_parameters(c) == by_hand);
+        CHECK(weight_bytes_per_step(c) == 4 * by_hand);
+        // Sharing the embedding with the output projection multiplies the same.
+        c.shared_output = true;
+        CHECK(multiplied_parameters(c) == by_hand);
     }
     // By hand, the demo model: 6 x (2 x 256^2 + 2 x 64 x 256 + 3 x 768 x 256) + 4096 x 256.
     CHECK(multiplied_parameters(Config{}) == 5'570'560);

@@ -25,14 +25,12 @@ namespace kv {
 // per layer and dim for the final norm, a rounding error next to the
 // matrices).
 inline std::uint64_t multiplied_parameters(const Config& c) {
-    const char* what = "multiplied parameters";
-    const std::uint64_t d = std::uint64_t(c.dim), kvd = std::uint64_t(c.kv_dim());
-    const std::uint64_t f = std::uint64_t(c.ffn_dim), v = std::uint64_t(c.vocab_size);
-    std::uint64_t layer = checked_mul(2, checked_mul(d, d, what), what);                // wq, wo
-    layer = checked_add(layer, checked_mul(2, checked_mul(kvd, d, what), what), what);  // wk, wv
-    layer = checked_add(layer, checked_mul(3, checked_mul(f, d, what), what), what);    // w1 w2 w3
-    return checked_add(checked_mul(layer, std::uint64_t(c.n_layers), what), checked_mul(v, d, what),
-                       what);  // + output
+    const std::uint64_t d = std::uint64_t(c.dim);
+    const std::uint64_t norms = (2 * std::uint64_t(c.n_layers) + 1) * d;
+    // A separate embedding table is only looked up; a shared one is also the
+    // output projection, which is multiplied.
+    const std::uint64_t lookup_only = c.shared_output ? 0 : std::uint64_t(c.vocab_size) * d;
+    return c.parameter_count() - norms - lookup_only;
 }
 
 // Bytes of float32 weights one decode step must read, at any batch size.

@@ -224,16 +224,13 @@ class AloneReference {
     AloneReference(Transformer& model, const std::vector<std::vector<int>>& prompts, int steps)
         : steps_(steps) {
         for (const std::vector<int>& prompt : prompts) {
-            KVCache cache(model.config(), static_cast<int>(prompt.size()) + steps);
-            int token = argmax(prefill(model, prompt, cache));
+            // Chapter 02's generation: step 0 is the prefill, then one
+            // decode step per batched step to compare.
             std::vector<std::vector<float>>& per_step = logits_.emplace_back();
-            std::vector<int>& answer = answers_.emplace_back(1, token);
-            for (int step = 0; step < steps; ++step) {
-                std::span<const float> l = decode_step(model, token, cache);
-                per_step.emplace_back(l.begin(), l.end());
-                token = argmax(l);
-                answer.push_back(token);
-            }
+            answers_.push_back(
+                generate_cached(model, prompt, steps + 1, [&](int step, std::span<const float> l) {
+                    if (step > 0) per_step.emplace_back(l.begin(), l.end());
+                }));
         }
     }
 

@@ -26,6 +26,9 @@
 
 namespace kv {
 
+// The widest batch calibration times; beyond it the fitted formula extrapolates.
+inline constexpr int kMostCalibratedBatch = 64;
+
 struct CalibrationPoint {
     std::string what;    // "prefill 96", "recompute 4 x 32", "decode 16 x 128"
     double x1 = 0;       // a pass: rows; a decode step: sequences
@@ -181,14 +184,14 @@ inline Probe decode_probe(Transformer& model, int batch, int context) {
 }
 
 // Times the engine at shapes spanning the workload: sequences up to
-// `longest` positions, batches up to `largest_batch` (at most 64: beyond
-// that the formula extrapolates), and fits both formulas. Every shape runs
+// `longest` positions, batches up to `largest_batch` (at most
+// kMostCalibratedBatch), and fits both formulas. Every shape runs
 // once per round, round after round: a burst of other work on the machine
 // then slows one run of many shapes, not every run of one shape, and the
 // median per shape ignores it.
 inline Calibration calibrate(Transformer& model, int longest, int largest_batch) {
     const auto start = Clock::now();
-    const int widest = std::clamp(largest_batch, 1, 64);
+    const int widest = std::clamp(largest_batch, 1, kMostCalibratedBatch);
     std::vector<std::pair<int, int>> passes = {{1, 8},       {1, 32}, {1, 96}, {1, longest / 2},
                                                {1, longest}, {4, 32}, {8, 48}, {3, longest / 2}};
     std::vector<int> batches = {1, 2, 4, 8, 16, widest};

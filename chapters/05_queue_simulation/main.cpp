@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
         if (!calibration_file.empty() && cost_choice == "analytic")
             throw UsageError("--calibration " + calibration_file +
                              " and --cost-model analytic exclude each other");
-        check_model(run.config, std::uint64_t(run.config.max_seq) * 64);
+        // The calibration's widest batch, each sequence at the longest context.
+        check_model(run.config, std::uint64_t(run.config.max_seq) * kMostCalibratedBatch);
         work.seed = seed;
 
         // The queue, the memory budget, and the policies.
