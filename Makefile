@@ -12,7 +12,7 @@ MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 
 CXX      ?= g++
 # -ffp-contract=off: no fused multiply-adds behind our back, so every machine
-# rounds exactly as the source says (see common/kernels.h).
+# rounds exactly as the source says (see common/core/kernels.h).
 # -Wno-psabi: GCC notes that 64-byte vectors are passed differently with and
 # without AVX-512; ours never cross a library boundary, so the note is moot.
 CXXFLAGS ?= -std=c++20 -O3 -ffp-contract=off -Wall -Wextra -Wpedantic -Werror -Wno-psabi
@@ -28,7 +28,7 @@ ALL_FLAGS = $(CXXFLAGS) $(ARCH) $(EXTRA) -MMD -MP
 CHAPTER_DIRS = $(sort $(patsubst %/main.cpp,%,$(wildcard chapters/*/main.cpp)))
 CHAPTERS     = $(foreach d,$(CHAPTER_DIRS),ch$(firstword $(subst _, ,$(notdir $(d)))))
 
-COMMON_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard common/*.cpp))
+COMMON_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard common/*/*.cpp))
 TEST_OBJ   = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard tests/*.cpp))
 
 .PHONY: all run test sanitize bench clean doctest $(CHAPTERS)

@@ -3,7 +3,7 @@
 // joined and whoever left.
 //
 // Tolerance: zero. Every dot product in the core adds its terms in one fixed
-// order in a one-row and in a B-row matrix product (common/kernels.h), and
+// order in a one-row and in a B-row matrix product (common/core/kernels.h), and
 // attention runs per sequence, so batching changes nothing but the time. The
 // largest difference is still printed: it is the number to look at if a
 // kernel change ever breaks that promise.

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "../chapters/02_kv_cache/cached_decoding.h"
-#include "../common/checkpoint.h"
-#include "../common/flags.h"
-#include "../common/model_source.h"
-#include "../common/tokenizer.h"
+#include "../common/real_weights/checkpoint.h"
+#include "../common/kit/flags.h"
+#include "../common/real_weights/model_source.h"
+#include "../common/real_weights/tokenizer.h"
 #include "test_files.h"
 #include "tiny_models.h"
 

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "../chapters/06_closing_table/saved_results.h"
-#include "../common/program.h"
-#include "../common/report.h"
+#include "../common/kit/program.h"
+#include "../common/kit/report.h"
 #include "test_files.h"
 
 using namespace kv;

@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "../common/checked.h"
-#include "../common/config.h"
-#include "../common/rng.h"
+#include "../common/core/checked.h"
+#include "../common/core/config.h"
+#include "../common/core/rng.h"
 #include "tiny_models.h"
 
 using namespace kv;

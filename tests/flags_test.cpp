@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "../common/flags.h"
-#include "../common/model_flags.h"
-#include "../common/program.h"
+#include "../common/kit/flags.h"
+#include "../common/kit/model_flags.h"
+#include "../common/kit/program.h"
 
 using namespace kv;
 

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../common/kernels.h"
-#include "../common/rng.h"
+#include "../common/core/kernels.h"
+#include "../common/core/rng.h"
 
 using namespace kv;
 

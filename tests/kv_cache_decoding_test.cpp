@@ -4,7 +4,7 @@
 //
 // Tolerance: zero. Every dot product in the core adds its terms in one fixed
 // order whether it runs in a matrix-vector or a matrix-matrix product
-// (common/kernels.h), so the logits agree to the last bit. The largest
+// (common/core/kernels.h), so the logits agree to the last bit. The largest
 // difference is still printed, as it is the number to look at if a kernel
 // change ever breaks that promise.
 #include <doctest/doctest.h>

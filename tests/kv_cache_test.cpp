@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../common/kv_cache.h"
-#include "../common/transformer.h"
+#include "../common/core/kv_cache.h"
+#include "../common/core/transformer.h"
 #include "tiny_models.h"
 
 using namespace kv;

@@ -15,8 +15,8 @@
 #include "../chapters/03_memory_arithmetic/memory_arithmetic.h"
 #include "../chapters/03_memory_arithmetic/memory_report.h"
 #include "../chapters/03_memory_arithmetic/price_flags.h"
-#include "../common/report.h"
-#include "../common/transformer.h"
+#include "../common/kit/report.h"
+#include "../common/core/transformer.h"
 #include "tiny_models.h"
 
 using namespace kv;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../common/tokenizer.h"
+#include "../common/real_weights/tokenizer.h"
 #include "test_files.h"
 
 using namespace kv;

@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../common/generation.h"
-#include "../common/transformer.h"
+#include "../common/core/generation.h"
+#include "../common/core/transformer.h"
 #include "tiny_models.h"
 
 using namespace kv;

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../../common/config.h"
-#include "../../common/transformer.h"
+#include "../../common/core/config.h"
+#include "../../common/core/transformer.h"
 #include "naive_decoding.h"
 
 namespace kv::exercises {

@@ -2,19 +2,19 @@
 // sequence for every new token, and shows what that costs.
 #include <iostream>
 
-#include "../../common/model_flags.h"
-#include "../../common/model_source.h"
-#include "../../common/output.h"
-#include "../../common/program.h"
-#include "../../common/report.h"
-#include "../../common/svg_plot.h"
+#include "../../common/kit/model_flags.h"
+#include "../../common/real_weights/model_source.h"
+#include "../../common/kit/output.h"
+#include "../../common/kit/program.h"
+#include "../../common/kit/report.h"
+#include "../../common/kit/svg_plot.h"
 #include "naive_decoding.h"
 
 using namespace kv;
 
 int main(int argc, char** argv) {
     return run_program("01_naive_decoding", [&] {
-        Config config;           // the book's demo model (common/config.h)
+        Config config;           // the book's demo model (common/core/config.h)
         std::uint64_t seed = 1;  // seed of the weights and the prompt
         int prompt_len = 16;     // tokens in the fixed prompt
         int answer_len = 48;     // tokens to generate, as in the published figure

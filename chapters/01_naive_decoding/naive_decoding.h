@@ -12,9 +12,9 @@
 #include <span>
 #include <vector>
 
-#include "../../common/generation.h"
-#include "../../common/kv_cache.h"
-#include "../../common/transformer.h"
+#include "../../common/core/generation.h"
+#include "../../common/core/kv_cache.h"
+#include "../../common/core/transformer.h"
 
 namespace kv {
 

@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../../common/generation.h"
-#include "../../common/kv_cache.h"
-#include "../../common/transformer.h"
+#include "../../common/core/generation.h"
+#include "../../common/core/kv_cache.h"
+#include "../../common/core/transformer.h"
 #include "cached_decoding.h"
 
 namespace kv::exercises {

@@ -4,13 +4,13 @@
 #include <cmath>
 #include <iostream>
 
-#include "../../common/model_flags.h"
-#include "../../common/model_source.h"
-#include "../../common/output.h"
-#include "../../common/program.h"
-#include "../../common/report.h"
-#include "../../common/svg_plot.h"
-#include "../../common/timing.h"
+#include "../../common/kit/model_flags.h"
+#include "../../common/real_weights/model_source.h"
+#include "../../common/kit/output.h"
+#include "../../common/kit/program.h"
+#include "../../common/kit/report.h"
+#include "../../common/kit/svg_plot.h"
+#include "../../common/kit/timing.h"
 #include "../01_naive_decoding/naive_decoding.h"
 #include "cached_decoding.h"
 
@@ -18,7 +18,7 @@ using namespace kv;
 
 int main(int argc, char** argv) {
     return run_program("02_kv_cache", [&] {
-        Config config;           // the book's demo model (common/config.h)
+        Config config;           // the book's demo model (common/core/config.h)
         std::uint64_t seed = 1;  // seed of the weights and the prompt
         int prompt_len = 16;     // tokens in the fixed prompt
         int answer_len = 48;     // tokens to generate, as in the published figure

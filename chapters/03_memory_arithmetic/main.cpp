@@ -5,11 +5,11 @@
 // uses.
 #include <iostream>
 
-#include "../../common/config.h"
-#include "../../common/model_flags.h"
-#include "../../common/output.h"
-#include "../../common/program.h"
-#include "../../common/report.h"
+#include "../../common/core/config.h"
+#include "../../common/kit/model_flags.h"
+#include "../../common/kit/output.h"
+#include "../../common/kit/program.h"
+#include "../../common/kit/report.h"
 #include "measured_cache.h"
 #include "memory_arithmetic.h"
 #include "memory_report.h"
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
         if (!flags.parse(argc, argv)) return 0;
         check_price_options(price);
         const std::uint64_t budget = gib_to_bytes(price.budget_gib);
-        const Config demo;  // the book's demo model (common/config.h)
+        const Config demo;  // the book's demo model (common/core/config.h)
         const std::uint64_t measure_bytes = demo.kv_bytes(std::uint64_t(measure_tokens));
         if (physical_memory_bytes() != 0 && measure_bytes > physical_memory_bytes() / 4)
             throw UsageError("--measure-tokens " + std::to_string(measure_tokens) + " needs " +
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
                   << "every conversation in a batch keeps its cache in memory\nwhile it runs, "
                   << "and the budget holds only so many.\nThis cap is why a server cannot "
                   << "batch without limit.\n\n"
-                  << "The demo model (common/config.h): " << demo.describe() << "\n"
+                  << "The demo model (common/core/config.h): " << demo.describe() << "\n"
                   << "float32 cache: " << factors_text(cache_shape_of(demo)) << " = "
                   << with_commas(demo.kv_bytes_per_token()) << " bytes per token\n";
         demo_readings.print(std::cout);

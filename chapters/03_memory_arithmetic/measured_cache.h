@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "../../common/config.h"
-#include "../../common/generation.h"
-#include "../../common/kv_cache.h"
-#include "../../common/transformer.h"
+#include "../../common/core/config.h"
+#include "../../common/core/generation.h"
+#include "../../common/core/kv_cache.h"
+#include "../../common/core/transformer.h"
 #include "../02_kv_cache/cached_decoding.h"
 #include "memory_arithmetic.h"
 

@@ -11,7 +11,7 @@
 // have the most conversations a server can hold at once: the cap on batching.
 //
 // Chapter 05's queue simulation includes this header for its admission
-// arithmetic. Every byte count is 64-bit and checked (common/checked.h):
+// arithmetic. Every byte count is 64-bit and checked (common/core/checked.h):
 // a shape whose price does not fit in 64 bits throws, it never wraps.
 #pragma once
 
@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "../../common/checked.h"
-#include "../../common/config.h"
+#include "../../common/core/checked.h"
+#include "../../common/core/config.h"
 
 namespace kv {
 

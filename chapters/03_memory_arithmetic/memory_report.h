@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "../../common/report.h"
-#include "../../common/svg_plot.h"
+#include "../../common/kit/report.h"
+#include "../../common/kit/svg_plot.h"
 #include "measured_cache.h"
 #include "memory_arithmetic.h"
 #include "price_flags.h"

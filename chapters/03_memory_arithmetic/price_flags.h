@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "../../common/flags.h"
+#include "../../common/kit/flags.h"
 #include "memory_arithmetic.h"
 
 namespace kv {

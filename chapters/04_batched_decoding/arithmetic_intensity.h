@@ -13,9 +13,9 @@
 #include <cstdint>
 #include <span>
 
-#include "../../common/checked.h"
-#include "../../common/config.h"
-#include "../../common/kv_cache.h"
+#include "../../common/core/checked.h"
+#include "../../common/core/config.h"
+#include "../../common/core/kv_cache.h"
 
 namespace kv {
 

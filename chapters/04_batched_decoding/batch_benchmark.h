@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "../../common/flags.h"
-#include "../../common/generation.h"
-#include "../../common/model_flags.h"
-#include "../../common/program.h"
-#include "../../common/report.h"
-#include "../../common/rng.h"
-#include "../../common/timing.h"
+#include "../../common/kit/flags.h"
+#include "../../common/core/generation.h"
+#include "../../common/kit/model_flags.h"
+#include "../../common/kit/program.h"
+#include "../../common/kit/report.h"
+#include "../../common/core/rng.h"
+#include "../../common/kit/timing.h"
 #include "../02_kv_cache/cached_decoding.h"
 #include "arithmetic_intensity.h"
 #include "batched_decoding.h"

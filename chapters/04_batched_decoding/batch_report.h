@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "../../common/config.h"
-#include "../../common/report.h"
-#include "../../common/svg_plot.h"
+#include "../../common/core/config.h"
+#include "../../common/kit/report.h"
+#include "../../common/kit/svg_plot.h"
 #include "arithmetic_intensity.h"
 #include "batch_benchmark.h"
 

@@ -9,7 +9,7 @@
 //
 // Nothing about a sequence's arithmetic depends on its neighbours in the
 // batch: every dot product adds its terms in the same order in a B-row
-// product as in a one-row one (common/kernels.h). So a sequence decoded in
+// product as in a one-row one (common/core/kernels.h). So a sequence decoded in
 // any batch gets the same logits, to the last bit, as decoded alone.
 #pragma once
 
@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "../../common/kv_cache.h"
-#include "../../common/matrix.h"
-#include "../../common/transformer.h"
+#include "../../common/core/kv_cache.h"
+#include "../../common/core/matrix.h"
+#include "../../common/core/transformer.h"
 #include "../02_kv_cache/cached_decoding.h"
 
 namespace kv {

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "../../common/kv_cache.h"
-#include "../../common/matrix.h"
-#include "../../common/transformer.h"
+#include "../../common/core/kv_cache.h"
+#include "../../common/core/matrix.h"
+#include "../../common/core/transformer.h"
 #include "batch_benchmark.h"
 
 namespace kv {

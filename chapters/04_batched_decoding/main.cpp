@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <iostream>
 
-#include "../../common/model_flags.h"
-#include "../../common/model_source.h"
-#include "../../common/output.h"
-#include "../../common/program.h"
+#include "../../common/kit/model_flags.h"
+#include "../../common/real_weights/model_source.h"
+#include "../../common/kit/output.h"
+#include "../../common/kit/program.h"
 #include "batch_benchmark.h"
 #include "batch_report.h"
 #include "memory_bandwidth.h"
@@ -18,7 +18,7 @@ using namespace kv;
 
 int main(int argc, char** argv) {
     return run_program("04_batched_decoding", [&] {
-        Config config;           // the book's demo model (common/config.h)
+        Config config;           // the book's demo model (common/core/config.h)
         std::uint64_t seed = 1;  // seed of the weights and the prompts
         int max_batch = 64;      // batch sizes 1, 2, 4, ... up to this
         int prompt_len = 32;     // longest prompt; each sequence's length is drawn from 1..this

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../../common/timing.h"
+#include "../../common/kit/timing.h"
 
 namespace kv {
 

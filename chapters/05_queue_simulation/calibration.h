@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "../../common/program.h"
-#include "../../common/timing.h"
-#include "../../common/transformer.h"
+#include "../../common/kit/program.h"
+#include "../../common/kit/timing.h"
+#include "../../common/core/transformer.h"
 #include "../04_batched_decoding/batched_decoding.h"
 #include "cost_model.h"
 

@@ -19,10 +19,10 @@
 #include <sstream>
 #include <string>
 
-#include "../../common/config.h"
-#include "../../common/flags.h"
-#include "../../common/program.h"
-#include "../../common/report.h"
+#include "../../common/core/config.h"
+#include "../../common/kit/flags.h"
+#include "../../common/kit/program.h"
+#include "../../common/kit/report.h"
 
 namespace kv {
 

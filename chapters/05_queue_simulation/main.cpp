@@ -4,9 +4,9 @@
 // what the people in the queue experienced.
 #include <iostream>
 
-#include "../../common/model_flags.h"
-#include "../../common/output.h"
-#include "../../common/program.h"
+#include "../../common/kit/model_flags.h"
+#include "../../common/kit/output.h"
+#include "../../common/kit/program.h"
 #include "calibration.h"
 #include "memory_budget.h"
 #include "queue_report.h"

@@ -22,10 +22,10 @@
 #include <span>
 #include <string>
 
-#include "../../common/checked.h"
-#include "../../common/config.h"
-#include "../../common/flags.h"
-#include "../../common/report.h"
+#include "../../common/core/checked.h"
+#include "../../common/core/config.h"
+#include "../../common/kit/flags.h"
+#include "../../common/kit/report.h"
 #include "../03_memory_arithmetic/memory_arithmetic.h"
 #include "workload.h"
 

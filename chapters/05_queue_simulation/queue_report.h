@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "../../common/report.h"
-#include "../../common/svg_plot.h"
+#include "../../common/kit/report.h"
+#include "../../common/kit/svg_plot.h"
 #include "calibration.h"
 #include "cost_model.h"
 #include "memory_budget.h"

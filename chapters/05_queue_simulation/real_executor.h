@@ -13,10 +13,10 @@
 #include <span>
 #include <vector>
 
-#include "../../common/generation.h"
-#include "../../common/kv_cache.h"
-#include "../../common/timing.h"
-#include "../../common/transformer.h"
+#include "../../common/core/generation.h"
+#include "../../common/core/kv_cache.h"
+#include "../../common/kit/timing.h"
+#include "../../common/core/transformer.h"
 #include "../01_naive_decoding/naive_decoding.h"
 #include "../02_kv_cache/cached_decoding.h"
 #include "../04_batched_decoding/batched_decoding.h"

@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../common/flags.h"
+#include "../../common/kit/flags.h"
 #include "cost_model.h"
 #include "memory_budget.h"
 #include "workload.h"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "../../common/program.h"
-#include "../../common/transformer.h"
+#include "../../common/kit/program.h"
+#include "../../common/core/transformer.h"
 #include "cost_model.h"
 #include "metrics.h"
 #include "real_executor.h"

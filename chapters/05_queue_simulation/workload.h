@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "../../common/flags.h"
-#include "../../common/report.h"
-#include "../../common/rng.h"
+#include "../../common/kit/flags.h"
+#include "../../common/kit/report.h"
+#include "../../common/core/rng.h"
 
 namespace kv {
 

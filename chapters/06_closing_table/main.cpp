@@ -6,10 +6,10 @@
 #include <map>
 #include <string>
 
-#include "../../common/flags.h"
-#include "../../common/output.h"
-#include "../../common/program.h"
-#include "../../common/report.h"
+#include "../../common/kit/flags.h"
+#include "../../common/kit/output.h"
+#include "../../common/kit/program.h"
+#include "../../common/kit/report.h"
 #include "saved_results.h"
 
 using namespace kv;

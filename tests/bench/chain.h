@@ -6,7 +6,7 @@
 // which is the point: fma_probe.cpp measures one, probes.cpp the other.
 #pragma once
 
-#include "../../common/timing.h"
+#include "../../common/kit/timing.h"
 
 namespace kv::bench {
 namespace {  // internal linkage: each file gets its own, compiled its own way

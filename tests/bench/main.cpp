@@ -8,10 +8,10 @@
 
 #include "../../chapters/04_batched_decoding/batch_report.h"
 #include "../../chapters/04_batched_decoding/memory_bandwidth.h"
-#include "../../common/flags.h"
-#include "../../common/output.h"
-#include "../../common/program.h"
-#include "../../common/report.h"
+#include "../../common/kit/flags.h"
+#include "../../common/kit/output.h"
+#include "../../common/kit/program.h"
+#include "../../common/kit/report.h"
 #include "probes.h"
 #include "workloads.h"
 

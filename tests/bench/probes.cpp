@@ -1,5 +1,5 @@
 // Built with the book's own flags (-ffp-contract=off): the probe's
-// acc * a + b stays a multiply and an add, as in common/kernels.cpp.
+// acc * a + b stays a multiply and an add, as in common/core/kernels.cpp.
 #include "probes.h"
 
 #include "chain.h"

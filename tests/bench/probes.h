@@ -9,7 +9,7 @@ namespace kv::bench {
 double peak_fma_flops();
 
 // The same with a separate multiply and add, as the book's kernels compute
-// (they are built with -ffp-contract=off; see common/kernels.h). On cores
+// (they are built with -ffp-contract=off; see common/core/kernels.h). On cores
 // with separate multiply and add pipes this equals the FMA peak; on others
 // it is half of it.
 double peak_mul_add_flops();

@@ -2,10 +2,10 @@
 
 #include <memory>
 
-#include "../../common/generation.h"
-#include "../../common/report.h"
-#include "../../common/timing.h"
-#include "../../common/transformer.h"
+#include "../../common/core/generation.h"
+#include "../../common/kit/report.h"
+#include "../../common/kit/timing.h"
+#include "../../common/core/transformer.h"
 
 namespace kv::bench {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "../../common/config.h"
+#include "../../common/core/config.h"
 
 namespace kv::bench {
 

@@ -1,6 +1,6 @@
 #include "checkpoint.h"
 
-#include "kernels.h"
+#include "../core/kernels.h"
 
 #include <array>
 #include <bit>
@@ -12,8 +12,8 @@
 #include <span>
 #include <stdexcept>
 
-#include "checked.h"
-#include "report.h"
+#include "../core/checked.h"
+#include "../kit/report.h"
 
 namespace kv {
 

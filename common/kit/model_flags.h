@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "config.h"
+#include "../core/config.h"
 #include "flags.h"
 
 namespace kv {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "rng.h"
-#include "timing.h"
+#include "../kit/timing.h"
 
 namespace kv {
 

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "checked.h"
+#include "../core/checked.h"
 #include "report.h"
 
 namespace kv {

@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "checkpoint.h"
-#include "generation.h"
-#include "model_flags.h"
-#include "report.h"
+#include "../core/generation.h"
+#include "../kit/model_flags.h"
+#include "../kit/report.h"
 
 namespace kv {
 

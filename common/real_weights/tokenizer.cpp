@@ -4,7 +4,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "checked.h"
+#include "../core/checked.h"
 #include "checkpoint.h"  // little-endian numbers and file sizes
 
 namespace kv {

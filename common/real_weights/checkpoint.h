@@ -35,8 +35,8 @@
 #include <string>
 #include <string_view>
 
-#include "config.h"
-#include "weights.h"
+#include "../core/config.h"
+#include "../core/weights.h"
 
 namespace kv {
 

@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "flags.h"
+#include "../core/config.h"
+#include "../kit/flags.h"
 #include "tokenizer.h"
-#include "transformer.h"
+#include "../core/transformer.h"
 
 namespace kv {
 
