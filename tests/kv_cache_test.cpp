@@ -73,3 +73,52 @@ TEST_CASE("bad forward calls are errors before anything is written") {
     CHECK(too_shallow.length() == 0);
     CHECK(too_long.length() == 0);
 }
+
+TEST_CASE("truncate keeps the first n positions and the next pass rebuilds the rest") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 4);
+    const std::vector<int> prompt = {3, 1, 4, 1, 5, 9}, last_three = {1, 5, 9};
+    KVCache fresh(c, 16);
+    const std::span<const float> fresh_logits = model.forward(prompt, fresh);
+    const std::vector<float> want(fresh_logits.begin(), fresh_logits.end());
+
+    // Fill with other tokens, truncate to the three that agree, then feed
+    // the last three: the same cache and the same logits as one fresh pass.
+    KVCache rebuilt(c, 16);
+    const std::vector<int> other = {3, 1, 4, 2, 7, 8, 6, 6};
+    model.forward(other, rebuilt);
+    rebuilt.truncate(3);
+    CHECK(rebuilt.length() == 3);
+    CHECK(rebuilt.bytes_used() == c.kv_bytes(3));
+    const std::span<const float> got = model.forward(last_three, rebuilt);
+    CHECK(std::vector<float>(got.begin(), got.end()) == want);
+    CHECK(rebuilt.length() == 6);
+    for (int l = 0; l < c.n_layers; ++l)
+        for (int pos = 0; pos < 6; ++pos)
+            for (int i = 0; i < c.kv_dim(); ++i) {
+                CHECK(rebuilt.key(l, pos)[i] == fresh.key(l, pos)[i]);
+                CHECK(rebuilt.value(l, pos)[i] == fresh.value(l, pos)[i]);
+            }
+    CHECK_THROWS_AS(rebuilt.truncate(7), std::out_of_range);
+    CHECK_THROWS_AS(rebuilt.truncate(-1), std::out_of_range);
+    rebuilt.truncate(0);
+    CHECK(rebuilt.length() == 0);
+}
+
+TEST_CASE("a pass over token lists and their caches equals one pass per sequence") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 6);
+    const std::vector<std::vector<int>> tokens = {{1, 2, 3}, {4}, {5, 6, 7, 8, 9}};
+    std::vector<KVCache> caches(tokens.size(), KVCache(c, 16));
+    const Matrix& together = model.forward(tokens, caches);
+    std::vector<std::vector<float>> rows;
+    for (int i = 0; i < 3; ++i) rows.emplace_back(together.row(i), together.row(i) + c.vocab_size);
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        KVCache alone(c, 16);
+        const std::span<const float> logits = model.forward(tokens[i], alone);
+        CHECK(std::vector<float>(logits.begin(), logits.end()) == rows[i]);
+        CHECK(caches[i].length() == static_cast<int>(tokens[i].size()));
+    }
+    std::vector<KVCache> too_few(2, KVCache(c, 16));
+    CHECK_THROWS_AS(model.forward(tokens, too_few), std::invalid_argument);
+}

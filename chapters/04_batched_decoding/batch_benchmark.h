@@ -130,7 +130,7 @@ class DecodeBench {
             prefilled_.emplace_back(model.config(),
                                     static_cast<int>(prompt.size()) + decode_steps(repeats));
         for (std::size_t first = 0; first < prompts.size(); first += group) {
-            std::vector<SequenceChunk> chunks;
+            std::vector<SequenceInput> chunks;
             for (std::size_t i = first; i < std::min(prompts.size(), first + group); ++i)
                 chunks.push_back({prompts[i], &prefilled_[i]});
             const Matrix& logits = model.forward(chunks);

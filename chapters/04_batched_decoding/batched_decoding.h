@@ -38,7 +38,7 @@ inline const Matrix& decode_batch(Transformer& model, std::span<const int> token
         throw std::invalid_argument("decode_batch: " + std::to_string(tokens.size()) +
                                     " tokens for " + std::to_string(caches.size()) + " caches");
     if (tokens.empty()) throw std::invalid_argument("decode_batch: the batch is empty");
-    std::vector<SequenceChunk> chunks;
+    std::vector<SequenceInput> chunks;
     chunks.reserve(tokens.size());
     for (std::size_t i = 0; i < tokens.size(); ++i)
         chunks.push_back({tokens.subspan(i, 1), caches[i]});

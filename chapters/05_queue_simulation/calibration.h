@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "../../common/core/transformer.h"
 #include "../../common/kit/program.h"
 #include "../../common/kit/timing.h"
-#include "../../common/core/transformer.h"
 #include "../04_batched_decoding/batched_decoding.h"
 #include "cost_model.h"
 
@@ -146,7 +146,7 @@ inline Probe pass_probe(Transformer& model, int count, int length) {
     p.run = [&model, count, tokens] {
         std::vector<KVCache> caches;
         caches.reserve(std::size_t(count));  // no reallocation: the chunks point into it
-        std::vector<SequenceChunk> chunks;
+        std::vector<SequenceInput> chunks;
         for (int i = 0; i < count; ++i) {
             caches.emplace_back(model.config(), int(tokens.size()));
             chunks.push_back({tokens, &caches.back()});
@@ -165,6 +165,7 @@ inline Probe decode_probe(Transformer& model, int batch, int context) {
     std::vector<KVCache*> caches;
     for (int i = 0; i < batch; ++i) {
         owned->push_back(std::make_unique<KVCache>(model.config(), context + 1));
+        owned->back()->commit(context);
         caches.push_back(owned->back().get());
     }
     Probe p;
@@ -173,10 +174,7 @@ inline Probe decode_probe(Transformer& model, int batch, int context) {
     p.point.x1 = batch;
     p.point.x2 = double(batch) * context;
     p.run = [&model, owned, caches, context] {
-        for (KVCache* c : caches) {
-            c->clear();
-            c->commit(context);
-        }
+        for (KVCache* c : caches) c->truncate(context);  // forget the last step's token
         const std::vector<int> tokens(caches.size(), 1);
         decode_batch(model, tokens, caches);
     };

@@ -15,8 +15,8 @@
 
 #include "../../common/core/generation.h"
 #include "../../common/core/kv_cache.h"
-#include "../../common/kit/timing.h"
 #include "../../common/core/transformer.h"
+#include "../../common/kit/timing.h"
 #include "../01_naive_decoding/naive_decoding.h"
 #include "../02_kv_cache/cached_decoding.h"
 #include "../04_batched_decoding/batched_decoding.h"
@@ -37,7 +37,7 @@ inline const Matrix& naive_batch_step(Transformer& model,
                                       std::span<const std::span<const int>> sequences) {
     std::vector<KVCache> scratch;
     scratch.reserve(sequences.size());  // no reallocation: the chunks point into it
-    std::vector<SequenceChunk> chunks;
+    std::vector<SequenceInput> chunks;
     for (std::span<const int> seq : sequences) {
         scratch.emplace_back(model.config(), int(seq.size()));
         chunks.push_back({seq, &scratch.back()});
@@ -79,8 +79,7 @@ class RealExecutor : public Executor {
                     // Answered, but its row still runs: it feeds its last
                     // cached token again at the same position, which
                     // rewrites the same key and value. Work, and no change.
-                    s.cache->clear();
-                    s.cache->commit(r.held - 1);
+                    s.cache->truncate(r.held - 1);
                     next_.push_back(s.tokens[std::size_t(r.held - 1)]);
                 } else {
                     next_.push_back(s.tokens.back());  // the newest token, not yet cached

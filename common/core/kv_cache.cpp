@@ -32,6 +32,13 @@ void KVCache::check_room(int n) const {
                                 std::to_string(n) + " more do not fit");
 }
 
+void KVCache::truncate(int n) {
+    if (n < 0 || n > length_)
+        throw std::out_of_range("KV cache truncate to " + std::to_string(n) + " positions, but " +
+                                std::to_string(length_) + " are filled");
+    length_ = n;
+}
+
 void KVCache::commit(int n) {
     check_room(n);
     length_ += n;

@@ -41,7 +41,10 @@ class KVCache {
     // Throws std::length_error if n more positions do not fit.
     void check_room(int n) const;
     void commit(int n);
-    void clear() { length_ = 0; }  // forget the sequence; keep the memory
+    // Keep positions 0..n-1 and forget the rest (their memory stays
+    // allocated): a preempted request's cache, or a context rebuilt to a
+    // chosen length. truncate(0) forgets the whole sequence.
+    void truncate(int n);
 
     int kv_dim() const { return kv_dim_; }
     int n_layers() const { return n_layers_; }

@@ -29,28 +29,39 @@ Transformer::Transformer(const Config& config, Weights weights)
 }
 
 std::span<const float> Transformer::forward(std::span<const int> tokens, KVCache& cache) {
-    const SequenceChunk chunk{tokens, &cache};
-    return forward(std::span(&chunk, 1)).row_span(0);
+    const SequenceInput input{tokens, &cache};
+    return forward(std::span(&input, 1)).row_span(0);
+}
+
+const Matrix& Transformer::forward(std::span<const std::vector<int>> tokens,
+                                   std::span<KVCache> caches) {
+    if (tokens.size() != caches.size())
+        throw std::invalid_argument("forward: " + std::to_string(tokens.size()) +
+                                    " token lists for " + std::to_string(caches.size()) +
+                                    " caches");
+    std::vector<SequenceInput> inputs;
+    for (std::size_t i = 0; i < tokens.size(); ++i) inputs.push_back({tokens[i], &caches[i]});
+    return forward(inputs);
 }
 
 // Everything is checked before anything is written, so a bad call leaves
 // every cache as it was.
-void Transformer::check(std::span<const SequenceChunk> chunks) const {
-    if (chunks.empty()) throw std::invalid_argument("forward: no sequences given");
+void Transformer::check(std::span<const SequenceInput> inputs) const {
+    if (inputs.empty()) throw std::invalid_argument("forward: no sequences given");
     std::set<const KVCache*> seen;
-    for (const SequenceChunk& chunk : chunks) {
-        if (chunk.cache == nullptr) throw std::invalid_argument("forward: missing KV cache");
-        if (!seen.insert(chunk.cache).second)
+    for (const SequenceInput& input : inputs) {
+        if (input.cache == nullptr) throw std::invalid_argument("forward: missing KV cache");
+        if (!seen.insert(input.cache).second)
             throw std::invalid_argument("forward: one KV cache given twice in a batch");
         // A cache of another shape would be read and written out of bounds.
-        if (chunk.cache->kv_dim() != config_.kv_dim() ||
-            chunk.cache->n_layers() != config_.n_layers ||
-            chunk.cache->capacity() > config_.max_seq)
+        if (input.cache->kv_dim() != config_.kv_dim() ||
+            input.cache->n_layers() != config_.n_layers ||
+            input.cache->capacity() > config_.max_seq)
             throw std::invalid_argument("forward: KV cache made for another model shape");
-        if (chunk.tokens.empty())
+        if (input.tokens.empty())
             throw std::invalid_argument("forward: a sequence has no new tokens");
-        chunk.cache->check_room(static_cast<int>(chunk.tokens.size()));
-        for (int token : chunk.tokens)
+        input.cache->check_room(static_cast<int>(input.tokens.size()));
+        for (int token : input.tokens)
             if (token < 0 || token >= config_.vocab_size)
                 throw std::out_of_range("forward: token " + std::to_string(token) +
                                         " outside the vocabulary 0.." +
@@ -58,17 +69,17 @@ void Transformer::check(std::span<const SequenceChunk> chunks) const {
     }
 }
 
-const Matrix& Transformer::forward(std::span<const SequenceChunk> chunks) {
-    check(chunks);
+const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
+    check(inputs);
     const Config& c = config_;
     int rows = 0;
-    for (const SequenceChunk& chunk : chunks) rows += static_cast<int>(chunk.tokens.size());
+    for (const SequenceInput& input : inputs) rows += static_cast<int>(input.tokens.size());
     for (Matrix* m : {&x_, &xb_, &q_, &k_, &v_, &att_, &proj_, &gate_, &up_}) m->resize_rows(rows);
 
     // Token embedding: row r of x is the vector of the r-th new token.
     int r = 0;
-    for (const SequenceChunk& chunk : chunks)
-        for (int token : chunk.tokens) {
+    for (const SequenceInput& input : inputs)
+        for (int token : input.tokens) {
             const float* e = weights_.token_embedding.row(token);
             std::copy(e, e + c.dim, x_.row(r++));
         }
@@ -81,10 +92,14 @@ const Matrix& Transformer::forward(std::span<const SequenceChunk> chunks) {
         matmul(xb_, w.wq, q_);
         matmul(xb_, w.wk, k_);
         matmul(xb_, w.wv, v_);
+        // The new keys and values join each sequence's cache first, so that
+        // each new token attends to itself and to the new tokens before it,
+        // exactly as in a pass over the whole sequence.
         int first_row = 0;
-        for (const SequenceChunk& chunk : chunks) {
-            attention(chunk, first_row, l);
-            first_row += static_cast<int>(chunk.tokens.size());
+        for (const SequenceInput& input : inputs) {
+            append_to_cache(input, first_row, l);
+            attention(input, first_row, l);
+            first_row += static_cast<int>(input.tokens.size());
         }
         matmul(att_, w.wo, proj_);
         for (std::size_t i = 0; i < std::size_t(rows) * c.dim; ++i) x_.data[i] += proj_.data[i];
@@ -101,40 +116,49 @@ const Matrix& Transformer::forward(std::span<const SequenceChunk> chunks) {
 
     // Only the last token of each sequence needs logits: it is the one whose
     // next token we are about to choose.
-    const int n_chunks = static_cast<int>(chunks.size());
-    last_.resize_rows(n_chunks);
-    logits_.resize_rows(n_chunks);
+    const int n_inputs = static_cast<int>(inputs.size());
+    last_.resize_rows(n_inputs);
+    logits_.resize_rows(n_inputs);
     int last_row = -1;
-    for (int i = 0; i < n_chunks; ++i) {
-        last_row += static_cast<int>(chunks[i].tokens.size());
+    for (int i = 0; i < n_inputs; ++i) {
+        last_row += static_cast<int>(inputs[i].tokens.size());
         rmsnorm(last_.row_span(i), x_.row_span(last_row), weights_.final_norm);
     }
     matmul(last_, weights_.output, logits_);
 
-    for (const SequenceChunk& chunk : chunks)
-        chunk.cache->commit(static_cast<int>(chunk.tokens.size()));
+    for (const SequenceInput& input : inputs)
+        input.cache->commit(static_cast<int>(input.tokens.size()));
     positions_processed_ += static_cast<std::uint64_t>(rows);
     return logits_;
 }
 
-// Attention for one sequence's new rows at one layer. Their keys and values
-// join the cache first, so that each new token also attends to itself and
-// to the new tokens before it, exactly as in a pass over the whole sequence.
-void Transformer::attention(const SequenceChunk& chunk, int first_row, int layer) {
+// RoPE turns each new query and key by its absolute position (a token must
+// be rotated by where it really is, not by where it is in this pass); the
+// rotated keys and the values are then written into the cache at
+// positions length()..length()+n-1. forward() commits them once every
+// layer has written its own.
+void Transformer::append_to_cache(const SequenceInput& input, int first_row, int layer) {
+    const int kv_dim = config_.kv_dim();
+    const int start = input.cache->length();
+    KVCache& cache = *input.cache;
+    for (int t = 0; t < static_cast<int>(input.tokens.size()); ++t) {
+        const int pos = start + t;
+        const int row = first_row + t;
+        rope_.apply(q_.row_span(row), pos);
+        rope_.apply(k_.row_span(row), pos);
+        std::copy(k_.row(row), k_.row(row) + kv_dim, cache.key(layer, pos));
+        std::copy(v_.row(row), v_.row(row) + kv_dim, cache.value(layer, pos));
+    }
+}
+
+// Attention for one sequence's new rows at one layer, over every position
+// its cache holds up to each row's own (causal).
+void Transformer::attention(const SequenceInput& input, int first_row, int layer) {
     const Config& c = config_;
     const int hs = c.head_size();
-    const int start = chunk.cache->length();
-    const int n_new = static_cast<int>(chunk.tokens.size());
-    KVCache& cache = *chunk.cache;
-
-    for (int t = 0; t < n_new; ++t) {
-        const int pos = start + t;  // absolute position: RoPE must see where the token really is
-        rope_.apply(q_.row_span(first_row + t), pos);
-        rope_.apply(k_.row_span(first_row + t), pos);
-        std::copy(k_.row(first_row + t), k_.row(first_row + t) + c.kv_dim(), cache.key(layer, pos));
-        std::copy(v_.row(first_row + t), v_.row(first_row + t) + c.kv_dim(),
-                  cache.value(layer, pos));
-    }
+    const int start = input.cache->length();
+    const int n_new = static_cast<int>(input.tokens.size());
+    const KVCache& cache = *input.cache;
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
     for (int t = 0; t < n_new; ++t) {

@@ -18,9 +18,9 @@
 
 namespace kv {
 
-// New tokens of one sequence, and that sequence's cache. The tokens go to
-// positions cache->length() onwards.
-struct SequenceChunk {
+// One sequence's part of a forward pass: its new tokens and its cache. The
+// tokens go to positions cache->length() onwards.
+struct SequenceInput {
     std::span<const int> tokens;
     KVCache* cache;
 };
@@ -39,7 +39,11 @@ class Transformer {
     // The same for several sequences at once. The weight products run once
     // over all their rows together; attention runs per sequence over its own
     // cache. Row i of the result holds the logits after chunk i's last token.
-    const Matrix& forward(std::span<const SequenceChunk> chunks);
+    const Matrix& forward(std::span<const SequenceInput> inputs);
+
+    // The same, for sequences given as token lists beside their caches:
+    // tokens[i] joins caches[i].
+    const Matrix& forward(std::span<const std::vector<int>> tokens, std::span<KVCache> caches);
 
     const Config& config() const { return config_; }
     const Weights& weights() const { return weights_; }
@@ -49,8 +53,9 @@ class Transformer {
     std::uint64_t positions_processed() const { return positions_processed_; }
 
   private:
-    void check(std::span<const SequenceChunk> chunks) const;
-    void attention(const SequenceChunk& chunk, int first_row, int layer);
+    void check(std::span<const SequenceInput> inputs) const;
+    void append_to_cache(const SequenceInput& input, int first_row, int layer);
+    void attention(const SequenceInput& input, int first_row, int layer);
 
     Config config_;
     Weights weights_;

@@ -53,7 +53,7 @@ Measurement decode(Transformer& model, int batch, int repeats, const Limits& lim
         model.forward(fixed_prompt(kContext, c.vocab_size, 100 + b), *caches.back());
         tokens[b] = b % c.vocab_size;
     }
-    std::vector<SequenceChunk> chunks;
+    std::vector<SequenceInput> chunks;
     for (int b = 0; b < batch; ++b) chunks.push_back({std::span(&tokens[b], 1), caches[b].get()});
     // Each call appends one position to every cache: warm-up + repeats fit by construction.
     const double seconds = median_seconds(repeats, [&] { model.forward(chunks); });
@@ -74,7 +74,7 @@ Measurement prefill(Transformer& model, int repeats, const Limits& limits) {
     const std::vector<int> prompt = fixed_prompt(kPrefill, c.vocab_size, 7);
     KVCache cache(c, kPrefill);
     const double seconds = median_seconds(std::max(3, repeats / 4), [&] {
-        cache.clear();
+        cache.truncate(0);
         model.forward(prompt, cache);
     });
     Measurement m;
