@@ -59,6 +59,20 @@ TEST_CASE("parameter count worked out by hand") {
     // layer: norms 8, wq 16, wo 16, wk 8, wv 8, w1 24, w2 24, w3 24 = 128
     CHECK(c.parameter_count() == 40 + 40 + 4 + 128);
     CHECK(c.weight_bytes() == 4 * 212);
+    // A pass reads all but the embedding (40, looked up): 172 numbers, of
+    // which the norms (2 x 4 + 4 = 12) are not matrices.
+    CHECK(c.lookup_only_parameters() == 40);
+    CHECK(c.weight_bytes_read_per_pass() == 4 * 172);
+    CHECK(c.multiplied_parameters() == 160);
+}
+
+TEST_CASE("a shared output table is read in full by every pass") {
+    Config c = test::hand_sized_config();
+    c.shared_output = true;  // the embedding is the output projection: 40 numbers fewer
+    CHECK(c.parameter_count() == 40 + 4 + 128);
+    CHECK(c.lookup_only_parameters() == 0);
+    CHECK(c.weight_bytes_read_per_pass() == c.weight_bytes());  // nothing is lookup-only
+    CHECK(c.multiplied_parameters() == 160);                    // the same matrices are multiplied
 }
 
 TEST_CASE("kv bytes per token: 2 x layers x kv heads x head size x bytes") {

@@ -104,3 +104,16 @@ TEST_CASE("calibration on a tiny model gives usable coefficients") {
     CHECK(cal.cost.decode_seconds(1, 10) > 0);
     CHECK(cal.cost.model == c.describe());
 }
+
+TEST_CASE("the analytic step reads the output table when it is the embedding") {
+    Config separate = test::hand_sized_config();
+    Config shared = separate;
+    shared.shared_output = true;
+    // Both read the same bytes: the separate table is only looked up, and
+    // the shared one is read once, as the output projection.
+    const double bytes = double(separate.weight_bytes_read_per_pass());
+    CHECK(bytes == 4.0 * 172);
+    CHECK(double(shared.weight_bytes_read_per_pass()) == bytes);
+    CHECK(analytic_cost_model(separate).step_fixed == bytes / kAnalyticBytesPerSecond);
+    CHECK(analytic_cost_model(shared).step_fixed == bytes / kAnalyticBytesPerSecond);
+}

@@ -19,18 +19,11 @@
 
 namespace kv {
 
-// Weights a token is multiplied by in one step: per layer wq, wk, wv, wo,
-// w1, w2, w3, then the output projection. Left out: the embedding table (a
-// lookup of B rows, not a product) and the RMSNorm scales (2 x dim numbers
-// per layer and dim for the final norm, a rounding error next to the
-// matrices).
+// Weights a token is multiplied by in one step (Config::multiplied_parameters:
+// the matrices, not the embedding lookup nor the RMSNorm scales, a rounding
+// error next to the matrices).
 inline std::uint64_t multiplied_parameters(const Config& c) {
-    const std::uint64_t d = std::uint64_t(c.dim);
-    const std::uint64_t norms = (2 * std::uint64_t(c.n_layers) + 1) * d;
-    // A separate embedding table is only looked up; a shared one is also the
-    // output projection, which is multiplied.
-    const std::uint64_t lookup_only = c.shared_output ? 0 : std::uint64_t(c.vocab_size) * d;
-    return c.parameter_count() - norms - lookup_only;
+    return c.multiplied_parameters();
 }
 
 // Bytes of float32 weights one decode step must read, at any batch size.

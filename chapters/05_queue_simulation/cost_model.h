@@ -65,9 +65,8 @@ inline CostModel analytic_cost_model(const Config& c) {
         2.0 * c.n_layers *  // per row: wq, wo, wk, wv, w1, w2, w3
         (2.0 * c.dim * c.dim + 2.0 * c.dim * c.kv_dim() + 3.0 * c.dim * c.ffn_dim);
     const double output_flops = 2.0 * c.vocab_size * c.dim;  // logits of one row
-    // Every weight but the embedding (a lookup) is read once per pass.
-    const double weights_read =
-        double(c.weight_bytes()) - double(c.vocab_size) * c.dim * sizeof(float);
+    // Every weight but a lookup-only embedding is read once per pass.
+    const double weights_read = double(c.weight_bytes_read_per_pass());
     // One query against one cached position: scores and weighted values in
     // every layer (4 dim flops), and that position's keys and values read.
     const double per_pair = 4.0 * c.dim * c.n_layers / F + double(c.kv_bytes_per_token()) / B;

@@ -57,6 +57,20 @@ std::uint64_t Config::weight_bytes() const {
     return checked_mul(parameter_count(), sizeof(float), "weight bytes");
 }
 
+std::uint64_t Config::lookup_only_parameters() const {
+    return shared_output ? 0 : checked_mul(std::uint64_t(vocab_size), std::uint64_t(dim), "table");
+}
+
+std::uint64_t Config::weight_bytes_read_per_pass() const {
+    return checked_mul(parameter_count() - lookup_only_parameters(), sizeof(float),
+                       "weight bytes read per pass");
+}
+
+std::uint64_t Config::multiplied_parameters() const {
+    const std::uint64_t norms = (2 * std::uint64_t(n_layers) + 1) * std::uint64_t(dim);
+    return parameter_count() - lookup_only_parameters() - norms;
+}
+
 std::uint64_t Config::kv_bytes_per_token(std::uint64_t bytes_per_number) const {
     const char* what = "KV cache bytes per token";
     std::uint64_t bytes = checked_mul(2, std::uint64_t(n_layers), what);

@@ -35,6 +35,16 @@ struct Config {
     std::uint64_t parameter_count() const;
     std::uint64_t weight_bytes() const;  // float32 weights
 
+    // What one forward pass reads and multiplies, whatever its row count.
+    // A separate embedding table is only looked up (one row per token); a
+    // shared one is also the output projection, so it is read in full.
+    std::uint64_t lookup_only_parameters() const;      // vocab x dim, or 0 when shared
+    std::uint64_t weight_bytes_read_per_pass() const;  // every weight but a lookup-only table
+    // The matrices a token is multiplied by: wq, wk, wv, wo, w1, w2, w3 per
+    // layer and the output projection (the RMSNorm scales are read but are
+    // not matrices: 2 x dim numbers per layer and dim for the final norm).
+    std::uint64_t multiplied_parameters() const;
+
     // The book's memory formula: keys and values (2) x layers x KV heads x
     // head size x bytes per number, for one token.
     std::uint64_t kv_bytes_per_token(std::uint64_t bytes_per_number = sizeof(float)) const;
