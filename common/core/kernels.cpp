@@ -1,5 +1,6 @@
 #include "kernels.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdint>
@@ -141,14 +142,20 @@ void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride,
 
 void weighted_sum(const float* weights, int n_rows, const float* rows, std::size_t stride,
                   int width, float* out) {
+    std::fill(out, out + width, 0.0f);  // each sum then starts from 0, as a plain loop's does
+    weighted_sum_add(weights, n_rows, rows, stride, width, out);
+}
+
+void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::size_t stride,
+                      int width, float* out) {
     int d = 0;
     for (; d + kLanes <= width; d += kLanes) {
-        Lanes acc = {};
+        Lanes acc = load(out + d);
         for (int j = 0; j < n_rows; ++j) acc += weights[j] * load(rows + j * stride + d);
         std::memcpy(out + d, &acc, sizeof acc);
     }
     for (; d < width; ++d) {
-        float acc = 0.0f;
+        float acc = out[d];
         for (int j = 0; j < n_rows; ++j) acc += weights[j] * rows[j * stride + d];
         out[d] = acc;
     }

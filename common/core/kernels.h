@@ -37,6 +37,14 @@ void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride,
 void weighted_sum(const float* weights, int n_rows, const float* rows, std::size_t stride,
                   int width, float* out);
 
+// The same, but adding to what out already holds: out[d] += the terms, in
+// the order j = 0, 1, 2, .... Started from zero and called on consecutive
+// runs of rows (the blocks of a paged cache), it gives exactly what one
+// weighted_sum over all of them gives, because each output is still one
+// sum taken in row order.
+void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::size_t stride,
+                      int width, float* out);
+
 // y (x.rows, w.rows) = x (rows, in) times w (out, in) transposed: each output
 // y[i][j] is the dot product of input row i with weight row j. Weights are
 // stored (out, in) as in Llama, so each output reads one contiguous row.

@@ -32,6 +32,11 @@ void KVCache::check_room(int n) const {
                                 std::to_string(n) + " more do not fit");
 }
 
+void KVCache::runs(int layer, int positions, std::vector<KVRun>& out) const {
+    out.clear();
+    out.push_back({key(layer, 0), value(layer, 0), positions});
+}
+
 void KVCache::truncate(int n) {
     if (n < 0 || n > length_)
         throw std::out_of_range("KV cache truncate to " + std::to_string(n) + " positions, but " +

@@ -1,28 +1,30 @@
-// One sequence's key/value store: the KV cache.
+// One sequence's key/value store: the KV cache, in one contiguous array.
 //
-// Attention at position t needs the keys and values of every position
-// before it. They depend only on the tokens at those positions, so instead
-// of recomputing them for every new token, a server computes each once and
-// keeps it here.
+// Attention at position t needs the keys and values of every position up
+// to t. Those of position j depend on tokens 0..j (from the second layer on,
+// attention has mixed the earlier tokens in) and never on a later token, so
+// they do not change as the sequence grows: a server computes each once and
+// keeps it here instead of recomputing it for every new token.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "config.h"
+#include "kv_store.h"
 #include "matrix.h"
 
 namespace kv {
 
-class KVCache {
+class KVCache final : public KVStore {
   public:
     // Room for `capacity` positions (at most config.max_seq), allocated and
     // zeroed now: the whole possible context is reserved up front.
     KVCache(const Config& config, int capacity);
     explicit KVCache(const Config& config) : KVCache(config, config.max_seq) {}
 
-    int length() const { return length_; }      // positions 0..length-1 are filled
-    int capacity() const { return capacity_; }  // positions it can hold
+    int length() const override { return length_; }      // positions 0..length-1 are filled
+    int capacity() const override { return capacity_; }  // positions it can hold
     int remaining() const { return capacity_ - length_; }
 
     // Bytes of keys and values written so far, and bytes allocated (read off
@@ -33,21 +35,25 @@ class KVCache {
     // Key and value vectors (kv_dim numbers) of one layer at one position.
     // The forward pass writes positions length()..length()+n-1, then
     // commit(n) makes them part of the cache.
-    float* key(int layer, int pos) { return keys_.data() + offset(layer, pos); }
-    float* value(int layer, int pos) { return values_.data() + offset(layer, pos); }
+    float* key(int layer, int pos) override { return keys_.data() + offset(layer, pos); }
+    float* value(int layer, int pos) override { return values_.data() + offset(layer, pos); }
     const float* key(int layer, int pos) const { return keys_.data() + offset(layer, pos); }
     const float* value(int layer, int pos) const { return values_.data() + offset(layer, pos); }
 
     // Throws std::length_error if n more positions do not fit.
-    void check_room(int n) const;
-    void commit(int n);
+    void check_room(int n) const override;
+    void reserve(int n) override { check_room(n); }  // the room is there from the start
+    void commit(int n) override;
     // Keep positions 0..n-1 and forget the rest (their memory stays
     // allocated): a preempted request's cache, or a context rebuilt to a
     // chosen length. truncate(0) forgets the whole sequence.
-    void truncate(int n);
+    void truncate(int n) override;
 
-    int kv_dim() const { return kv_dim_; }
-    int n_layers() const { return n_layers_; }
+    // One run: every position of a layer, kv_dim numbers apart.
+    void runs(int layer, int positions, std::vector<KVRun>& out) const override;
+
+    int kv_dim() const override { return kv_dim_; }
+    int n_layers() const override { return n_layers_; }
 
   private:
     std::size_t offset(int layer, int pos) const {

@@ -1,5 +1,6 @@
 #include "transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -28,7 +29,7 @@ Transformer::Transformer(const Config& config, Weights weights)
     scores_.resize(c.max_seq);
 }
 
-std::span<const float> Transformer::forward(std::span<const int> tokens, KVCache& cache) {
+std::span<const float> Transformer::forward(std::span<const int> tokens, KVStore& cache) {
     const SequenceInput input{tokens, &cache};
     return forward(std::span(&input, 1)).row_span(0);
 }
@@ -48,7 +49,7 @@ const Matrix& Transformer::forward(std::span<const std::vector<int>> tokens,
 // every cache as it was.
 void Transformer::check(std::span<const SequenceInput> inputs) const {
     if (inputs.empty()) throw std::invalid_argument("forward: no sequences given");
-    std::set<const KVCache*> seen;
+    std::set<const KVStore*> seen;
     for (const SequenceInput& input : inputs) {
         if (input.cache == nullptr) throw std::invalid_argument("forward: missing KV cache");
         if (!seen.insert(input.cache).second)
@@ -69,8 +70,24 @@ void Transformer::check(std::span<const SequenceInput> inputs) const {
     }
 }
 
+// Room for every new position is taken before anything is written. A paged
+// cache may find its pool short only when the sequences before it in the
+// same pass have taken blocks: then they give them back, and the pass
+// throws with every cache as it was.
+void Transformer::reserve(std::span<const SequenceInput> inputs) {
+    std::size_t done = 0;
+    try {
+        for (; done < inputs.size(); ++done)
+            inputs[done].cache->reserve(static_cast<int>(inputs[done].tokens.size()));
+    } catch (...) {
+        for (std::size_t i = 0; i < done; ++i) inputs[i].cache->truncate(inputs[i].cache->length());
+        throw;
+    }
+}
+
 const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
     check(inputs);
+    reserve(inputs);
     const Config& c = config_;
     int rows = 0;
     for (const SequenceInput& input : inputs) rows += static_cast<int>(input.tokens.size());
@@ -140,7 +157,7 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
 void Transformer::append_to_cache(const SequenceInput& input, int first_row, int layer) {
     const int kv_dim = config_.kv_dim();
     const int start = input.cache->length();
-    KVCache& cache = *input.cache;
+    KVStore& cache = *input.cache;
     for (int t = 0; t < static_cast<int>(input.tokens.size()); ++t) {
         const int pos = start + t;
         const int row = first_row + t;
@@ -152,13 +169,17 @@ void Transformer::append_to_cache(const SequenceInput& input, int first_row, int
 }
 
 // Attention for one sequence's new rows at one layer, over every position
-// its cache holds up to each row's own (causal).
+// its cache holds up to each row's own (causal). The cached positions come
+// as runs (one for a contiguous cache, one per block for a paged one); each
+// score is its own dot product, and each output sums the runs' values in
+// position order, so the runs change nothing in the numbers.
 void Transformer::attention(const SequenceInput& input, int first_row, int layer) {
     const Config& c = config_;
     const int hs = c.head_size();
+    const std::size_t stride = std::size_t(c.kv_dim());  // from one position to the next
     const int start = input.cache->length();
     const int n_new = static_cast<int>(input.tokens.size());
-    const KVCache& cache = *input.cache;
+    input.cache->runs(layer, start + n_new, runs_);
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
     for (int t = 0; t < n_new; ++t) {
@@ -167,14 +188,26 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
             const int kv_head = h / c.group_size();  // grouped-query attention
             const float* q = q_.row(first_row + t) + h * hs;
             std::span<float> scores(scores_.data(), pos + 1);
-            // Keys of positions 0..pos sit kv_dim apart in the cache.
-            dot_rows(q, cache.key(layer, 0) + kv_head * hs, pos + 1, std::size_t(c.kv_dim()), hs,
-                     scores.data());
+            int done = 0;  // positions scored so far
+            for (const KVRun& run : runs_) {
+                const int n = std::min(run.positions, pos + 1 - done);
+                if (n <= 0) break;
+                dot_rows(q, run.keys + kv_head * hs, n, stride, hs, scores.data() + done);
+                done += n;
+            }
             for (float& s : scores) s *= scale;
             softmax(scores);
             // The head's output: the values of positions 0..pos, weighted by the scores.
-            weighted_sum(scores.data(), pos + 1, cache.value(layer, 0) + kv_head * hs,
-                         std::size_t(c.kv_dim()), hs, att_.row(first_row + t) + h * hs);
+            float* out = att_.row(first_row + t) + h * hs;
+            std::fill(out, out + hs, 0.0f);
+            done = 0;
+            for (const KVRun& run : runs_) {
+                const int n = std::min(run.positions, pos + 1 - done);
+                if (n <= 0) break;
+                weighted_sum_add(scores.data() + done, n, run.values + kv_head * hs, stride, hs,
+                                 out);
+                done += n;
+            }
         }
     }
 }

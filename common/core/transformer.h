@@ -13,6 +13,7 @@
 #include "config.h"
 #include "kernels.h"
 #include "kv_cache.h"
+#include "kv_store.h"
 #include "matrix.h"
 #include "weights.h"
 
@@ -22,7 +23,7 @@ namespace kv {
 // tokens go to positions cache->length() onwards.
 struct SequenceInput {
     std::span<const int> tokens;
-    KVCache* cache;
+    KVStore* cache;  // contiguous (KVCache) or paged (PagedKVCache)
 };
 
 class Transformer {
@@ -34,7 +35,7 @@ class Transformer {
     // The forward pass for one sequence: appends the keys and values of
     // `tokens` to `cache` and returns the logits (vocab numbers) after the
     // last of them: the scores of every possible next token.
-    std::span<const float> forward(std::span<const int> tokens, KVCache& cache);
+    std::span<const float> forward(std::span<const int> tokens, KVStore& cache);
 
     // The same for several sequences at once. The weight products run once
     // over all their rows together; attention runs per sequence over its own
@@ -54,6 +55,7 @@ class Transformer {
 
   private:
     void check(std::span<const SequenceInput> inputs) const;
+    void reserve(std::span<const SequenceInput> inputs);
     void append_to_cache(const SequenceInput& input, int first_row, int layer);
     void attention(const SequenceInput& input, int first_row, int layer);
 
@@ -75,6 +77,7 @@ class Transformer {
     Matrix last_;                // (chunks, dim)  the normalized last row of each chunk
     Matrix logits_;              // (chunks, vocab)
     std::vector<float> scores_;  // (max_seq) attention scores of one head
+    std::vector<KVRun> runs_;    // where one sequence's cached positions sit, in order
 };
 
 // Greedy decoding picks the highest-scoring token; ties go to the lowest id.

@@ -1,0 +1,73 @@
+// The paged KV cache's memory: one pool of fixed-size blocks, allocated once.
+//
+// A block holds the keys and values of B consecutive positions of one
+// sequence, in every layer. A sequence owns a list of blocks (its block
+// table, paged_kv_cache.h) instead of one array sized for its longest
+// possible context, so it holds at most B - 1 positions it does not use.
+// This is how the operating system pages virtual memory, and how vLLM's
+// PagedAttention (Kwon et al., SOSP 2023) stores the KV cache.
+//
+// The pool only hands out blocks and takes them back; which sequence gets
+// one, and who must give one up when none is free, is the block manager's
+// business (chapter 07). A block may be shared (chapter 08): it counts its
+// owners, and returns to the free list when the last one lets go.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "config.h"
+#include "matrix.h"
+
+namespace kv {
+
+class BlockPool {
+  public:
+    // `blocks` blocks of `block_size` positions for `config`'s layers and
+    // KV heads, allocated and zeroed now.
+    BlockPool(const Config& config, int block_size, int blocks);
+
+    int block_size() const { return block_size_; }
+    int blocks() const { return blocks_; }
+    int free_blocks() const { return static_cast<int>(free_.size()); }
+    int used_blocks() const { return blocks_ - free_blocks(); }
+    int n_layers() const { return n_layers_; }
+    int kv_dim() const { return kv_dim_; }
+    std::uint64_t bytes_allocated() const;  // the whole pool
+    std::uint64_t bytes_per_block() const;  // keys and values, every layer
+    static std::uint64_t bytes_per_block(const Config& config, int block_size);
+
+    // Takes a free block (its owner count becomes 1); throws
+    // std::length_error when none is free.
+    int allocate();
+    // One more owner of a block in use (a shared prefix, chapter 08).
+    void share(int block);
+    // One owner lets go; at zero owners the block is free again.
+    void release(int block);
+    int owners(int block) const { return owners_.at(std::size_t(block)); }
+
+    // The first of block_size consecutive key (value) vectors of one layer.
+    float* keys(int block, int layer) { return keys_.data() + offset(block, layer); }
+    float* values(int block, int layer) { return values_.data() + offset(block, layer); }
+    const float* keys(int block, int layer) const { return keys_.data() + offset(block, layer); }
+    const float* values(int block, int layer) const {
+        return values_.data() + offset(block, layer);
+    }
+
+  private:
+    std::size_t offset(int block, int layer) const {
+        return (std::size_t(block) * n_layers_ + layer) * std::size_t(block_size_) * kv_dim_;
+    }
+    void check_in_use(int block, const char* what) const;
+
+    int n_layers_;
+    int kv_dim_;
+    int block_size_;
+    int blocks_;
+    std::vector<int> owners_;  // (blocks) sequences holding each block; 0 = free
+    std::vector<int> free_;    // free block ids; the next one handed out is at the back
+    AlignedFloats keys_;       // (block, layer, block_size, kv_dim)
+    AlignedFloats values_;     // (block, layer, block_size, kv_dim)
+};
+
+}  // namespace kv

@@ -1,0 +1,140 @@
+#include "paged_kv_cache.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace kv {
+
+PagedKVCache::PagedKVCache(BlockPool& pool, int capacity) : pool_(&pool), capacity_(capacity) {
+    if (capacity < 1)
+        throw std::invalid_argument("paged KV cache capacity must be at least 1, got " +
+                                    std::to_string(capacity));
+}
+
+PagedKVCache::~PagedKVCache() {
+    if (pool_ != nullptr) truncate_to_nothing();
+}
+
+PagedKVCache::PagedKVCache(PagedKVCache&& other) noexcept
+    : pool_(other.pool_),
+      capacity_(other.capacity_),
+      length_(other.length_),
+      copies_(other.copies_),
+      table_(std::move(other.table_)) {
+    other.pool_ = nullptr;  // the moved-from cache owns nothing
+    other.table_.clear();
+    other.length_ = 0;
+}
+
+void PagedKVCache::truncate_to_nothing() {
+    for (int block : table_) pool_->release(block);
+    table_.clear();
+    length_ = 0;
+}
+
+PagedKVCache PagedKVCache::fork() const {
+    PagedKVCache twin(*pool_, capacity_);
+    twin.adopt(std::span(table_.data(), std::size_t(blocks_for(length_))), length_);
+    return twin;
+}
+
+void PagedKVCache::adopt(std::span<const int> blocks, int positions) {
+    if (length_ != 0 || !table_.empty())
+        throw std::logic_error("adopt: the sequence already holds positions");
+    if (positions < 0 || positions > capacity_ ||
+        static_cast<int>(blocks.size()) != blocks_for(positions))
+        throw std::invalid_argument("adopt: " + std::to_string(blocks.size()) +
+                                    " blocks do not hold exactly " + std::to_string(positions) +
+                                    " positions");
+    for (int block : blocks) pool_->share(block);  // checks each is in use
+    table_.assign(blocks.begin(), blocks.end());
+    length_ = positions;
+}
+
+int PagedKVCache::blocks_for(int positions) const {
+    return (positions + block_size() - 1) / block_size();
+}
+
+bool PagedKVCache::last_block_shared() const {
+    return length_ % block_size() != 0 &&
+           pool_->owners(table_[std::size_t(length_ / block_size())]) > 1;
+}
+
+int PagedKVCache::blocks_needed(int n) const {
+    const int more = std::max(0, blocks_for(length_ + n) - static_cast<int>(table_.size()));
+    return more + (n > 0 && last_block_shared() ? 1 : 0);
+}
+
+void PagedKVCache::check_room(int n) const {
+    if (n < 0 || n > capacity_ - length_)
+        throw std::length_error("KV cache full: " + std::to_string(length_) + " of " +
+                                std::to_string(capacity_) + " positions used, " +
+                                std::to_string(n) + " more do not fit");
+    const int need = blocks_needed(n);
+    if (need > pool_->free_blocks())
+        throw std::length_error("block pool full: " + std::to_string(n) + " more positions need " +
+                                std::to_string(need) + " blocks, " +
+                                std::to_string(pool_->free_blocks()) + " are free");
+}
+
+void PagedKVCache::reserve(int n) {
+    check_room(n);  // after this, every allocate below succeeds
+    if (n > 0 && last_block_shared()) {
+        // Copy-on-write: the positions already in the shared block are
+        // copied into a block of our own, and the new ones go there.
+        const std::size_t slot = std::size_t(length_ / block_size());
+        const int shared = table_[slot];
+        const int own = pool_->allocate();
+        const std::size_t numbers = std::size_t(length_ % block_size()) * kv_dim();
+        for (int l = 0; l < n_layers(); ++l) {
+            std::copy_n(pool_->keys(shared, l), numbers, pool_->keys(own, l));
+            std::copy_n(pool_->values(shared, l), numbers, pool_->values(own, l));
+        }
+        pool_->release(shared);
+        table_[slot] = own;
+        ++copies_;
+    }
+    while (static_cast<int>(table_.size()) < blocks_for(length_ + n))
+        table_.push_back(pool_->allocate());
+}
+
+float* PagedKVCache::key(int layer, int pos) {
+    return pool_->keys(table_.at(std::size_t(pos / block_size())), layer) +
+           std::size_t(pos % block_size()) * kv_dim();
+}
+
+float* PagedKVCache::value(int layer, int pos) {
+    return pool_->values(table_.at(std::size_t(pos / block_size())), layer) +
+           std::size_t(pos % block_size()) * kv_dim();
+}
+
+void PagedKVCache::commit(int n) {
+    if (n < 0 || blocks_for(length_ + n) > static_cast<int>(table_.size()) ||
+        length_ + n > capacity_)
+        throw std::length_error("commit: " + std::to_string(n) + " positions were not reserved");
+    length_ += n;
+}
+
+void PagedKVCache::truncate(int n) {
+    if (n < 0 || n > length_)
+        throw std::out_of_range("KV cache truncate to " + std::to_string(n) + " positions, but " +
+                                std::to_string(length_) + " are filled");
+    while (static_cast<int>(table_.size()) > blocks_for(n)) {
+        pool_->release(table_.back());
+        table_.pop_back();
+    }
+    length_ = n;
+}
+
+void PagedKVCache::runs(int layer, int positions, std::vector<KVRun>& out) const {
+    out.clear();
+    const int B = block_size();
+    for (int first = 0, b = 0; first < positions; first += B, ++b) {
+        const int block = table_.at(std::size_t(b));
+        out.push_back({pool_->keys(block, layer), pool_->values(block, layer),
+                       std::min(B, positions - first)});
+    }
+}
+
+}  // namespace kv

@@ -1,0 +1,80 @@
+// One sequence's KV cache in pages: a block table into a shared BlockPool.
+//
+// Position p of the sequence lives in block table[p / B] at slot p % B. The
+// table grows one block at a time as the sequence does, so the sequence
+// never holds more than B - 1 positions it does not use, and its blocks
+// need not be next to each other in the pool. For attention the cache is a
+// list of runs, one per block (kv_store.h): the same numbers, in the same
+// order, as a contiguous cache gives.
+//
+// Blocks may be shared with other sequences (fork(), and chapter 08's
+// prefix cache): a shared block is only read. Before the sequence writes
+// into a block another sequence also holds, it takes its own copy of it
+// (copy-on-write), so nobody else's keys and values ever change.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "block_pool.h"
+#include "config.h"
+#include "kv_store.h"
+
+namespace kv {
+
+class PagedKVCache final : public KVStore {
+  public:
+    // An empty sequence whose blocks come from `pool`; it may grow to
+    // `capacity` positions (at most config.max_seq).
+    PagedKVCache(BlockPool& pool, int capacity);
+    ~PagedKVCache() override;
+    PagedKVCache(const PagedKVCache&) = delete;  // two owners of one table would free it twice
+    PagedKVCache& operator=(const PagedKVCache&) = delete;
+    PagedKVCache(PagedKVCache&& other) noexcept;
+
+    // A second sequence with the same positions, sharing every block
+    // (parallel sampling: n answers to one prompt). Costs no block.
+    PagedKVCache fork() const;
+
+    // Starts an empty sequence on blocks another sequence filled: the first
+    // `positions` positions are theirs (shared, not copied).
+    void adopt(std::span<const int> blocks, int positions);
+
+    int length() const override { return length_; }
+    int capacity() const override { return capacity_; }
+    int n_layers() const override { return pool_->n_layers(); }
+    int kv_dim() const override { return pool_->kv_dim(); }
+    int block_size() const { return pool_->block_size(); }
+    const std::vector<int>& block_table() const { return table_; }
+    // Blocks the first n positions need: n / B rounded up.
+    int blocks_for(int positions) const;
+    // Copies made because a block was shared when this sequence wrote to it.
+    int copies_on_write() const { return copies_; }
+
+    void check_room(int n) const override;
+    // Takes the blocks n more positions need (and a private copy of a
+    // shared last block); throws std::length_error, taking none, if the
+    // pool has too few free.
+    void reserve(int n) override;
+    float* key(int layer, int pos) override;
+    float* value(int layer, int pos) override;
+    void commit(int n) override;
+    // Keeps positions 0..n-1 and gives back every block they do not need.
+    void truncate(int n) override;
+    void runs(int layer, int positions, std::vector<KVRun>& out) const override;
+
+  private:
+    // Blocks reserve(n) must take from the pool: new blocks, plus one copy
+    // if the block the next position falls in is shared.
+    int blocks_needed(int n) const;
+    bool last_block_shared() const;
+    void truncate_to_nothing();  // gives every block back
+
+    BlockPool* pool_;
+    int capacity_;
+    int length_ = 0;
+    int copies_ = 0;
+    std::vector<int> table_;  // (blocks_for(length) or more) block id of positions b*B..b*B+B-1
+};
+
+}  // namespace kv
