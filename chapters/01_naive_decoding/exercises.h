@@ -1,5 +1,7 @@
-// Chapter 01 exercises: stubs for you to fill in (see EXERCISES.md). The
-// tests in tests/exercises_ch01_test.cpp are skipped until you enable them.
+// Chapter 01 exercises: stubs for you to fill in (see EXERCISES.md). Each
+// throws until you write it. Its tests, skipped until you enable them:
+//
+//     make build/book_tests && ./build/book_tests -ts="exercises ch01" --no-skip
 #pragma once
 
 #include <span>

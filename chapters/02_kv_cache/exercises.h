@@ -1,5 +1,7 @@
-// Chapter 02 exercises: stubs for you to fill in (see EXERCISES.md). The
-// tests in tests/exercises_ch02_test.cpp are skipped until you enable them.
+// Chapter 02 exercises: stubs for you to fill in (see EXERCISES.md). Each
+// throws until you write it. Its tests, skipped until you enable them:
+//
+//     make build/book_tests && ./build/book_tests -ts="exercises ch02" --no-skip
 #pragma once
 
 #include <span>

@@ -1,5 +1,6 @@
-// What chapters that generate text share: a fixed prompt, the hook that sees
-// each step's logits, and the stopwatch for one whole answer.
+// What chapters that generate text share: a fixed prompt, and the hook that
+// sees each step's logits. (The stopwatch for one whole answer is the
+// program kit's: common/kit/answer_timing.h.)
 #pragma once
 
 #include <cstdint>
@@ -32,15 +33,5 @@ double max_abs_difference(const std::vector<std::vector<float>>& a,
 // The prompt every chapter uses: `length` tokens drawn from `seed`, so the
 // same flags give the same prompt everywhere.
 std::vector<int> fixed_prompt(int length, int vocab_size, std::uint64_t seed);
-
-struct AnswerTiming {
-    std::vector<int> tokens;           // the answer of the last run (every run gives the same)
-    double answer_seconds = 0;         // median time for the whole answer
-    std::vector<double> step_seconds;  // (answer_len) median time of each step
-    std::uint64_t positions = 0;       // token-positions the model processed for one answer
-};
-
-// Warms up with one answer, then times `repeats` more and takes medians.
-AnswerTiming time_answer(const Transformer& model, int repeats, const Generator& generate);
 
 }  // namespace kv

@@ -1,7 +1,5 @@
 #include "model_flags.h"
 
-#include <unistd.h>
-
 #include <stdexcept>
 
 #include "../core/checked.h"
@@ -20,13 +18,6 @@ void add_model_flags(Flags& flags, Config& c, std::uint64_t& seed) {
     flags.add("seed", seed, 0, UINT64_MAX, "seed of the random weights");
 }
 
-std::uint64_t physical_memory_bytes() {
-    const long pages = sysconf(_SC_PHYS_PAGES);
-    const long page_size = sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || page_size <= 0) return 0;
-    return std::uint64_t(pages) * std::uint64_t(page_size);
-}
-
 void check_model(const Config& config, std::uint64_t cache_tokens) {
     std::uint64_t need = 0;
     try {
@@ -35,10 +26,10 @@ void check_model(const Config& config, std::uint64_t cache_tokens) {
     } catch (const std::exception& e) {
         throw UsageError(e.what());
     }
-    const std::uint64_t have = physical_memory_bytes();
-    if (have != 0 && need > have / 2)
+    if (!fits_in_memory(double(need), 0.5))
         throw UsageError("this model needs " + format_bytes(need) + " for weights and KV cache, " +
-                         "more than half of this machine's " + format_bytes(have) +
+                         "more than half of this machine's " +
+                         format_bytes(physical_memory_bytes()) +
                          "; choose smaller --dim, --layers, --ffn, --vocab or --max-seq");
 }
 

@@ -6,6 +6,7 @@
 
 #include "../core/config.h"
 #include "flags.h"
+#include "machine.h"  // physical_memory_bytes, fits_in_memory
 
 namespace kv {
 
@@ -16,8 +17,5 @@ void add_model_flags(Flags& flags, Config& config, std::uint64_t& seed);
 // that its weights plus `cache_tokens` positions of float32 KV cache fit in
 // the machine's physical memory.
 void check_model(const Config& config, std::uint64_t cache_tokens);
-
-// Physical memory of this machine in bytes (0 if it cannot be read).
-std::uint64_t physical_memory_bytes();
 
 }  // namespace kv

@@ -44,7 +44,7 @@ std::string json_number(double value) {
     return std::string(buf, result.ptr);
 }
 
-static std::string fixed(double value, int decimals) {
+std::string fixed(double value, int decimals) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
     return buf;

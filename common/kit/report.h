@@ -60,6 +60,9 @@ class Json {
 std::string json_quote(const std::string& s);
 std::string json_number(double value);  // shortest text that reads back exactly; null if not finite
 
+// The book's number formatting, one set for every program:
+// "3.14": a number with `decimals` digits after the point (printf's %.*f).
+std::string fixed(double value, int decimals);
 // "12.3 ms", "1.20 s": a duration in seconds, in the unit a person reads best.
 std::string format_duration(double seconds);
 // "131,072": thousands separated.

@@ -24,17 +24,23 @@ inline double median(std::vector<double> values) {
 }
 
 // Runs fn once to warm caches and allocations, then `repeats` more times,
-// and returns the median time of those in seconds.
+// and returns the time of each of those in seconds. fn is told whether the
+// run counts (false for the warm-up).
+template <class F>
+std::vector<double> timed_runs(int repeats, F&& fn) {
+    std::vector<double> times;
+    for (int run = 0; run <= repeats; ++run) {  // run 0 is the warm-up
+        const auto start = Clock::now();
+        fn(run > 0);
+        if (run > 0) times.push_back(seconds_since(start));
+    }
+    return times;
+}
+
+// The median of timed_runs: what most programs report.
 template <class F>
 double median_seconds(int repeats, F&& fn) {
-    fn();
-    std::vector<double> times;
-    for (int i = 0; i < repeats; ++i) {
-        const auto start = Clock::now();
-        fn();
-        times.push_back(seconds_since(start));
-    }
-    return median(times);
+    return median(timed_runs(repeats, [&](bool) { fn(); }));
 }
 
 }  // namespace kv

@@ -2,10 +2,10 @@
 
 #include <utility>
 
-#include "checkpoint.h"
 #include "../core/generation.h"
 #include "../kit/model_flags.h"
 #include "../kit/report.h"
+#include "checkpoint.h"
 
 namespace kv {
 
@@ -21,6 +21,11 @@ void add_save_model_flags(Flags& flags, ModelSource& s) {
               "write the model to this file in llama2.c's checkpoint format");
     flags.add("save-tokenizer", s.save_tokenizer,
               "write the model's tokenizer (a byte-level one for random weights) to this file");
+}
+
+void ModelChoice::add_flags(Flags& flags) {
+    add_model_flags(flags, config, seed);
+    add_model_source_flags(flags, source);
 }
 
 namespace {
@@ -42,18 +47,21 @@ void reject_shape_flags(const Config& shape) {
 
 }  // namespace
 
-LoadedModel load_model(const ModelSource& source, const Config& shape, std::uint64_t seed,
-                       int prompt_len, int answer_len) {
+void check_model_source(const ModelSource& source, const Config& shape) {
     if (!source.prompt.empty() && source.tokenizer.empty())
         throw UsageError("--prompt needs --tokenizer to turn the text into tokens");
+    if (!source.checkpoint.empty())
+        reject_shape_flags(shape);
+    else
+        check_model(shape, 0);  // the flags' shape, before anything relies on it
+}
+
+LoadedModel load_model(const ModelSource& source, const Config& shape, std::uint64_t seed,
+                       int prompt_len, int answer_len) {
+    check_model_source(source, shape);
     const bool from_file = !source.checkpoint.empty();
     Config config = shape;
-    if (from_file) {
-        reject_shape_flags(shape);
-        config = read_checkpoint_config(source.checkpoint);  // the header only, for now
-    } else {
-        check_model(config, 0);  // the flags' shape, before anything relies on it
-    }
+    if (from_file) config = read_checkpoint_config(source.checkpoint);  // the header only, for now
 
     std::optional<Tokenizer> tokenizer;
     if (!source.tokenizer.empty()) tokenizer = read_tokenizer(source.tokenizer, config.vocab_size);

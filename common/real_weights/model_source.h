@@ -12,14 +12,8 @@
 //   --prompt TEXT      the prompt as text, encoded with --tokenizer; it replaces
 //                      the fixed prompt (--prompt-len is then not used).
 //
-// A chapter adds a few lines:
-//
-//     ModelSource source;
-//     add_model_source_flags(flags, source);
-//     if (!flags.parse(argc, argv)) return 0;
-//     LoadedModel loaded = load_model(source, config, seed, prompt_len, answer_len);
-//     config = loaded.model.config();
-//     prompt_len = static_cast<int>(loaded.prompt.size());
+// A chapter's experiment holds a ModelChoice (below): the shape and seed
+// flags, these flags, and load() for the model and prompt they name.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +23,9 @@
 #include <vector>
 
 #include "../core/config.h"
+#include "../core/transformer.h"
 #include "../kit/flags.h"
 #include "tokenizer.h"
-#include "../core/transformer.h"
 
 namespace kv {
 
@@ -61,6 +55,11 @@ struct LoadedModel {
     std::string answer_text(std::span<const int> answer) const;
 };
 
+// What load_model checks before it reads any file, each with one line
+// naming what is wrong: --prompt without --tokenizer, a shape flag beside
+// --checkpoint, and the flags' shape (check_model).
+void check_model_source(const ModelSource& source, const Config& shape);
+
 // Builds what `source` names. `shape` and `seed` are the model flags;
 // `prompt_len` is used for the fixed prompt. Checks, each with one line
 // naming what is wrong: the files, the tokenizer's size against the model's
@@ -68,6 +67,24 @@ struct LoadedModel {
 // and that the weights and cache fit in memory (check_model).
 LoadedModel load_model(const ModelSource& source, const Config& shape, std::uint64_t seed,
                        int prompt_len, int answer_len);
+
+// The model a generating chapter runs (chapters 01, 02 and 04): its shape,
+// its seed and where its weights come from, as flags.
+struct ModelChoice {
+    Config config;           // the book's demo model (common/core/config.h)
+    std::uint64_t seed = 1;  // seed of the weights and the prompt
+    ModelSource source;      // random weights, or a checkpoint and tokenizer
+
+    // --layers --dim --heads --kv-heads --ffn --vocab --max-seq --seed,
+    // then --checkpoint --tokenizer --prompt
+    void add_flags(Flags& flags);
+    void check() const { check_model_source(source, config); }
+    // The model and its prompt; a checkpoint brings its own shape
+    // (loaded.model.config()).
+    LoadedModel load(int prompt_len, int answer_len) const {
+        return load_model(source, config, seed, prompt_len, answer_len);
+    }
+};
 
 // Writes the files --save-checkpoint and --save-tokenizer ask for: the model
 // in llama2.c's format, and its tokenizer (a byte_level_tokenizer() when it

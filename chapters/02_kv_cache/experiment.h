@@ -1,0 +1,83 @@
+// Chapter 02's experiment: the same answer decoded naively and with the
+// cache, both timed on the same model, and their logits compared.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../../common/kit/answer_timing.h"
+#include "../../common/kit/flags.h"
+#include "../../common/kit/timing.h"
+#include "../../common/real_weights/model_source.h"
+#include "../01_naive_decoding/naive_decoding.h"
+#include "cached_decoding.h"
+
+namespace kv::ch02 {
+
+struct Results {
+    LoadedModel loaded;           // the model that ran, its prompt and tokenizer
+    bool from_checkpoint;         // real weights rather than random ones
+    std::string saved;            // what --save-checkpoint / --save-tokenizer wrote ("" if nothing)
+    int answer_len;               // tokens generated
+    int repeats;                  // timed answers per method behind each median
+    AnswerTiming naive;           // chapter 01's way
+    AnswerTiming cached;          // prefill once, then decode against the cache
+    double max_logit_difference;  // over every step of one more run of each
+
+    int prompt_len() const { return static_cast<int>(loaded.prompt.size()); }
+    bool same_tokens() const { return naive.tokens == cached.tokens; }
+    double speedup() const { return naive.answer_seconds / cached.answer_seconds; }
+    double prefill_seconds() const { return cached.step_seconds[0]; }
+    double decode_step_seconds() const {  // the median step after the prefill
+        return median(
+            std::vector<double>(cached.step_seconds.begin() + 1, cached.step_seconds.end()));
+    }
+};
+
+struct Experiment {
+    ModelChoice model;    // the model's shape and seed; random weights or a checkpoint
+    int prompt_len = 16;  // tokens in the fixed prompt
+    int answer_len = 48;  // tokens to generate, as in the published figure
+    int repeats = 5;      // timed answers per method after a warm-up
+
+    void add_flags(Flags& flags) {
+        model.add_flags(flags);
+        add_save_model_flags(flags, model.source);
+        flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the fixed prompt");
+        flags.add("answer-len", answer_len, 1, 1 << 20, "tokens to generate");
+        flags.add("repeats", repeats, 1, 1000, "timed answers per method (median reported)");
+    }
+
+    void check() const { model.check(); }
+
+    Results run() const {
+        LoadedModel loaded = model.load(prompt_len, answer_len);
+        std::string saved = save_model_files(model.source, loaded);
+        Transformer& m = loaded.model;
+        const std::vector<int>& prompt = loaded.prompt;
+        const Generator naive = [&](const StepCallback& on_step) {
+            return generate_naive(m, prompt, answer_len, on_step);
+        };
+        const Generator cached = [&](const StepCallback& on_step) {
+            return generate_cached(m, prompt, answer_len, on_step);
+        };
+        // Both methods, timed on the same model in the same run.
+        AnswerTiming naive_timing = time_answer(m, repeats, naive);
+        AnswerTiming cached_timing = time_answer(m, repeats, cached);
+        // One more run of each, keeping every step's logits to compare them.
+        std::vector<int> naive_again, cached_again;
+        const double max_diff = max_abs_difference(logits_per_step(naive, naive_again),
+                                                   logits_per_step(cached, cached_again));
+        return {std::move(loaded),
+                !model.source.checkpoint.empty(),
+                std::move(saved),
+                answer_len,
+                repeats,
+                std::move(naive_timing),
+                std::move(cached_timing),
+                max_diff};
+    }
+};
+
+}  // namespace kv::ch02

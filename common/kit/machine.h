@@ -1,0 +1,31 @@
+// Probes of the machine a program runs on: its memory, its largest CPU
+// cache, and how much of its memory this process holds.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace kv {
+
+// Physical memory of this machine in bytes (0 if it cannot be read).
+std::uint64_t physical_memory_bytes();
+
+// The one check of "will it fit": whether `bytes` stay within `fraction`
+// of this machine's physical memory (1/2: at most half). True where the
+// memory cannot be read, so an unknown machine never refuses a run.
+bool fits_in_memory(double bytes, double fraction);
+
+// Size in bytes of the highest-level cache of CPU 0, as Linux reports it in
+// /sys ("32768K"); 0 where that cannot be read (another OS). sysconf()'s
+// _SC_LEVEL3_CACHE_SIZE is not used: under some hypervisors it reports the
+// whole host's cache, not what this core can use.
+std::uint64_t last_level_cache_bytes();
+
+// The unit the system hands memory out in (4096 where it cannot be read).
+std::uint64_t page_size();
+
+// Bytes of this process in physical memory now: the second number of
+// /proc/self/statm counts resident pages. Empty where there is no /proc.
+std::optional<std::uint64_t> resident_bytes();
+
+}  // namespace kv
