@@ -239,3 +239,48 @@ TEST_CASE("weighted sums over consecutive runs equal one sum over all the rows")
     }
     CHECK(pieces == whole);
 }
+
+TEST_CASE("a swap round trip restores the cache bit for bit") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 12);
+    const std::vector<int> prompt = {2, 7, 1, 8, 2, 8, 1};
+    BlockPool pool(c, 3, 8);
+    PagedKVCache seq(pool, 40), plain_seq(pool, 40);
+    model.forward(prompt, seq);
+    model.forward(prompt, plain_seq);
+    const std::vector<int> table_before = seq.block_table();
+
+    const SwappedBlocks saved = seq.swap_out();
+    CHECK(saved.positions == 7);
+    CHECK(saved.blocks == 3);
+    CHECK(saved.bytes() == 3 * pool.bytes_per_block());  // whole blocks move
+    CHECK(seq.length() == 0);
+    CHECK(pool.used_blocks() == 3);  // only plain_seq's
+
+    // Another sequence takes the freed blocks meanwhile; the swap-in gets others.
+    PagedKVCache squatter(pool, 40);
+    model.forward(std::vector<int>{9, 9, 9}, squatter);
+    seq.swap_in(saved);
+    CHECK(seq.length() == 7);
+    CHECK(seq.block_table() != table_before);
+    for (int l = 0; l < c.n_layers; ++l)
+        for (int pos = 0; pos < 7; ++pos)
+            for (int i = 0; i < c.kv_dim(); ++i) {
+                CHECK(seq.key(l, pos)[i] == plain_seq.key(l, pos)[i]);
+                CHECK(seq.value(l, pos)[i] == plain_seq.value(l, pos)[i]);
+            }
+    const int token = 4;
+    const std::span<const float> a = model.forward(std::span(&token, 1), seq);
+    const std::vector<float> after_swap(a.begin(), a.end());
+    const std::span<const float> b = model.forward(std::span(&token, 1), plain_seq);
+    CHECK(std::vector<float>(b.begin(), b.end()) == after_swap);
+    check_pool(pool, {&seq, &plain_seq, &squatter});
+
+    PagedKVCache late(pool, 40);
+    const SwappedBlocks big = seq.swap_out();
+    PagedKVCache hog(pool, 40);
+    model.forward(std::vector<int>(12, 1), hog);  // the 4 free blocks
+    CHECK(pool.free_blocks() == 0);
+    CHECK_THROWS_AS(late.swap_in(big), std::length_error);
+    CHECK(late.length() == 0);
+}

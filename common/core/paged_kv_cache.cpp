@@ -52,6 +52,43 @@ void PagedKVCache::adopt(std::span<const int> blocks, int positions) {
     length_ = positions;
 }
 
+SwappedBlocks PagedKVCache::swap_out() {
+    SwappedBlocks saved;
+    saved.positions = length_;
+    saved.blocks = blocks_for(length_);
+    const std::size_t per_layer = std::size_t(block_size()) * kv_dim();
+    for (int b = 0; b < saved.blocks; ++b)
+        for (int l = 0; l < n_layers(); ++l) {
+            const int block = table_[std::size_t(b)];
+            saved.keys.insert(saved.keys.end(), pool_->keys(block, l),
+                              pool_->keys(block, l) + per_layer);
+            saved.values.insert(saved.values.end(), pool_->values(block, l),
+                                pool_->values(block, l) + per_layer);
+        }
+    truncate(0);
+    return saved;
+}
+
+void PagedKVCache::swap_in(const SwappedBlocks& saved) {
+    if (length_ != 0 || !table_.empty())
+        throw std::logic_error("swap_in: the sequence already holds positions");
+    if (saved.blocks > pool_->free_blocks())
+        throw std::length_error("block pool full: swapping in needs " +
+                                std::to_string(saved.blocks) + " blocks, " +
+                                std::to_string(pool_->free_blocks()) + " are free");
+    const std::size_t per_layer = std::size_t(block_size()) * kv_dim();
+    std::size_t at = 0;
+    for (int b = 0; b < saved.blocks; ++b) {
+        const int block = pool_->allocate();
+        table_.push_back(block);
+        for (int l = 0; l < n_layers(); ++l, at += per_layer) {
+            std::copy_n(saved.keys.data() + at, per_layer, pool_->keys(block, l));
+            std::copy_n(saved.values.data() + at, per_layer, pool_->values(block, l));
+        }
+    }
+    length_ = saved.positions;
+}
+
 int PagedKVCache::blocks_for(int positions) const {
     return (positions + block_size() - 1) / block_size();
 }

@@ -13,6 +13,7 @@
 // (copy-on-write), so nobody else's keys and values ever change.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -21,6 +22,17 @@
 #include "kv_store.h"
 
 namespace kv {
+
+// A sequence's blocks copied out to host memory (swapped out), whole blocks
+// at a time, as a server moves them over the bus when it preempts a
+// request by swapping instead of recomputing.
+struct SwappedBlocks {
+    int positions = 0;          // the sequence's length when it left
+    int blocks = 0;             // blocks copied: positions / B rounded up
+    std::vector<float> keys;    // (block, layer, B, kv_dim)
+    std::vector<float> values;  // (block, layer, B, kv_dim)
+    std::uint64_t bytes() const { return (keys.size() + values.size()) * sizeof(float); }
+};
 
 class PagedKVCache final : public KVStore {
   public:
@@ -39,6 +51,13 @@ class PagedKVCache final : public KVStore {
     // Starts an empty sequence on blocks another sequence filled: the first
     // `positions` positions are theirs (shared, not copied).
     void adopt(std::span<const int> blocks, int positions);
+
+    // Preemption by swap: copies every block out and gives them back to
+    // the pool (the sequence is then empty), and later takes new blocks and
+    // copies the numbers back, bit for bit. swap_in throws
+    // std::length_error, taking nothing, if the pool has too few free.
+    SwappedBlocks swap_out();
+    void swap_in(const SwappedBlocks& saved);
 
     int length() const override { return length_; }
     int capacity() const override { return capacity_; }
