@@ -1,5 +1,6 @@
 // Chapter 05 exercises (see chapters/05_queue_simulation/EXERCISES.md).
-// Skipped until you enable them: remove `* doctest::skip()` from a test.
+// Skipped until you enable them: ./build/book_tests -ts="exercises ch05" --no-skip
+// (or remove * doctest::skip() from one case).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -26,42 +27,46 @@ WorkloadOptions prompt_heavy(double rate) {
 
 }  // namespace
 
-TEST_CASE("exercise 05.5 shortest prompt first" * doctest::skip()) {
-    const Config config;
-    const CostModel cost = analytic_cost_model(config);
-    const MemoryBudget budget = make_budget(config, 64, Reservation::whole_context);
-    const Policy fcfs{"serial, cache", 1, false, true};
-    Policy shortest = fcfs;
-    shortest.priority = exercises::shortest_prompt_first;
+TEST_SUITE("exercises ch05") {
+    TEST_CASE("exercise 05.5 shortest prompt first" * doctest::skip()) {
+        const Config config;
+        const CostModel cost = analytic_cost_model(config);
+        const MemoryBudget budget = make_budget(config, 64, Reservation::whole_context);
+        const Policy fcfs{"serial, cache", 1, false, true};
+        Policy shortest = fcfs;
+        shortest.priority = exercises::shortest_prompt_first;
 
-    // Arrivals at the rate the server can just keep up with.
-    const std::vector<Request> at_once = make_workload(prompt_heavy(0), config.max_seq);
-    const double capacity = double(at_once.size()) / simulate(at_once, fcfs, budget, cost).total_s;
-    const std::vector<Request> queue = make_workload(prompt_heavy(capacity), config.max_seq);
-    const Summary first_come = simulate(queue, fcfs, budget, cost);
-    const Summary shortest_first = simulate(queue, shortest, budget, cost);
-    MESSAGE("median wait: first come first served "
-            << first_come.ttft_median << " s, shortest prompt first " << shortest_first.ttft_median
-            << " s");
-    MESSAGE("longest wait: first come first served "
-            << first_come.ttft_max << " s, shortest prompt first " << shortest_first.ttft_max
-            << " s");
-    CHECK(shortest_first.ttft_median < first_come.ttft_median / 2);  // most people win
-    CHECK(shortest_first.ttft_max > 3 * first_come.ttft_max);        // the long prompts starve
-}
+        // Arrivals at the rate the server can just keep up with.
+        const std::vector<Request> at_once = make_workload(prompt_heavy(0));
+        const double capacity =
+            double(at_once.size()) / simulate(at_once, fcfs, budget, cost).total_s;
+        const std::vector<Request> queue = make_workload(prompt_heavy(capacity));
+        const Summary first_come = simulate(queue, fcfs, budget, cost);
+        const Summary shortest_first = simulate(queue, shortest, budget, cost);
+        MESSAGE("median wait: first come first served " << first_come.ttft_median
+                                                        << " s, shortest prompt first "
+                                                        << shortest_first.ttft_median << " s");
+        MESSAGE("longest wait: first come first served "
+                << first_come.ttft_max << " s, shortest prompt first " << shortest_first.ttft_max
+                << " s");
+        CHECK(shortest_first.ttft_median < first_come.ttft_median / 2);  // most people win
+        CHECK(shortest_first.ttft_max > 3 * first_come.ttft_max);        // the long prompts starve
+    }
 
-TEST_CASE("exercise 05.6 serial queue by hand" * doctest::skip()) {
-    const Config config;
-    const CostModel cost = analytic_cost_model(config);
-    WorkloadOptions w;
-    w.requests = 50;
-    const std::vector<Request> queue = make_workload(w, config.max_seq);
-    const std::vector<double> by_hand = exercises::serial_ttft_by_hand(cost, queue);
-    SimulatedExecutor executor(cost);
-    const Schedule s = run_schedule(queue, Policy{"serial, cache", 1, false, true},
-                                    make_budget(config, 16, Reservation::whole_context), executor);
-    REQUIRE(by_hand.size() == queue.size());
-    for (const Request& r : queue)
-        CHECK(by_hand[std::size_t(r.id)] ==
-              doctest::Approx(s.requests[std::size_t(r.id)].first_token_s - r.arrival_s));
+    TEST_CASE("exercise 05.6 serial queue by hand" * doctest::skip()) {
+        const Config config;
+        const CostModel cost = analytic_cost_model(config);
+        WorkloadOptions w;
+        w.requests = 50;
+        const std::vector<Request> queue = make_workload(w);
+        const std::vector<double> by_hand = exercises::serial_ttft_by_hand(cost, queue);
+        SimulatedExecutor executor(cost);
+        const Schedule s =
+            run_schedule(queue, Policy{"serial, cache", 1, false, true},
+                         make_budget(config, 16, Reservation::whole_context), executor);
+        REQUIRE(by_hand.size() == queue.size());
+        for (const Request& r : queue)
+            CHECK(by_hand[std::size_t(r.id)] ==
+                  doctest::Approx(s.requests[std::size_t(r.id)].first_token_s - r.arrival_s));
+    }
 }

@@ -8,9 +8,11 @@
 
 #include "../chapters/05_queue_simulation/calibration.h"
 #include "../chapters/05_queue_simulation/cost_model.h"
+#include "../chapters/05_queue_simulation/experiment.h"
 #include "tiny_models.h"
 
 using namespace kv;
+using kv::ch05::load_cost_model, kv::ch05::save_cost_model;
 
 namespace {
 

@@ -23,11 +23,12 @@ struct Step {
 };
 
 std::vector<Step> trace(std::span<const Request> queue, const Policy& policy,
-                        const MemoryBudget& budget, Executor& executor) {
+                        const MemoryBudget& budget, Executor& executor, Schedule* out = nullptr) {
     std::vector<Step> steps;
-    run_schedule(queue, policy, budget, executor, [&](const ScheduleEvent& e) {
+    Schedule s = run_schedule(queue, policy, budget, executor, [&](const ScheduleEvent& e) {
         steps.push_back({e.kind, e.request, e.running});
     });
+    if (out) *out = std::move(s);
     return steps;
 }
 
@@ -35,7 +36,7 @@ void check_same_schedule_and_tokens(const WorkloadOptions& w, std::uint64_t budg
                                     bool expect_preemption) {
     const Config c = test::tiny_config();
     Transformer model(c, 5);
-    const std::vector<Request> queue = make_workload(w, c.max_seq);
+    const std::vector<Request> queue = make_workload(w);
     const CostModel cost = analytic_cost_model(c);
     const std::uint64_t seed = 11;
 
@@ -47,9 +48,10 @@ void check_same_schedule_and_tokens(const WorkloadOptions& w, std::uint64_t budg
         budget.reserve = reserve;
         bool preempted = false;
         for (const Policy& policy : book_policies(3)) {
-            RealExecutor real(model, queue, seed);
+            RealExecutor real(model, seed);
             SimulatedExecutor simulated(cost);
-            const std::vector<Step> real_steps = trace(queue, policy, budget, real);
+            Schedule served;
+            const std::vector<Step> real_steps = trace(queue, policy, budget, real, &served);
             const std::vector<Step> sim_steps = trace(queue, policy, budget, simulated);
             INFO(policy.name << (reserve == Reservation::tokens_held ? ", held" : ", full"));
             CHECK(real_steps == sim_steps);
@@ -58,7 +60,7 @@ void check_same_schedule_and_tokens(const WorkloadOptions& w, std::uint64_t budg
             for (const Request& r : queue) {
                 const std::vector<int> prompt = request_prompt(r, c.vocab_size, seed);
                 const std::vector<int> expected = generate_cached(model, prompt, r.answer_len);
-                const std::vector<int>& all = real.tokens(r.id);
+                const std::vector<int>& all = served.requests[std::size_t(r.id)].token_ids;
                 REQUIRE(all.size() == prompt.size() + expected.size());
                 CHECK(std::vector<int>(all.begin(), all.begin() + long(prompt.size())) == prompt);
                 CHECK(std::vector<int>(all.begin() + long(prompt.size()), all.end()) == expected);

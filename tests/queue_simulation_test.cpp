@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "../chapters/05_queue_simulation/experiment.h"
 #include "../chapters/05_queue_simulation/metrics.h"
 #include "../chapters/05_queue_simulation/scheduler.h"
 #include "../chapters/05_queue_simulation/workload.h"
@@ -63,7 +64,7 @@ TEST_CASE("one request waits exactly its prefill for its first token") {
 
 TEST_CASE("serial first come first served waits for the service times before it") {
     const CostModel cost = analytic_cost_model(kDemo);
-    const std::vector<Request> queue = make_workload(small_workload(30), kDemo.max_seq);
+    const std::vector<Request> queue = make_workload(small_workload(30));
     for (bool cache : {true, false}) {
         const Policy serial{"serial", 1, false, cache};
         const Schedule s = simulate_with(queue, serial, kRoomy);
@@ -86,7 +87,7 @@ TEST_CASE("serial first come first served waits for the service times before it"
 }
 
 TEST_CASE("every request finishes exactly once with exactly its answer length") {
-    const std::vector<Request> queue = make_workload(small_workload(120, 40.0), kDemo.max_seq);
+    const std::vector<Request> queue = make_workload(small_workload(120, 40.0));
     const int answer_total =
         std::accumulate(queue.begin(), queue.end(), 0,
                         [](int sum, const Request& r) { return sum + r.answer_len; });
@@ -101,10 +102,10 @@ TEST_CASE("every request finishes exactly once with exactly its answer length") 
             int tokens = 0;
             for (const Request& r : queue) {
                 CHECK(finished[std::size_t(r.id)] == 1);
-                CHECK(s.requests[r.id].tokens == r.answer_len);
+                CHECK(s.requests[r.id].received == r.answer_len);
                 CHECK(s.requests[r.id].first_token_s >= r.arrival_s);
                 CHECK(s.requests[r.id].finished_s >= s.requests[r.id].first_token_s);
-                tokens += s.requests[r.id].tokens;
+                tokens += s.requests[r.id].received;
             }
             // Every answer token came from a prefill (one each, counting
             // prefills again after a preemption) or a decode row.
@@ -115,7 +116,7 @@ TEST_CASE("every request finishes exactly once with exactly its answer length") 
 }
 
 TEST_CASE("the memory budget is never exceeded at any step") {
-    const std::vector<Request> queue = make_workload(small_workload(150), kDemo.max_seq);
+    const std::vector<Request> queue = make_workload(small_workload(150));
     const std::uint64_t budget_tokens = 200;  // room for 2 or 3 requests at their longest
     for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held})
         for (const Policy& policy : book_policies(16)) {
@@ -137,7 +138,7 @@ TEST_CASE("the memory budget is never exceeded at any step") {
 }
 
 TEST_CASE("no request starves: first come first served joins in arrival order") {
-    const std::vector<Request> queue = make_workload(small_workload(200, 30.0), kDemo.max_seq);
+    const std::vector<Request> queue = make_workload(small_workload(200, 30.0));
     for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held})
         for (const Policy& policy : book_policies(8)) {
             std::vector<int> first_joins;
@@ -155,7 +156,7 @@ TEST_CASE("no request starves: first come first served joins in arrival order") 
 }
 
 TEST_CASE("static batching starts together and runs until its longest answer is done") {
-    const std::vector<Request> queue = make_workload(small_workload(40), kDemo.max_seq);
+    const std::vector<Request> queue = make_workload(small_workload(40));
     const int B = 4;
     std::vector<ScheduleEvent> events;
     const Schedule s = simulate_with(queue, Policy{"static", B, false, true}, kRoomy,
@@ -183,7 +184,7 @@ TEST_CASE("static batching starts together and runs until its longest answer is 
 }
 
 TEST_CASE("continuous batching refills a freed slot before the next decode step") {
-    const std::vector<Request> queue = make_workload(small_workload(60), kDemo.max_seq);
+    const std::vector<Request> queue = make_workload(small_workload(60));
     std::vector<ScheduleEvent> events;
     const Schedule s = simulate_with(queue, Policy{"continuous", 5, true, true}, kRoomy,
                                      [&](const ScheduleEvent& e) { events.push_back(e); });
@@ -206,11 +207,11 @@ TEST_CASE("continuous batching refills a freed slot before the next decode step"
 TEST_CASE("on the default workload the cache and continuous batching shorten the wait") {
     const Config config;
     const WorkloadOptions defaults;
-    const std::vector<Request> queue = make_workload(defaults, config.max_seq);
+    const std::vector<Request> queue = make_workload(defaults);
     const MemoryBudget budget = make_budget(config, 16, Reservation::whole_context);
     std::vector<double> median;
     for (const Policy& p : book_policies(32))
-        median.push_back(summarize(queue, simulate_with(queue, p, budget)).ttft_median);
+        median.push_back(summarize(simulate_with(queue, p, budget)).ttft_median);
     // 0..2: serial, static, continuous without the cache; 3..5: with it.
     MESSAGE("median time to first token (s): serial no cache "
             << median[0] << ", serial cache " << median[3] << ", static cache " << median[4]
@@ -225,11 +226,11 @@ TEST_CASE("the same seed gives the same per-request times") {
     WorkloadOptions w = small_workload(80, 25.0);
     auto times = [&](std::uint64_t seed) {
         w.seed = seed;
-        const std::vector<Request> queue = make_workload(w, kDemo.max_seq);
+        const std::vector<Request> queue = make_workload(w);
         std::vector<double> t;
         for (const Policy& p : book_policies(6)) {
             const Schedule s = simulate_with(queue, p, budget_of(250, Reservation::tokens_held));
-            for (const RequestTimes& r : s.requests) {
+            for (const Request& r : s.requests) {
                 t.push_back(r.first_token_s);
                 t.push_back(r.finished_s);
             }
@@ -243,7 +244,7 @@ TEST_CASE("the same seed gives the same per-request times") {
 TEST_CASE("a priority changes who goes first") {
     // All at time 0, serial with the cache: shortest prompt first serves
     // the queue in order of prompt length.
-    const std::vector<Request> queue = make_workload(small_workload(40), kDemo.max_seq);
+    const std::vector<Request> queue = make_workload(small_workload(40));
     Policy shortest{"shortest prompt first", 1, false, true};
     shortest.priority = [](const Request& r) { return double(r.prompt_len); };
     std::vector<int> order;
@@ -256,36 +257,52 @@ TEST_CASE("a priority changes who goes first") {
 }
 
 TEST_CASE("bad inputs are clear errors") {
-    WorkloadOptions none;
-    none.requests = 0;
-    CHECK_THROWS_AS(make_workload(none, kDemo.max_seq), UsageError);
-    CHECK_THROWS_AS(book_policies(0), UsageError);
-    const std::vector<Request> queue = make_workload(small_workload(5), kDemo.max_seq);
-    CHECK_THROWS_AS(simulate_with(queue, Policy{"none", 0, true, true}, kRoomy), UsageError);
+    // The scheduler refuses a call it cannot serve...
+    const std::vector<Request> queue = make_workload(small_workload(5));
+    CHECK_THROWS_AS(simulate_with(queue, Policy{"none", 0, true, true}, kRoomy),
+                    std::invalid_argument);
     CHECK_THROWS_AS(simulate_with(std::vector<Request>{}, Policy{"serial", 1, false, true}, kRoomy),
-                    UsageError);
-    // A request whose longest context cannot fit even alone would wait
-    // forever: refused at the door, naming the flag.
+                    std::invalid_argument);
+    // ... and a request whose longest context cannot fit even alone, which
+    // would wait forever: refused at the door.
     const std::uint64_t shortest_longest = 4 + 48 - 1;  // shortest prompt + answer cap - 1
-    for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held}) {
+    for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held})
+        CHECK_THROWS_AS(simulate_with(queue, Policy{"serial", 1, false, true},
+                                      budget_of(shortest_longest - 1, reserve)),
+                        std::invalid_argument);
+    CHECK(first_that_never_fits(queue, make_budget(kDemo, 0, Reservation::tokens_held)) ==
+          &queue[0]);
+    CHECK(first_that_never_fits(
+              queue, budget_of(shortest_longest + 100, Reservation::tokens_held)) == nullptr);
+    // The experiment turns the same values into errors naming the flag.
+    auto error_of = [](auto change) -> std::string {
+        ch05::Experiment e;
+        change(e);
         try {
-            simulate_with(queue, Policy{"serial", 1, false, true},
-                          budget_of(shortest_longest - 1, reserve));
-            FAIL("a budget too small for the longest request was accepted");
-        } catch (const UsageError& e) {
-            CHECK(std::string(e.what()).find("--kv-budget-mib") != std::string::npos);
+            e.check();
+        } catch (const UsageError& error) {
+            return error.what();
         }
-    }
-    CHECK_THROWS_AS(
-        check_every_request_fits(queue, make_budget(kDemo, 0, Reservation::tokens_held)),
-        UsageError);
+        return "";
+    };
+    CHECK(error_of([](ch05::Experiment& e) { e.workload.requests = 0; }) ==
+          "--requests must be at least 1, got 0");
+    CHECK(error_of([](ch05::Experiment& e) { e.batch = 0; }) ==
+          "--batch must be at least 1, got 0");
+    const std::string too_small = error_of([](ch05::Experiment& e) {
+        e.kv_budget_mib = 1;
+        e.workload.prompt_max = 100;
+        e.workload.answer_max = 400;
+    });
+    CHECK(too_small.find("--kv-budget-mib 1 holds 341 positions") == 0);
+    CHECK(error_of([](ch05::Experiment&) {}).empty());
 }
 
 TEST_CASE("preemption sends back the newest request and readmits it first") {
     // The rules of `held`: when caches outgrow the budget, the request that
     // joined last goes back (never the only one left), and it goes to the
     // head of the queue, so it is the next to join again.
-    const std::vector<Request> queue = make_workload(small_workload(150), kDemo.max_seq);
+    const std::vector<Request> queue = make_workload(small_workload(150));
     const Policy continuous{"continuous", 16, true, true};
     std::vector<int> running;    // in join order
     std::vector<int> sent_back;  // preempted, not yet readmitted
@@ -320,10 +337,26 @@ namespace {
 
 // Prices nothing; records what each decode step was asked to compute.
 struct StepRecorder : Executor {
-    std::vector<std::pair<std::vector<Running>, StepShape>> steps;
-    double prefill(const Request&, int, bool) override { return 1e-3; }
-    double decode_step(std::span<const Running> batch, const StepShape& shape, bool) override {
-        steps.emplace_back(std::vector<Running>(batch.begin(), batch.end()), shape);
+    struct Row {
+        int request, first, tokens;
+        bool padding;
+    };
+    std::vector<std::vector<Row>> steps;  // decode steps only
+    const CostModel cost = analytic_cost_model(kDemo);
+    double run(const StepPlan& plan) override {
+        if (plan.is_decode_step()) {
+            std::vector<Row> rows;
+            double context = 0;
+            for (const StepRow& row : plan.rows) {
+                rows.push_back({row.request->id, row.first, row.tokens,
+                                row.request->status == RequestStatus::finished});
+                context += row.first;
+            }
+            steps.push_back(rows);
+            // The simulator prices every row, padding included.
+            SimulatedExecutor simulated(cost);
+            CHECK(simulated.run(plan) == cost.decode_seconds(double(rows.size()), context));
+        }
         return 1e-3;
     }
 };
@@ -332,21 +365,22 @@ struct StepRecorder : Executor {
 
 TEST_CASE("static batching pays for its padding rows") {
     // An answered request's row keeps running until the whole batch is done:
-    // each step's shape counts every row, padding included.
-    const std::vector<Request> queue = make_workload(small_workload(24), kDemo.max_seq);
+    // each decode step carries every row, padding included, each feeding one
+    // token after the positions its cache holds.
+    const std::vector<Request> queue = make_workload(small_workload(24));
     StepRecorder recorder;
     const Schedule s = run_schedule(queue, Policy{"static", 6, false, true}, kRoomy, recorder);
     std::int64_t padding_rows = 0;
-    for (const auto& [batch, shape] : recorder.steps) {
-        double context = 0, tokens = 0;
-        for (const Running& r : batch) {
-            context += r.held;
-            tokens += r.held + 1;
-            padding_rows += r.padding;
+    for (const std::vector<StepRecorder::Row>& rows : recorder.steps) {
+        CHECK(rows.size() == 6);  // 24 requests at time 0 fill every batch
+        for (const StepRecorder::Row& row : rows) {
+            const Request& r = queue[std::size_t(row.request)];
+            CHECK(row.tokens == 1);
+            CHECK(row.first >= r.prompt_len);
+            CHECK(row.first <= r.prompt_len + r.answer_len - 1);
+            if (row.padding) CHECK(row.first == r.prompt_len + r.answer_len - 1);
+            padding_rows += row.padding;
         }
-        CHECK(shape.sequences == int(batch.size()));
-        CHECK(shape.context == context);
-        CHECK(shape.tokens == tokens);
     }
     CHECK(padding_rows > 0);
     CHECK(padding_rows == s.padding_rows);

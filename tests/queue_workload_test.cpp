@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../chapters/05_queue_simulation/experiment.h"
 #include "../chapters/05_queue_simulation/workload.h"
 
 using namespace kv;
@@ -23,7 +24,7 @@ TEST_CASE("workload lengths stay in their ranges and average what they should") 
     w.requests = 20000;
     for (const std::string dist : {"geometric", "uniform"}) {
         w.answer_dist = dist;
-        const std::vector<Request> queue = make_workload(w, 512);
+        const std::vector<Request> queue = make_workload(w);
         int shortest_prompt = 1 << 30, longest_prompt = 0, longest_answer = 0;
         for (std::size_t i = 0; i < queue.size(); ++i) {
             const Request& r = queue[i];
@@ -50,7 +51,7 @@ TEST_CASE("poisson arrivals are in order and average the asked rate") {
     WorkloadOptions w;
     w.requests = 20000;
     w.rate = 5.0;
-    const std::vector<Request> queue = make_workload(w, 512);
+    const std::vector<Request> queue = make_workload(w);
     for (std::size_t i = 1; i < queue.size(); ++i)
         CHECK(queue[i].arrival_s >= queue[i - 1].arrival_s);
     const double mean_gap = queue.back().arrival_s / double(queue.size());
@@ -69,9 +70,9 @@ TEST_CASE("portable_log agrees with std::log") {
 TEST_CASE("the same seed gives the same workload") {
     WorkloadOptions w;
     w.rate = 3.0;
-    const std::vector<Request> a = make_workload(w, 512), b = make_workload(w, 512);
+    const std::vector<Request> a = make_workload(w), b = make_workload(w);
     w.seed = 2;
-    const std::vector<Request> c = make_workload(w, 512);
+    const std::vector<Request> c = make_workload(w);
     bool same = true, differs = false;
     for (std::size_t i = 0; i < a.size(); ++i) {
         same = same && a[i].arrival_s == b[i].arrival_s && a[i].prompt_len == b[i].prompt_len &&
@@ -84,10 +85,12 @@ TEST_CASE("the same seed gives the same workload") {
 
 TEST_CASE("workload options that make no sense are errors naming the flag") {
     auto error_of = [](WorkloadOptions w) -> std::string {
+        ch05::Experiment e;  // the model's context: 512 positions
+        e.workload = w;
         try {
-            make_workload(w, 512);
-        } catch (const UsageError& e) {
-            return e.what();
+            e.check();
+        } catch (const UsageError& error) {
+            return error.what();
         }
         return "";
     };
@@ -110,4 +113,5 @@ TEST_CASE("workload options that make no sense are errors naming the flag") {
     w = {};
     w.rate = -1;
     CHECK(error_of(w).find("--rate") != std::string::npos);
+    CHECK(error_of(WorkloadOptions{}).empty());
 }

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "../../common/core/transformer.h"
-#include "../../common/kit/program.h"
 #include "../../common/kit/timing.h"
 #include "../04_batched_decoding/batched_decoding.h"
 #include "cost_model.h"
+#include "real_executor.h"
 
 namespace kv {
 
@@ -132,7 +132,7 @@ struct Probe {
 };
 
 // A pass over `count` sequences of `length` tokens, each into a fresh cache,
-// as a prefill or a step without the cache does it.
+// as a prefill or a step without the cache does it (naive_batch_step).
 inline Probe pass_probe(Transformer& model, int count, int length) {
     std::vector<int> tokens(static_cast<std::size_t>(length));
     for (int i = 0; i < length; ++i)
@@ -143,15 +143,8 @@ inline Probe pass_probe(Transformer& model, int count, int length) {
                        : "recompute " + std::to_string(count) + " x " + std::to_string(length);
     p.point.x1 = double(count) * length;
     p.point.x2 = double(count) * length * length;
-    p.run = [&model, count, tokens] {
-        std::vector<KVCache> caches;
-        caches.reserve(std::size_t(count));  // no reallocation: the chunks point into it
-        std::vector<SequenceInput> chunks;
-        for (int i = 0; i < count; ++i) {
-            caches.emplace_back(model.config(), int(tokens.size()));
-            chunks.push_back({tokens, &caches.back()});
-        }
-        model.forward(chunks);
+    p.run = [&model, whole = std::vector<std::vector<int>>(std::size_t(count), tokens)] {
+        naive_batch_step(model, whole);
     };
     return p;
 }
@@ -186,8 +179,9 @@ inline Probe decode_probe(Transformer& model, int batch, int context) {
 // kMostCalibratedBatch), and fits both formulas. Every shape runs
 // once per round, round after round: a burst of other work on the machine
 // then slows one run of many shapes, not every run of one shape, and the
-// median per shape ignores it.
-inline Calibration calibrate(Transformer& model, int longest, int largest_batch) {
+// median per shape ignores it. After each round, on_round(rounds done, of).
+inline Calibration calibrate(Transformer& model, int longest, int largest_batch,
+                             const std::function<void(int, int)>& on_round = {}) {
     const auto start = Clock::now();
     const int widest = std::clamp(largest_batch, 1, kMostCalibratedBatch);
     std::vector<std::pair<int, int>> passes = {{1, 8},       {1, 32}, {1, 96}, {1, longest / 2},
@@ -211,7 +205,6 @@ inline Calibration calibrate(Transformer& model, int longest, int largest_batch)
         for (int c : contexts) probes.push_back(decode_probe(model, b, c));
 
     const int rounds = 5;
-    Progress progress("calibrating the cost model, round");
     for (Probe& p : probes) p.run();  // warm-up
     for (int round = 0; round < rounds; ++round) {
         for (Probe& p : probes) {
@@ -227,7 +220,7 @@ inline Calibration calibrate(Transformer& model, int longest, int largest_batch)
                 p.seconds.push_back(seconds_since(t0));
             }
         }
-        progress.update(round + 1, rounds);
+        if (on_round) on_round(round + 1, rounds);
     }
     Calibration cal;
     for (Probe& p : probes) {

@@ -14,15 +14,9 @@
 // for tests and exact reproducibility, from counting operations (below).
 #pragma once
 
-#include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "../../common/core/config.h"
-#include "../../common/kit/flags.h"
-#include "../../common/kit/program.h"
-#include "../../common/kit/report.h"
 
 namespace kv {
 
@@ -80,73 +74,6 @@ inline CostModel analytic_cost_model(const Config& c) {
     m.step_per_context = per_pair;
     m.source = "analytic (operation counts at 40 GFLOP/s and 40 GB/s)";
     m.model = c.describe();
-    return m;
-}
-
-// ---------------------------------------------------------- save and load
-
-inline void save_cost_model(const CostModel& m, const std::string& path) {
-    std::ostringstream out;
-    out << "# chapter 05 cost model: pass = a + b rows + c sum(len^2); decode = d + e B + f "
-           "sum(context)\n"
-        << "model " << m.model << "\n"
-        << "source " << m.source << "\n"
-        << "pass_fixed " << json_number(m.pass_fixed) << "\n"
-        << "pass_per_token " << json_number(m.pass_per_token) << "\n"
-        << "pass_per_token_sq " << json_number(m.pass_per_token_sq) << "\n"
-        << "step_fixed " << json_number(m.step_fixed) << "\n"
-        << "step_per_sequence " << json_number(m.step_per_sequence) << "\n"
-        << "step_per_context " << json_number(m.step_per_context) << "\n"
-        << "fit_error " << json_number(m.fit_error) << "\n";
-    write_file(path, out.str());
-}
-
-// Reads a file written by save_cost_model for the model `config`. Anything
-// wrong (missing, unreadable, another model) is a UsageError naming the flag.
-inline CostModel load_cost_model(const std::string& path, const Config& config) {
-    std::ifstream in(path);
-    if (!in) throw UsageError("--calibration " + path + ": cannot open the file");
-    auto bad = [&](const std::string& why) {
-        return UsageError("--calibration " + path + ": " + why);
-    };
-    CostModel m;
-    int numbers = 0;
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#') continue;
-        const std::size_t space = line.find(' ');
-        const std::string key = line.substr(0, space);
-        const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
-        if (key == "model") {
-            m.model = value;
-            continue;
-        }
-        if (key == "source") {
-            m.source = value;
-            continue;
-        }
-        double* field = key == "pass_fixed"          ? &m.pass_fixed
-                        : key == "pass_per_token"    ? &m.pass_per_token
-                        : key == "pass_per_token_sq" ? &m.pass_per_token_sq
-                        : key == "step_fixed"        ? &m.step_fixed
-                        : key == "step_per_sequence" ? &m.step_per_sequence
-                        : key == "step_per_context"  ? &m.step_per_context
-                        : key == "fit_error"         ? &m.fit_error
-                                                     : nullptr;
-        if (!field) throw bad("unknown line '" + line + "'");
-        std::istringstream number(value);
-        if (!(number >> *field) || !(number >> std::ws).eof() || !(*field >= 0) || *field > 1e6)
-            throw bad("'" + key + "' must be a non-negative number of seconds, got '" + value +
-                      "'");
-        ++numbers;
-    }
-    if (numbers != 7) throw bad("expected 7 numbers, found " + std::to_string(numbers));
-    if (!(m.prefill_seconds(1) > 0) || !(m.decode_seconds(1, 0) > 0))
-        throw bad("its passes and decode steps must take some time");
-    if (m.model != config.describe())
-        throw bad("it was measured for the model '" + m.model + "', not '" + config.describe() +
-                  "'");
-    m.source = "loaded from " + path + " (" + m.source + ")";
     return m;
 }
 

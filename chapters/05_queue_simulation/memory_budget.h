@@ -4,7 +4,7 @@
 // arithmetic (memory_arithmetic.h): bytes_per_token of the model's cache
 // shape for every position. A server gives the caches a fixed budget and
 // admits a request only if its cache will fit. It charges each request in
-// one of chapter 03's two ways (--reserve):
+// one of chapter 03's two ways (memory_manager.h keeps the accounts):
 //   full (whole_context): the longest context the request may reach,
 //         prompt + answer cap - 1 positions, from admission to the end.
 //         Nothing can run out later, but most of the reservation sits
@@ -20,12 +20,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
-#include <string>
 
 #include "../../common/core/checked.h"
 #include "../../common/core/config.h"
-#include "../../common/kit/flags.h"
-#include "../../common/kit/report.h"
 #include "../03_memory_arithmetic/memory_arithmetic.h"
 #include "workload.h"
 
@@ -41,7 +38,7 @@ struct MemoryBudget {
 inline MemoryBudget make_budget(const Config& config, std::uint64_t mib, Reservation reserve) {
     const CacheShape shape = cache_shape_of(config);  // float32, as KVCache stores it
     MemoryBudget b;
-    b.bytes = checked_mul(mib, std::uint64_t(1) << 20, "--kv-budget-mib in bytes");
+    b.bytes = checked_mul(mib, std::uint64_t(1) << 20, "the KV budget in bytes");
     b.bytes_per_token = bytes_per_token(shape);
     b.tokens = tokens_that_fit(b.bytes, shape);
     b.reserve = reserve;
@@ -54,17 +51,13 @@ inline std::uint64_t longest_context(const Request& r) {
     return std::uint64_t(r.prompt_len) + std::uint64_t(r.answer_cap) - 1;
 }
 
-// A request whose longest context cannot fit even alone would wait forever:
-// refuse the whole run at the door, naming the flag.
-inline void check_every_request_fits(std::span<const Request> requests, const MemoryBudget& b) {
+// A request whose longest context cannot fit even alone would wait
+// forever: the first such request, or none.
+inline const Request* first_that_never_fits(std::span<const Request> requests,
+                                            const MemoryBudget& b) {
     for (const Request& r : requests)
-        if (longest_context(r) > b.tokens)
-            throw UsageError("--kv-budget-mib " + std::to_string(b.bytes >> 20) + " holds " +
-                             with_commas(b.tokens) + " positions of KV cache (" +
-                             format_bytes(b.bytes_per_token) + " each), but request " +
-                             std::to_string(r.id) + " may need " + with_commas(longest_context(r)) +
-                             " (prompt " + std::to_string(r.prompt_len) + " + answer cap " +
-                             std::to_string(r.answer_cap) + " - 1)");
+        if (longest_context(r) > b.tokens) return &r;
+    return nullptr;
 }
 
 // How many requests fit at once. Charged their longest context: the fewest

@@ -30,10 +30,10 @@ inline double percentile(std::span<const double> sorted, double q) {
 }
 
 // Every request's time to first token, sorted.
-inline std::vector<double> sorted_ttfts(std::span<const Request> requests, const Schedule& s) {
-    std::vector<double> t(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i)
-        t[i] = s.requests[i].first_token_s - requests[i].arrival_s;
+inline std::vector<double> sorted_ttfts(const Schedule& s) {
+    std::vector<double> t;
+    t.reserve(s.requests.size());
+    for (const Request& r : s.requests) t.push_back(r.first_token_s - r.arrival_s);
     std::sort(t.begin(), t.end());
     return t;
 }
@@ -50,19 +50,20 @@ struct Summary {
     std::int64_t preemptions = 0;
 };
 
-inline Summary summarize(std::span<const Request> requests, const Schedule& s) {
+inline Summary summarize(const Schedule& s) {
     Summary m;
-    const std::vector<double> ttft = sorted_ttfts(requests, s);
+    const std::span<const Request> requests = s.requests;
+    const std::vector<double> ttft = sorted_ttfts(s);
     std::vector<double> latency(requests.size());
     double ttft_sum = 0, per_token_sum = 0;
     int streamed = 0;  // requests with more than one token
     for (std::size_t i = 0; i < requests.size(); ++i) {
-        const RequestTimes& t = s.requests[i];
-        latency[i] = t.finished_s - requests[i].arrival_s;
-        ttft_sum += t.first_token_s - requests[i].arrival_s;
-        m.answer_tokens += t.tokens;
-        if (t.tokens > 1) {
-            per_token_sum += (t.finished_s - t.first_token_s) / (t.tokens - 1);
+        const Request& r = requests[i];
+        latency[i] = r.finished_s - r.arrival_s;
+        ttft_sum += r.first_token_s - r.arrival_s;
+        m.answer_tokens += r.received;
+        if (r.received > 1) {
+            per_token_sum += (r.finished_s - r.first_token_s) / (r.received - 1);
             ++streamed;
         }
     }

@@ -28,15 +28,14 @@ struct RateSweep {
 inline Summary simulate(std::span<const Request> requests, const Policy& policy,
                         const MemoryBudget& budget, const CostModel& cost) {
     SimulatedExecutor executor(cost);
-    return summarize(requests, run_schedule(requests, policy, budget, executor));
+    return summarize(run_schedule(requests, policy, budget, executor));
 }
 
-inline RateSweep sweep_rates(WorkloadOptions workload, int max_seq,
-                             const std::vector<Policy>& policies, const MemoryBudget& budget,
-                             const CostModel& cost) {
+inline RateSweep sweep_rates(WorkloadOptions workload, const std::vector<Policy>& policies,
+                             const MemoryBudget& budget, const CostModel& cost) {
     RateSweep sweep;
     workload.rate = 0;
-    const std::vector<Request> at_once = make_workload(workload, max_seq);
+    const std::vector<Request> at_once = make_workload(workload);
     double best = 0;
     for (const Policy& p : policies) {
         const Summary s = simulate(at_once, p, budget, cost);
@@ -49,7 +48,7 @@ inline RateSweep sweep_rates(WorkloadOptions workload, int max_seq,
         workload.rate = best * tenth / 10.0;
         if (!(workload.rate > 0)) break;
         sweep.rates.push_back(workload.rate);
-        const std::vector<Request> arriving = make_workload(workload, max_seq);
+        const std::vector<Request> arriving = make_workload(workload);
         for (std::size_t i = 0; i < policies.size(); ++i)
             sweep.median_ttft[i].push_back(
                 simulate(arriving, policies[i], budget, cost).ttft_median);

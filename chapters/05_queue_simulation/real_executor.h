@@ -1,26 +1,30 @@
 // Chapter 05: the real executor, the scheduler driving the real engine.
 //
-// It does what the scheduler asks with chapter 02's prefill, chapter 04's
-// decode_batch, and without the cache a pass that recomputes every running
-// sequence from its first token (chapter 01's naive step, for a batch).
-// Its clock is the wall clock: each call returns the wall time since the
-// previous call returned, so the scheduler's own bookkeeping between steps
-// is counted too, and the scheduler's clock is the time a user would see.
+// It runs each step plan through the transformer's one forward pass: with
+// the cache, every row continues its request's own KV cache (a prefill is
+// chapter 02's, a decode step chapter 04's batched step); without it, a
+// pass that recomputes every row's sequence from its first token (chapter
+// 01's naive step, for a batch). The tokens it produces join the request's
+// record. Its clock is the wall clock: each step returns the wall time
+// since the previous one returned, so the scheduler's own bookkeeping
+// between steps is counted too, and the scheduler's clock is the time a
+// user would see.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "../../common/core/generation.h"
 #include "../../common/core/kv_cache.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/timing.h"
-#include "../01_naive_decoding/naive_decoding.h"
-#include "../02_kv_cache/cached_decoding.h"
-#include "../04_batched_decoding/batched_decoding.h"
 #include "scheduler.h"
+#include "step_plan.h"
 #include "workload.h"
 
 namespace kv {
@@ -34,85 +38,81 @@ inline std::vector<int> request_prompt(const Request& r, int vocab_size, std::ui
 // forward pass, its weight products over all rows at once, each sequence
 // into a scratch cache thrown away afterwards. Row i holds sequence i's logits.
 inline const Matrix& naive_batch_step(Transformer& model,
-                                      std::span<const std::span<const int>> sequences) {
+                                      std::span<const std::vector<int>> sequences) {
     std::vector<KVCache> scratch;
-    scratch.reserve(sequences.size());  // no reallocation: the chunks point into it
-    std::vector<SequenceInput> chunks;
-    for (std::span<const int> seq : sequences) {
+    scratch.reserve(sequences.size());
+    for (const std::vector<int>& seq : sequences)
         scratch.emplace_back(model.config(), int(seq.size()));
-        chunks.push_back({seq, &scratch.back()});
-    }
-    return model.forward(chunks);
+    return model.forward(sequences, scratch);
 }
 
 class RealExecutor : public Executor {
   public:
-    RealExecutor(Transformer& model, std::span<const Request> requests, std::uint64_t seed)
-        : model_(model), sequences_(requests.size()) {
-        for (const Request& r : requests)
-            sequences_[std::size_t(r.id)].tokens =
-                request_prompt(r, model.config().vocab_size, seed);
+    RealExecutor(Transformer& model, std::uint64_t seed) : model_(model), seed_(seed) {
         last_ = Clock::now();
     }
 
-    double prefill(const Request& r, int tokens, bool cache) override {
-        Sequence& s = sequences_[std::size_t(r.id)];
-        const std::span<const int> known(s.tokens.data(), std::size_t(tokens));
-        if (cache) {
-            // Room for everything the request may come to hold, as the
-            // budget's "full" charge assumes.
-            s.cache = std::make_unique<KVCache>(model_.config(), r.prompt_len + r.answer_cap - 1);
-            s.tokens.push_back(argmax(kv::prefill(model_, known, *s.cache)));
-        } else {
-            s.tokens.push_back(argmax(naive_step(model_, known)));
+    double run(const StepPlan& plan) override {
+        for (const StepRow& row : plan.rows)
+            if (row.request->token_ids.empty())
+                row.request->token_ids =
+                    request_prompt(*row.request, model_.config().vocab_size, seed_);
+        const Matrix& logits = plan.cache ? cached_step(plan) : recomputed_step(plan);
+        // A row whose whole sequence is now computed gives its next token;
+        // a padding row's is thrown away, and a prompt chunk gives none.
+        for (std::size_t i = 0; i < plan.rows.size(); ++i) {
+            Request& r = *plan.rows[i].request;
+            if (r.status != RequestStatus::finished &&
+                plan.rows[i].first + plan.rows[i].tokens == r.length())
+                r.token_ids.push_back(argmax(logits.row_span(int(i))));
         }
         return lap();
     }
 
-    double decode_step(std::span<const Running> batch, const StepShape&, bool cache) override {
-        if (cache) {
-            next_.clear();
-            caches_.clear();
-            for (const Running& r : batch) {
-                Sequence& s = sequences_[std::size_t(r.request)];
-                if (r.padding) {
-                    // Answered, but its row still runs: it feeds its last
-                    // cached token again at the same position, which
-                    // rewrites the same key and value. Work, and no change.
-                    s.cache->truncate(r.held - 1);
-                    next_.push_back(s.tokens[std::size_t(r.held - 1)]);
-                } else {
-                    next_.push_back(s.tokens.back());  // the newest token, not yet cached
-                }
-                caches_.push_back(s.cache.get());
-            }
-            append(batch, decode_batch(model_, next_, caches_));
-        } else {
-            whole_.clear();
-            for (const Running& r : batch)
-                whole_.emplace_back(sequences_[std::size_t(r.request)].tokens);
-            append(batch, naive_batch_step(model_, whole_));
-        }
-        return lap();
+    // r left the batch: its cache is freed (after a preemption it is built
+    // again by its next prefill).
+    void release(const Request& r) override {
+        if (std::size_t(r.id) < caches_.size()) caches_[std::size_t(r.id)].reset();
     }
-
-    void release(const Request& r) override { sequences_[std::size_t(r.id)].cache.reset(); }
-
-    // Every token of request id so far: its prompt, then its answer.
-    const std::vector<int>& tokens(int id) const { return sequences_[std::size_t(id)].tokens; }
 
   private:
-    struct Sequence {
-        std::vector<int> tokens;         // prompt, then answer so far
-        std::unique_ptr<KVCache> cache;  // while it runs with the cache
-    };
+    // Every row continues its own cache; a prefill starts a new one, with
+    // room for everything the request may come to hold, as the budget's
+    // "full" charge assumes. A padding row (answered, but its row still
+    // runs) feeds its last cached token again at the same position, which
+    // rewrites the same key and value: work, and no change.
+    const Matrix& cached_step(const StepPlan& plan) {
+        inputs_.clear();
+        for (const StepRow& row : plan.rows) {
+            Request& r = *row.request;
+            if (caches_.size() <= std::size_t(r.id)) caches_.resize(std::size_t(r.id) + 1);
+            std::unique_ptr<KVCache>& cache = caches_[std::size_t(r.id)];
+            if (!cache)
+                cache = std::make_unique<KVCache>(model_.config(), r.prompt_len + r.answer_cap - 1);
+            int first = row.first, tokens = row.tokens;
+            if (r.status == RequestStatus::finished) {
+                first = r.cached - 1;
+                cache->truncate(first);
+            } else if (cache->length() != first) {
+                throw std::logic_error("RealExecutor: request " + std::to_string(r.id) + " has " +
+                                       std::to_string(cache->length()) +
+                                       " positions cached, the step starts at " +
+                                       std::to_string(first));
+            }
+            const std::span<const int> ids(r.token_ids);
+            inputs_.push_back({ids.subspan(std::size_t(first), std::size_t(tokens)), cache.get()});
+        }
+        return model_.forward(inputs_);
+    }
 
-    // Each row's new token joins its sequence; a padding row's is thrown away.
-    void append(std::span<const Running> batch, const Matrix& logits) {
-        for (std::size_t i = 0; i < batch.size(); ++i)
-            if (!batch[i].padding)
-                sequences_[std::size_t(batch[i].request)].tokens.push_back(
-                    argmax(logits.row_span(int(i))));
+    // Every row's sequence from position 0, into scratch caches.
+    const Matrix& recomputed_step(const StepPlan& plan) {
+        whole_.resize(plan.rows.size());
+        for (std::size_t i = 0; i < plan.rows.size(); ++i) {
+            const std::vector<int>& ids = plan.rows[i].request->token_ids;
+            whole_[i].assign(ids.begin(), ids.begin() + plan.rows[i].tokens);
+        }
+        return naive_batch_step(model_, whole_);
     }
 
     double lap() {
@@ -123,10 +123,11 @@ class RealExecutor : public Executor {
     }
 
     Transformer& model_;
-    std::vector<Sequence> sequences_;          // (requests)
-    std::vector<int> next_;                    // (batch) scratch for decode_batch
-    std::vector<KVCache*> caches_;             // (batch)
-    std::vector<std::span<const int>> whole_;  // (batch) whole sequences, without the cache
+    std::uint64_t seed_;                            // of the prompts: request_prompt
+    std::vector<std::unique_ptr<KVCache>> caches_;  // (requests) the keys and values of each
+                                                    // request while it runs with the cache
+    std::vector<SequenceInput> inputs_;             // (rows) scratch for the forward pass
+    std::vector<std::vector<int>> whole_;           // (rows) whole sequences, without the cache
     Clock::time_point last_;
 };
 

@@ -1,6 +1,6 @@
-// Chapter 05: what the program prints, as tables, plots and JSON. Kept out
-// of main.cpp so that main reads as the story: workload, memory, costs,
-// simulation, validation, headline.
+// Chapter 05's report: the experiment's results as tables, plots and JSON.
+// Each fact is built once (a table, a line, the headline) and goes out as
+// text or as JSON from the same values.
 #pragma once
 
 #include <cstdio>
@@ -9,10 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
 #include "calibration.h"
 #include "cost_model.h"
+#include "experiment.h"
 #include "memory_budget.h"
 #include "metrics.h"
 #include "rate_sweep.h"
@@ -20,7 +22,7 @@
 #include "validation.h"
 #include "workload.h"
 
-namespace kv {
+namespace kv::ch05 {
 
 // "452 s", "23.9 s", "1.25 s": three significant figures or whole seconds.
 inline std::string seconds_text(double s) {
@@ -206,25 +208,20 @@ inline Table validation_table(const std::vector<ValidationRow>& rows) {
 
 // ---------------------------------------------------------- one run
 
-// Everything one run found: what the text report and the JSON show.
-struct QueueRun {
-    Config config;
-    WorkloadOptions work;
-    int batch = 0;
-    MemoryBudget budget;
-    Concurrency fit;
-    CostModel cost;
-    std::optional<Calibration> calibration;  // when the cost model was measured now
-    std::vector<Policy> policies;
-    std::vector<Summary> summaries;         // (policies)
-    double simulation_seconds = 0;          // wall time to simulate every policy
-    std::optional<RateSweep> sweep;         // with --rate
-    std::vector<ValidationRow> validation;  // with --validate N
-    int validation_batch = 0;
-    std::string cdf_plot, rate_plot;  // paths of the SVG files
+// Where the plots went.
+struct Plots {
+    std::string ttft_cdf;  // every policy's distribution of time to first token
+    std::string rate;      // with a rate: median time to first token against the rate
 };
 
-inline std::string headline(const QueueRun& run) {
+inline Plots write_plots(const Results& run, const std::string& dir) {
+    Plots plots;
+    plots.ttft_cdf = write_ttft_cdf(dir, run.policies, run.ttfts);
+    if (run.sweep) plots.rate = write_rate_plot(dir, *run.sweep);
+    return plots;
+}
+
+inline std::string headline(const Results& run) {
     return "median time to first token, " + with_commas(std::uint64_t(run.work.requests)) +
            " requests: " + seconds_text(run.summaries[kSerialNoCache].ttft_median) +
            " without the cache -> " + seconds_text(run.summaries[kSerialCache].ttft_median) +
@@ -235,7 +232,7 @@ inline std::string headline(const QueueRun& run) {
 // Static batching computes answered requests' rows until the batch ends;
 // with --reserve held, caches can outgrow the budget and requests are sent
 // back to the queue. Say how much of each, or nothing.
-inline std::string preemption_line(const QueueRun& run) {
+inline std::string preemption_line(const Results& run) {
     std::string pad;
     for (std::size_t i = 0; i < run.policies.size(); ++i)
         if (run.summaries[i].padding_share > 0)
@@ -252,7 +249,7 @@ inline std::string preemption_line(const QueueRun& run) {
     return (pad.empty() ? pad : pad + "\n") + (line.empty() ? line : line + "\n");
 }
 
-inline Json to_json(const QueueRun& run) {
+inline Json to_json(const Results& run, const Plots& plots) {
     Json json;
     json.add("chapter", "05_queue_simulation")
         .add("model", run.config.describe())
@@ -272,7 +269,7 @@ inline Json to_json(const QueueRun& run) {
         .add("median_ttft_cache_s", run.summaries[kSerialCache].ttft_median)
         .add("median_ttft_static_s", run.summaries[kStaticCache].ttft_median)
         .add("median_ttft_continuous_s", run.summaries[kContinuousCache].ttft_median)
-        .add("ttft_cdf_plot", run.cdf_plot);
+        .add("ttft_cdf_plot", plots.ttft_cdf);
     Json preempted;  // with --reserve held: times requests were sent back to the queue
     for (std::size_t i = 0; i < run.policies.size(); ++i)
         preempted.add(run.policies[i].name, run.summaries[i].preemptions);
@@ -281,19 +278,18 @@ inline Json to_json(const QueueRun& run) {
     for (std::size_t i = 0; i < run.policies.size(); ++i)
         padding.add(run.policies[i].name, run.summaries[i].padding_share);
     json.add("padding_share", padding);
-    if (run.sweep) json.add("rate_sweep", sweep_table(*run.sweep)).add("rate_plot", run.rate_plot);
+    if (run.sweep) json.add("rate_sweep", sweep_table(*run.sweep)).add("rate_plot", plots.rate);
     if (!run.validation.empty())
         json.add("validation_batch", run.validation_batch)
             .add("validation", validation_table(run.validation));
     return json.add("headline", headline(run));
 }
 
-inline void print_report(std::ostream& out, const QueueRun& run,
-                         std::span<const Request> requests) {
+inline void print_report(std::ostream& out, const Results& run, const Plots& plots) {
     const std::string count = with_commas(std::uint64_t(run.work.requests));
     out << "Chapter 05: a queue of " << count << " requests\n\n"
         << "model: " << run.config.describe() << "\n"
-        << describe_workload(run.work, requests) << "\n"
+        << describe_workload(run.work, run.queue) << "\n"
         << describe_budget(run.budget, run.fit, run.batch) << "\n";
     print_cost_model(out, run.cost, run.calibration ? &*run.calibration : nullptr);
     out << "\n";
@@ -302,7 +298,7 @@ inline void print_report(std::ostream& out, const QueueRun& run,
            "batch: mean requests per decode step\n"
         << preemption_line(run) << "simulated " << run.policies.size() << " policies x " << count
         << " requests in " << format_duration(run.simulation_seconds) << "\n"
-        << "plot: " << run.cdf_plot << "\n";
+        << "plot: " << plots.ttft_cdf << "\n";
     if (run.sweep) {
         out << "\nmedian time to first token (s) against arrival rate; capacity (requests/s with "
                "everyone queued at once):";
@@ -311,7 +307,7 @@ inline void print_report(std::ostream& out, const QueueRun& run,
                 << Cell(run.sweep->capacity[p], 1).text;
         out << "\n";
         sweep_table(*run.sweep).print(out);
-        out << "plot: " << run.rate_plot << "\n";
+        out << "plot: " << plots.rate << "\n";
     }
     if (!run.validation.empty()) {
         out << "\nvalidation: " << run.validation.front().real_requests
@@ -322,4 +318,11 @@ inline void print_report(std::ostream& out, const QueueRun& run,
     out << "\n" << headline(run) << "\n";
 }
 
-}  // namespace kv
+// The plots, then the JSON (with --json) or the text.
+inline void report(const Results& run, const OutputOptions& options, std::ostream& out) {
+    const Plots plots = write_plots(run, options.plot_dir);
+    if (emit(options, to_json(run, plots))) return;
+    print_report(out, run, plots);
+}
+
+}  // namespace kv::ch05

@@ -1,13 +1,18 @@
 // Chapter 05: the scheduler, who runs when.
 //
 // One loop serves every policy. It keeps a clock, a queue (first come,
-// first served unless the policy gives a priority)
-// and a batch of running requests, and at each turn it
-//   1. lets waiting requests join the batch, if the policy allows it now,
-//      there is a free slot and the memory budget has room; each one joins
-//      with its prefill, which produces its first answer token;
-//   2. runs one decode step: every running request produces one more token;
-//   3. lets finished requests leave, freeing their slot and their cache.
+// first served unless the policy gives a priority) and a batch of admitted
+// requests, and its turn is four named steps:
+//   1. admit: waiting requests join the batch, if the policy allows it now,
+//      there is a free slot and the memory manager has room; each one's
+//      prefill then produces its first answer token;
+//   2. make room: when the next step would not fit in memory, send the
+//      newest request back to the queue;
+//   3. decode: one step in which every running request produces one more
+//      token (what a step carries is the step composition's choice,
+//      step_plan.h; the memory rules are the memory manager's,
+//      memory_manager.h);
+//   4. retire: finished requests leave, freeing their slot and their cache.
 // Static batching differs in two ways: requests join only an empty batch,
 // and a finished request's row stays in the batch as padding, still
 // computed at every step and still holding its cache (which no longer
@@ -24,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <span>
 #include <stdexcept>
@@ -31,9 +37,10 @@
 #include <utility>
 #include <vector>
 
-#include "../../common/kit/flags.h"
 #include "cost_model.h"
 #include "memory_budget.h"
+#include "memory_manager.h"
+#include "step_plan.h"
 #include "workload.h"
 
 namespace kv {
@@ -57,51 +64,44 @@ struct Policy {
 // compares three of them, at these places in the list:
 inline constexpr int kSerialNoCache = 0, kSerialCache = 3, kStaticCache = 4, kContinuousCache = 5;
 inline std::vector<Policy> book_policies(int batch) {
-    if (batch < 1) throw UsageError("--batch must be at least 1, got " + std::to_string(batch));
     return {{"serial, no cache", 1, false, false},        {"static, no cache", batch, false, false},
             {"continuous, no cache", batch, true, false}, {"serial, cache", 1, false, true},
             {"static, cache", batch, false, true},        {"continuous, cache", batch, true, true}};
 }
 
-// One row of the batch.
-struct Running {
-    int request = 0;       // index into the workload
-    int held = 0;          // positions in its KV cache: prompt + answer so far - 1
-    bool padding = false;  // static batching: answered, but its row runs until the batch ends
-};
-
-// What a decode step must compute, summed over the batch.
-struct StepShape {
-    int sequences = 0;     // B: one new token each
-    double context = 0;    // positions already cached, all sequences (with the cache)
-    double tokens = 0;     // whole sequences, all rows (without the cache: recompute all)
-    double tokens_sq = 0;  // sum of squared sequence lengths (attention without the cache)
-};
-
-// The work the scheduler asks for. Each call returns the seconds it took.
+// The work the scheduler asks for: one engine step at a time.
 class Executor {
   public:
     virtual ~Executor() = default;
-    // Runs the first `tokens` positions of r (its prompt; after a preemption,
-    // its prompt and its answer so far) and produces its next answer token.
-    virtual double prefill(const Request& r, int tokens, bool cache) = 0;
-    // One decode step: every running request produces its next token.
-    virtual double decode_step(std::span<const Running> batch, const StepShape& shape,
-                               bool cache) = 0;
-    // r left the batch, finished or preempted: free what it holds.
+    // Runs one step: each row feeds `tokens` tokens of its sequence from
+    // position `first`, and a row whose sequence is then complete produces
+    // its next token. Returns the seconds the step took.
+    virtual double run(const StepPlan& plan) = 0;
+    // r left the batch, finished or sent back: free what it holds.
     virtual void release(const Request&) {}
 };
 
-// Prices work with the cost model and does none of it.
+// Prices each step with the cost model and does none of the work.
 class SimulatedExecutor : public Executor {
   public:
     explicit SimulatedExecutor(const CostModel& cost) : cost_(cost) {}
-    double prefill(const Request&, int tokens, bool) override {
-        return cost_.prefill_seconds(tokens);
-    }
-    double decode_step(std::span<const Running>, const StepShape& s, bool cache) override {
-        return cache ? cost_.decode_seconds(s.sequences, s.context)
-                     : cost_.pass_seconds(s.tokens, s.tokens_sq);
+    double run(const StepPlan& plan) override {
+        // With the cache, a decode step: one token per row, attending to
+        // every cached position.
+        if (plan.cache && plan.is_decode_step()) {
+            double context = 0;  // positions already cached, all rows
+            for (const StepRow& row : plan.rows) context += row.first;
+            return cost_.decode_seconds(double(plan.rows.size()), context);
+        }
+        // Otherwise a pass: `tokens` rows through the weights; a row of n
+        // tokens after `first` cached ones attends to n first + n(n + 1) / 2
+        // pairs, which the formula counts as n^2 + 2 n first.
+        double tokens = 0, tokens_squared = 0;
+        for (const StepRow& row : plan.rows) {
+            tokens += row.tokens;
+            tokens_squared += double(row.tokens) * row.tokens + 2.0 * row.tokens * row.first;
+        }
+        return cost_.pass_seconds(tokens, tokens_squared);
     }
 
   private:
@@ -110,17 +110,11 @@ class SimulatedExecutor : public Executor {
 
 // ----------------------------------------------------------- the record
 
-struct RequestTimes {
-    double admitted_s = -1;     // its first prefill began
-    double first_token_s = -1;  // its first answer token came out
-    double finished_s = -1;     // its last answer token came out
-    int tokens = 0;             // answer tokens it has received
-};
-
 struct Schedule {
-    std::vector<RequestTimes> requests;  // (requests) indexed like the workload
-    double end_s = 0;                    // the clock when the last request finished
-    std::int64_t prefills = 0;           // including prefills again after a preemption
+    std::vector<Request> requests;  // (requests) every record as the run left it, indexed like the
+                                    // workload
+    double end_s = 0;               // the clock when the last request finished
+    std::int64_t prefills = 0;      // including prefills again after a preemption
     std::int64_t decode_steps = 0;
     std::int64_t decode_rows = 0;   // rows that produced a wanted token, over all steps
     std::int64_t padding_rows = 0;  // rows computed for nothing (static batching)
@@ -129,8 +123,8 @@ struct Schedule {
 
 // For tests and traces: what happened, and the memory right after it.
 struct ScheduleEvent {
-    enum Kind { admit, decode, finish, preempt } kind;
-    double time;            // the clock after the event
+    enum Kind { admit, decode, finish, preempt } kind;  // admit: its prefill is done
+    double time;                                        // the clock after the event
     int request;            // the request concerned; -1 for a decode step
     int running;            // requests in the batch still receiving tokens, after the event
     std::uint64_t held;     // positions held by all caches
@@ -138,172 +132,248 @@ struct ScheduleEvent {
 };
 using ScheduleObserver = std::function<void(const ScheduleEvent&)>;
 
-inline void check_schedule_inputs(std::span<const Request> requests, const Policy& policy,
-                                  const MemoryBudget& budget) {
-    if (requests.empty()) throw UsageError("--requests must be at least 1, got 0");
-    if (policy.batch < 1)
-        throw UsageError("--batch must be at least 1, got " + std::to_string(policy.batch));
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-        const Request& r = requests[i];
-        if (r.id != int(i) || !std::isfinite(r.arrival_s) || r.arrival_s < 0 ||
-            (i > 0 && r.arrival_s < requests[i - 1].arrival_s) || r.prompt_len < 1 ||
-            r.answer_len < 1 || r.answer_cap < r.answer_len)
-            throw std::invalid_argument("run_schedule: request " + std::to_string(i) +
-                                        " is malformed or out of arrival order");
+// ------------------------------------------------------------ the turn
+
+class Scheduler {
+  public:
+    // Copies the workload into its records; refuses (std::invalid_argument)
+    // an empty queue, a batch below 1, a malformed or out-of-order request,
+    // and a request the memory manager could never fit.
+    Scheduler(std::span<const Request> workload, const Policy& policy, MemoryManager& memory,
+              const StepComposition& steps, Executor& executor, ScheduleObserver observe = {})
+        : policy_(policy),
+          memory_(memory),
+          steps_(steps),
+          executor_(executor),
+          observe_(std::move(observe)) {
+        check(workload);
+        s_.requests.assign(workload.begin(), workload.end());
+        batch_.reserve(std::min(std::size_t(policy.batch), workload.size()));
     }
-    check_every_request_fits(requests, budget);
-}
 
-// ------------------------------------------------------------- the loop
+    bool done() const { return finished_ == s_.requests.size(); }
 
-inline Schedule run_schedule(std::span<const Request> requests, const Policy& policy,
-                             const MemoryBudget& budget, Executor& executor,
-                             const ScheduleObserver& observe = {}) {
-    check_schedule_inputs(requests, policy, budget);
-    const bool full = budget.reserve == Reservation::whole_context;
-    const std::size_t n = requests.size();
-    Schedule s;
-    s.requests.assign(n, {});
-    std::vector<Running> batch;  // in the order they joined: the newest is at the back
-    batch.reserve(std::min(std::size_t(policy.batch), n));
+    // The turn up to the engine step: admit, make room, and the step to
+    // run. An empty plan: nothing to run this turn (a static batch ended).
+    const StepPlan& schedule() {
+        plan_.rows.clear();
+        idle_until_next_arrival();
+        const bool was_empty = batch_.empty();
+        admit();
+        if (was_empty && batch_.empty())
+            throw std::logic_error("run_schedule: no request could join an empty batch");
+        if (!policy_.continuous) end_static_batch_if_answered();
+        if (batch_.empty()) return plan_;
+        steps_.compose(batch_, policy_.cache, plan_);
+        make_room();
+        memory_.grow(plan_);
+        return plan_;
+    }
+
+    // The step ran for `seconds`: its tokens come out, then the finished retire.
+    void postprocess(double seconds) {
+        decode(seconds);
+        retire();
+    }
+
+    Schedule result() {
+        s_.end_s = now_;
+        return std::move(s_);
+    }
+
+  private:
+    // 1. Admit. Rule: continuous batching fills free slots at every turn;
+    //    static batching only a batch that has not started decoding (it
+    //    fills an empty one). First come first served, or the policy's
+    //    priority, and the head of the queue is never overtaken: when it
+    //    does not fit, nobody joins. Into an empty batch it always joins
+    //    (the constructor made sure it fits alone).
+    void admit() {
+        if (!policy_.continuous && static_batch_closed_) return;
+        while (int(batch_.size()) < policy_.batch) {
+            while (next_ < s_.requests.size() && s_.requests[next_].arrival_s <= now_)
+                wait(s_.requests[next_++]);
+            if (waiting_.empty()) return;
+            Request& r = s_.requests[std::size_t(waiting_.top().second)];
+            if (!batch_.empty() && !memory_.can_admit(r, batch_)) return;
+            waiting_.pop();
+            r.status = RequestStatus::prefilling;
+            r.cached = memory_.cached_prefix(r);
+            memory_.admit(r);
+            batch_.push_back(&r);
+        }
+    }
+
+    // 2. Make room. Rule: the step's new positions must fit in memory.
+    //    Until they do, the memory manager's victim leaves the batch: a
+    //    padding row simply goes (its request is answered); a request goes
+    //    back to the queue, to be prefilled again, prompt and answer so far.
+    //    One row always stays, so the oldest always finishes.
+    void make_room() {
+        while (!memory_.can_grow(plan_) && batch_.size() > 1) {
+            const auto at = batch_.begin() + long(memory_.victim(batch_));
+            Request& r = **at;
+            batch_.erase(at);
+            leave(r);
+            if (r.status != RequestStatus::finished) {
+                r.status = RequestStatus::waiting;
+                r.cached = 0;
+                wait(r);
+                ++s_.preemptions;
+                note(ScheduleEvent::preempt, r.id);
+            }
+            steps_.compose(batch_, policy_.cache, plan_);
+        }
+    }
+
+    // 3. Decode (the step has run). Rule: each row's tokens are now cached;
+    //    a row whose whole sequence is then cached produces its next token:
+    //    a finished prefill its first (or, after a preemption, its next),
+    //    a decode row one more. A padding row produces nothing.
+    void decode(double seconds) {
+        for (const StepRow& row : plan_.rows)
+            if (row.request->admitted_s < 0) row.request->admitted_s = now_;  // its prefill begins
+        now_ += seconds;
+        bool decode_step = false;
+        for (const StepRow& row : plan_.rows) {
+            Request& r = *row.request;
+            if (r.status == RequestStatus::finished) {
+                ++s_.padding_rows;
+                decode_step = true;
+                continue;
+            }
+            const bool prefill = r.status == RequestStatus::prefilling;
+            if (!prefill) {
+                ++s_.decode_rows;
+                decode_step = true;
+            }
+            r.cached = row.first + row.tokens;
+            if (r.cached < r.length()) continue;  // a chunk of its prompt: more to come
+            if (r.received++ == 0) r.first_token_s = now_;
+            if (prefill) {
+                r.status = RequestStatus::decoding;
+                ++s_.prefills;
+                note(ScheduleEvent::admit, r.id);
+            }
+        }
+        if (decode_step) {
+            ++s_.decode_steps;
+            static_batch_closed_ = true;
+            note(ScheduleEvent::decode, -1);
+        }
+    }
+
+    // 4. Retire. Rule: a request whose last token is out is finished.
+    //    Continuous batching lets it leave now, the others keeping their
+    //    join order; static batching keeps its row as padding until the
+    //    whole batch is answered (end_static_batch_if_answered).
+    void retire() {
+        for (const StepRow& row : plan_.rows) {
+            Request& r = *row.request;
+            if (r.status != RequestStatus::decoding || r.received < r.answer_len) continue;
+            r.status = RequestStatus::finished;
+            r.finished_s = now_;
+            ++finished_;
+            if (policy_.continuous) leave(r);
+            note(ScheduleEvent::finish, r.id);
+        }
+        if (policy_.continuous) std::erase_if(batch_, is_finished);
+    }
+
+    // Static batching: the batch leaves together once every row is
+    // answered (after its last decode step, or when every answer was one
+    // token and nobody else joined).
+    void end_static_batch_if_answered() {
+        if (!std::all_of(batch_.begin(), batch_.end(), is_finished)) return;
+        for (Request* r : batch_) leave(*r);
+        batch_.clear();
+        static_batch_closed_ = false;
+    }
+
+    // Nobody running or waiting: the server idles until the next arrival.
+    void idle_until_next_arrival() {
+        if (batch_.empty() && waiting_.empty() && next_ < s_.requests.size() &&
+            s_.requests[next_].arrival_s > now_)
+            now_ = s_.requests[next_].arrival_s;
+    }
+
     // The waiting: arrived requests, and preempted ones sent back. Lowest
     // (priority, id) first; without a priority, id (arrival order) alone,
     // so a preempted request goes back to the head of the queue.
-    using Waiting = std::pair<double, int>;
-    std::priority_queue<Waiting, std::vector<Waiting>, std::greater<Waiting>> waiting;
-    auto wait = [&](int id) {
-        waiting.push({policy.priority ? policy.priority(requests[id]) : double(id), id});
-    };
-    std::size_t next = 0;  // the first request that has not arrived yet
-    std::size_t done = 0;
-    double now = 0;
-    std::uint64_t held = 0;      // positions in all running caches
-    std::uint64_t reserved = 0;  // sum of the running requests' longest contexts
-    int answering = 0;           // requests in the batch still receiving tokens
-    // The others are static batching's padding rows: answered, they no longer grow.
-    auto growing = [&] { return std::uint64_t(answering); };
-    auto padding = [&] { return batch.size() - std::size_t(answering); };
-    auto charged = [&] { return full ? reserved : held; };
-    auto note = [&](ScheduleEvent::Kind kind, int request) {
-        if (observe) observe({kind, now, request, answering, held, charged()});
-    };
-    auto leave = [&](const Running& r) {  // frees its slot's memory
-        held -= std::uint64_t(r.held);
-        reserved -= longest_context(requests[r.request]);
-        executor.release(requests[r.request]);
-    };
-    auto finish = [&](Running& r) {  // its last token is out; static keeps the row as padding
-        s.requests[r.request].finished_s = now;
-        r.padding = true;
-        --answering;
-        ++done;
-        if (policy.continuous) leave(r);
-        note(ScheduleEvent::finish, r.request);
-    };
-
-    auto is_padding = [](const Running& r) { return r.padding; };
-    auto end_static_batch_if_answered = [&] {
-        if (!std::all_of(batch.begin(), batch.end(), is_padding)) return;
-        for (const Running& r : batch) leave(r);
-        batch.clear();
-    };
-
-    while (done < n) {
-        // Nobody running or waiting: the server idles until the next arrival.
-        if (batch.empty() && waiting.empty() && requests[next].arrival_s > now)
-            now = requests[next].arrival_s;
-
-        // 1. Join. Static batching fills only an empty batch; continuous
-        //    batching fills free slots at every step.
-        const std::int64_t prefills_before = s.prefills;
-        const bool may_join = policy.continuous || batch.empty();
-        while (may_join && int(batch.size()) < policy.batch) {
-            while (next < n && requests[next].arrival_s <= now) wait(int(next++));
-            if (waiting.empty()) break;
-            const int id = waiting.top().second;
-            const Request& r = requests[id];
-            RequestTimes& t = s.requests[id];
-            const int tokens = r.prompt_len + t.tokens;  // the prompt and the answer so far
-            // full: its longest context must fit beside the others'. held:
-            // its cache must fit, and the next step, where every cache grows
-            // by one position. The first in the queue is never overtaken.
-            const bool fits = full ? reserved + longest_context(r) <= budget.tokens
-                                   : held + growing() + std::uint64_t(tokens) + 1 <= budget.tokens;
-            if (!fits && !batch.empty()) break;
-            waiting.pop();
-
-            if (t.admitted_s < 0) t.admitted_s = now;
-            now += executor.prefill(r, tokens, policy.cache);
-            ++s.prefills;
-            if (t.tokens == 0) t.first_token_s = now;
-            ++t.tokens;
-            held += std::uint64_t(tokens);
-            reserved += longest_context(r);
-            batch.push_back({id, tokens, false});
-            ++answering;
-            note(ScheduleEvent::admit, id);
-            if (t.tokens == r.answer_len) {
-                finish(batch.back());
-                if (policy.continuous) batch.pop_back();
-            }
-        }
-        if (!policy.continuous) end_static_batch_if_answered();  // every answer was one token
-        if (batch.empty()) {
-            if (s.prefills == prefills_before && done < n)
-                throw std::logic_error("run_schedule: no request could join an empty batch");
-            continue;
-        }
-
-        // 2. Room to grow (held): the next step adds one position to every
-        //    cache. Until that fits, drop a padding row (its request is
-        //    already answered) or else send the newest request back to the
-        //    queue. The oldest is never sent back, so it always finishes.
-        while (!full && held + growing() > budget.tokens && batch.size() > 1) {
-            auto pad = std::find_if(batch.rbegin(), batch.rend(), is_padding);
-            const auto victim_at = pad != batch.rend() ? std::prev(pad.base()) : batch.end() - 1;
-            const Running victim = *victim_at;
-            batch.erase(victim_at);
-            leave(victim);
-            if (victim.padding) continue;
-            wait(victim.request);
-            --answering;
-            ++s.preemptions;
-            note(ScheduleEvent::preempt, victim.request);
-        }
-
-        // 3. One decode step for the whole batch.
-        StepShape shape;
-        shape.sequences = int(batch.size());
-        for (const Running& r : batch) {
-            const double length = r.held + 1.0;  // the sequence including its newest token
-            shape.context += r.held;
-            shape.tokens += length;
-            shape.tokens_sq += length * length;
-        }
-        now += executor.decode_step(batch, shape, policy.cache);
-        ++s.decode_steps;
-        held += growing();
-        s.padding_rows += std::int64_t(padding());
-        s.decode_rows += std::int64_t(growing());
-        for (Running& r : batch)
-            if (!r.padding) {
-                ++r.held;
-                ++s.requests[r.request].tokens;
-            }
-        note(ScheduleEvent::decode, -1);
-        for (Running& r : batch)
-            if (!r.padding && s.requests[r.request].tokens == requests[r.request].answer_len)
-                finish(r);
-
-        // 4. Leave. Continuous: the finished go, the others keep their join
-        //    order. Static: the whole batch goes once every row is padding.
-        if (policy.continuous)
-            batch.erase(std::remove_if(batch.begin(), batch.end(), is_padding), batch.end());
-        else
-            end_static_batch_if_answered();
+    void wait(const Request& r) {
+        waiting_.push({policy_.priority ? policy_.priority(r) : double(r.id), r.id});
     }
-    s.end_s = now;
-    return s;
+
+    void leave(Request& r) {  // frees its memory and its cache
+        memory_.release(r);
+        executor_.release(r);
+    }
+
+    static bool is_finished(const Request* r) { return r->status == RequestStatus::finished; }
+
+    void note(ScheduleEvent::Kind kind, int request) const {
+        if (!observe_) return;
+        const int running = int(std::count_if(batch_.begin(), batch_.end(),
+                                              [](const Request* r) { return !is_finished(r); }));
+        observe_({kind, now_, request, running, memory_.held(), memory_.charged()});
+    }
+
+    void check(std::span<const Request> workload) const {
+        if (workload.empty()) throw std::invalid_argument("run_schedule: no requests");
+        if (policy_.batch < 1)
+            throw std::invalid_argument("run_schedule: a batch of " +
+                                        std::to_string(policy_.batch) + " requests");
+        for (std::size_t i = 0; i < workload.size(); ++i) {
+            const Request& r = workload[i];
+            if (r.id != int(i) || !std::isfinite(r.arrival_s) || r.arrival_s < 0 ||
+                (i > 0 && r.arrival_s < workload[i - 1].arrival_s) || r.prompt_len < 1 ||
+                r.answer_len < 1 || r.answer_cap < r.answer_len ||
+                r.status != RequestStatus::waiting)
+                throw std::invalid_argument("run_schedule: request " + std::to_string(i) +
+                                            " is malformed or out of arrival order");
+            if (!memory_.fits_alone(r))
+                throw std::invalid_argument("run_schedule: request " + std::to_string(i) +
+                                            " could never fit in memory");
+        }
+    }
+
+    const Policy& policy_;
+    MemoryManager& memory_;
+    const StepComposition& steps_;
+    Executor& executor_;
+    ScheduleObserver observe_;
+    Schedule s_;                             // the records, and the counts so far
+    std::vector<Request*> batch_;            // admitted, in join order: the newest is at the back
+    using Waiting = std::pair<double, int>;  // (priority, id)
+    std::priority_queue<Waiting, std::vector<Waiting>, std::greater<Waiting>> waiting_;
+    StepPlan plan_;                     // the step being run
+    std::size_t next_ = 0;              // the first request that has not arrived yet
+    std::size_t finished_ = 0;          // requests with every answer token out
+    double now_ = 0;                    // the clock
+    bool static_batch_closed_ = false;  // static: the batch has started decoding
+};
+
+// ------------------------------------------------------- the engine loop
+
+// Three calls a turn, as in nano-vllm's engine: the scheduler says what the
+// step carries, the executor runs it, the scheduler takes the tokens.
+inline Schedule run_schedule(std::span<const Request> workload, const Policy& policy,
+                             MemoryManager& memory, const StepComposition& steps,
+                             Executor& executor, const ScheduleObserver& observe = {}) {
+    Scheduler scheduler(workload, policy, memory, steps, executor, observe);
+    while (!scheduler.done()) {
+        const StepPlan& plan = scheduler.schedule();
+        if (!plan.rows.empty()) scheduler.postprocess(executor.run(plan));
+    }
+    return scheduler.result();
+}
+
+// The book's servers: memory charged as the budget says, prefills first.
+inline Schedule run_schedule(std::span<const Request> workload, const Policy& policy,
+                             const MemoryBudget& budget, Executor& executor,
+                             const ScheduleObserver& observe = {}) {
+    const std::unique_ptr<MemoryManager> memory = make_memory_manager(budget);
+    return run_schedule(workload, policy, *memory, PrefillFirst{}, executor, observe);
 }
 
 }  // namespace kv

@@ -8,11 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "../../common/kit/program.h"
 #include "../../common/core/transformer.h"
 #include "cost_model.h"
 #include "metrics.h"
@@ -40,12 +40,13 @@ inline double relative_error(double simulated, double real) {
     return real > 0 ? simulated / real - 1 : 0;
 }
 
+// After each policy, on_policy(policies done, of).
 inline std::vector<ValidationRow> validate(Transformer& model, std::span<const Request> requests,
                                            const std::vector<Policy>& policies,
                                            const MemoryBudget& budget, const CostModel& cost,
-                                           std::uint64_t seed) {
+                                           std::uint64_t seed,
+                                           const std::function<void(int, int)>& on_policy = {}) {
     std::vector<ValidationRow> rows;
-    Progress progress("validating against the real engine");
     for (const Policy& policy : policies) {
         std::vector<int> real_order, sim_order;
         auto record = [](std::vector<int>& order) {
@@ -53,14 +54,14 @@ inline std::vector<ValidationRow> validate(Transformer& model, std::span<const R
                 if (e.kind == ScheduleEvent::admit) order.push_back(e.request);
             };
         };
-        RealExecutor real(model, requests, seed);
+        RealExecutor real(model, seed);
         const Schedule measured = run_schedule(requests, policy, budget, real, record(real_order));
         SimulatedExecutor simulated(cost);
         const Schedule replayed =
             run_schedule(requests, policy, budget, simulated, record(sim_order));
-        rows.push_back({policy.name, summarize(requests, measured), summarize(requests, replayed),
+        rows.push_back({policy.name, summarize(measured), summarize(replayed),
                         real_order == sim_order, int(requests.size())});
-        progress.update(long(rows.size()), long(policies.size()));
+        if (on_policy) on_policy(int(rows.size()), int(policies.size()));
     }
     return rows;
 }

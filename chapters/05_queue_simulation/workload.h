@@ -1,4 +1,5 @@
-// Chapter 05: the workload, the people in the queue.
+// Chapter 05: the workload, the people in the queue, and the one record
+// that follows each of them through the server.
 //
 // Each request brings a prompt and will receive an answer. The server
 // learns the answer's length only when the model stops, so it plans with
@@ -12,18 +13,42 @@
 #include <string>
 #include <vector>
 
-#include "../../common/kit/flags.h"
-#include "../../common/kit/report.h"
 #include "../../common/core/rng.h"
 
 namespace kv {
 
+// Where a request is in the server.
+enum class RequestStatus {
+    waiting,     // in the queue: arrived, or sent back by a preemption
+    prefilling,  // admitted, its memory taken; its prompt (and answer so far) still to compute
+    decoding,    // in the batch, one more answer token at every decode step
+    finished,    // every answer token out (static batching runs its row on as padding)
+};
+
+// One request: what the workload drew, and all that the server does with
+// it. The scheduler, the executors, the memory manager and the metrics read
+// and write this one record (nano-vllm's Sequence).
 struct Request {
+    // What the workload drew, fixed from the start.
     int id = 0;            // position in arrival order: requests[id].id == id
     double arrival_s = 0;  // when it reaches the server
     int prompt_len = 1;    // tokens in its prompt
     int answer_len = 1;    // tokens it will receive; unknown to the scheduler until it stops
     int answer_cap = 1;    // most tokens it may receive; what the server plans with
+
+    // Its state in the server.
+    RequestStatus status = RequestStatus::waiting;
+    int cached = 0;          // positions of its sequence whose keys and values are computed
+    int held = 0;            // positions of KV cache memory it holds (the memory manager's count)
+    int received = 0;        // answer tokens it has received
+    double admitted_s = -1;  // its first prefill began
+    double first_token_s = -1;   // its first answer token came out
+    double finished_s = -1;      // its last answer token came out
+    std::vector<int> token_ids;  // prompt, then answer so far: the real engine's (the
+                                 // simulator knows how many tokens, not which)
+
+    // Tokens of its sequence so far: the prompt, then every answer token received.
+    int length() const { return prompt_len + received; }
 };
 
 struct WorkloadOptions {
@@ -36,37 +61,6 @@ struct WorkloadOptions {
     double rate = 0;                        // requests per second (Poisson); 0: all at time 0
     std::uint64_t seed = 1;
 };
-
-// Throws UsageError naming the flag if the options cannot make a workload
-// for a model whose context holds max_seq positions.
-inline void check_workload(const WorkloadOptions& w, int max_seq) {
-    auto need = [](bool ok, const std::string& message) {
-        if (!ok) throw UsageError(message);
-    };
-    need(w.requests >= 1, "--requests must be at least 1, got " + std::to_string(w.requests));
-    need(w.prompt_min >= 1, "--prompt-min must be at least 1, got " + std::to_string(w.prompt_min));
-    need(w.prompt_max >= w.prompt_min, "--prompt-max " + std::to_string(w.prompt_max) +
-                                           " is below --prompt-min " +
-                                           std::to_string(w.prompt_min));
-    need(w.answer_len >= 1, "--answer-len must be at least 1, got " + std::to_string(w.answer_len));
-    need(w.answer_max >= w.answer_len, "--answer-max " + std::to_string(w.answer_max) +
-                                           " is below the mean --answer-len " +
-                                           std::to_string(w.answer_len));
-    need(w.answer_dist == "geometric" || w.answer_dist == "uniform",
-         "--answer-dist must be geometric or uniform, got " + w.answer_dist);
-    if (w.answer_dist == "uniform")
-        need(2 * w.answer_len - 1 <= w.answer_max,
-             "--answer-dist uniform draws from 1 to 2 x --answer-len - 1 = " +
-                 std::to_string(2 * w.answer_len - 1) + ", above --answer-max " +
-                 std::to_string(w.answer_max));
-    need(w.rate >= 0, "--rate must not be negative, got " + json_number(w.rate));
-    // The cache holds prompt + answer - 1 positions (the last answer token is
-    // produced, never fed back), so that is what must fit in the context.
-    need(w.prompt_max + w.answer_max - 1 <= max_seq,
-         "--prompt-max " + std::to_string(w.prompt_max) + " + --answer-max " +
-             std::to_string(w.answer_max) + " - 1 exceeds the model's --max-seq " +
-             std::to_string(max_seq));
-}
 
 // ln(x) for x in (0, 1], from + - * / only. std::log may differ in its last
 // bit between math libraries, and a different bit could reorder two
@@ -104,9 +98,10 @@ inline int geometric_length(Rng& rng, int mean, int cap) {
     return n;
 }
 
-// The queue, in arrival order.
-inline std::vector<Request> make_workload(const WorkloadOptions& w, int max_seq) {
-    check_workload(w, max_seq);
+// The queue, in arrival order, every request still waiting. The options
+// must make sense (prompt_min <= prompt_max, lengths of at least 1); the
+// chapter's experiment checks them, naming the flags.
+inline std::vector<Request> make_workload(const WorkloadOptions& w) {
     Rng rng(w.seed ^ 0x51D0C0DEull);  // apart from the weights drawn from the same --seed
     std::vector<Request> requests(static_cast<std::size_t>(w.requests));
     double clock = 0;

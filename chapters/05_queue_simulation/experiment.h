@@ -1,0 +1,286 @@
+// Chapter 05's experiment: its parameters, their check, and the run.
+//
+// The parameters are public members with their defaults; add_flags makes
+// each one a flag, check() turns every bad value into one error naming the
+// flag and the value, and run() draws the queue, prices the work (measured,
+// counted or loaded), replays the queue under the six policies, and, when
+// asked, sweeps the arrival rate and validates against the real engine.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../../common/core/config.h"
+#include "../../common/core/transformer.h"
+#include "../../common/kit/flags.h"
+#include "../../common/kit/model_flags.h"
+#include "../../common/kit/program.h"
+#include "../../common/kit/report.h"
+#include "../../common/kit/timing.h"
+#include "calibration.h"
+#include "cost_model.h"
+#include "memory_budget.h"
+#include "metrics.h"
+#include "rate_sweep.h"
+#include "scheduler.h"
+#include "validation.h"
+#include "workload.h"
+
+namespace kv::ch05 {
+
+// Everything one run found: what the report shows, as text and as JSON.
+struct Results {
+    Config config;
+    WorkloadOptions work;
+    std::vector<Request> queue;  // the requests, in arrival order
+    int batch = 0;
+    MemoryBudget budget;
+    Concurrency fit;
+    CostModel cost;
+    std::optional<Calibration> calibration;  // when the cost model was measured now
+    std::vector<Policy> policies;
+    std::vector<Summary> summaries;          // (policies)
+    std::vector<std::vector<double>> ttfts;  // (policies, requests) sorted times to first token
+    double simulation_seconds = 0;           // wall time to simulate every policy
+    std::optional<RateSweep> sweep;          // with --rate
+    std::vector<ValidationRow> validation;   // with --validate N
+    int validation_batch = 0;
+};
+
+// ------------------------------------------------------ the cost model file
+
+inline void save_cost_model(const CostModel& m, const std::string& path) {
+    std::ostringstream out;
+    out << "# chapter 05 cost model: pass = a + b rows + c sum(len^2); decode = d + e B + f "
+           "sum(context)\n"
+        << "model " << m.model << "\n"
+        << "source " << m.source << "\n"
+        << "pass_fixed " << json_number(m.pass_fixed) << "\n"
+        << "pass_per_token " << json_number(m.pass_per_token) << "\n"
+        << "pass_per_token_sq " << json_number(m.pass_per_token_sq) << "\n"
+        << "step_fixed " << json_number(m.step_fixed) << "\n"
+        << "step_per_sequence " << json_number(m.step_per_sequence) << "\n"
+        << "step_per_context " << json_number(m.step_per_context) << "\n"
+        << "fit_error " << json_number(m.fit_error) << "\n";
+    write_file(path, out.str());
+}
+
+// Reads a file written by save_cost_model for the model `config`. Anything
+// wrong (missing, unreadable, another model) is a UsageError naming the flag.
+inline CostModel load_cost_model(const std::string& path, const Config& config) {
+    std::ifstream in(path);
+    if (!in) throw UsageError("--calibration " + path + ": cannot open the file");
+    auto bad = [&](const std::string& why) {
+        return UsageError("--calibration " + path + ": " + why);
+    };
+    CostModel m;
+    int numbers = 0;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        const std::size_t space = line.find(' ');
+        const std::string key = line.substr(0, space);
+        const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+        if (key == "model") {
+            m.model = value;
+            continue;
+        }
+        if (key == "source") {
+            m.source = value;
+            continue;
+        }
+        double* field = key == "pass_fixed"          ? &m.pass_fixed
+                        : key == "pass_per_token"    ? &m.pass_per_token
+                        : key == "pass_per_token_sq" ? &m.pass_per_token_sq
+                        : key == "step_fixed"        ? &m.step_fixed
+                        : key == "step_per_sequence" ? &m.step_per_sequence
+                        : key == "step_per_context"  ? &m.step_per_context
+                        : key == "fit_error"         ? &m.fit_error
+                                                     : nullptr;
+        if (!field) throw bad("unknown line '" + line + "'");
+        std::istringstream number(value);
+        if (!(number >> *field) || !(number >> std::ws).eof() || !(*field >= 0) || *field > 1e6)
+            throw bad("'" + key + "' must be a non-negative number of seconds, got '" + value +
+                      "'");
+        ++numbers;
+    }
+    if (numbers != 7) throw bad("expected 7 numbers, found " + std::to_string(numbers));
+    if (!(m.prefill_seconds(1) > 0) || !(m.decode_seconds(1, 0) > 0))
+        throw bad("its passes and decode steps must take some time");
+    if (m.model != config.describe())
+        throw bad("it was measured for the model '" + m.model + "', not '" + config.describe() +
+                  "'");
+    m.source = "loaded from " + path + " (" + m.source + ")";
+    return m;
+}
+
+// ---------------------------------------------------------- the experiment
+
+struct Experiment {
+    Config model;                         // the model's shape (--layers, --dim, ...)
+    std::uint64_t seed = 1;               // seed of the weights, the prompts and the workload
+    WorkloadOptions workload;             // 1,000 requests at time 0 (workload.h)
+    int batch = 32;                       // most requests in a batch; memory may allow fewer
+    std::uint64_t kv_budget_mib = 16;     // KV cache memory: 21 to 24 requests at their longest
+    std::string reserve = "full";         // charge the longest context ("full") or what is "held"
+    std::string cost_model = "measured";  // time the real engine, or count operations ("analytic")
+    std::string calibration_file;         // reuse a cost model saved by save_calibration
+    std::string save_calibration;         // write the cost model to this file
+    int validate = 0;                     // requests to run through the real engine too; 0: none
+
+    void add_flags(Flags& flags) {
+        add_model_flags(flags, model, seed);
+        WorkloadOptions& w = workload;
+        flags.add("requests", w.requests, 0, 10'000'000, "requests in the queue");
+        flags.add("prompt-min", w.prompt_min, 1, 1 << 20, "shortest prompt (uniform lengths)");
+        flags.add("prompt-max", w.prompt_max, 1, 1 << 20, "longest prompt");
+        flags.add("answer-len", w.answer_len, 1, 1 << 20, "mean answer length before the cap");
+        flags.add("answer-max", w.answer_max, 1, 1 << 20, "answer cap (max_new_tokens)");
+        flags.add_choice("answer-dist", w.answer_dist, {"geometric", "uniform"},
+                         "geometric (many short, a few long) or uniform in 1..2 x mean - 1");
+        flags.add("rate", w.rate, 0.0, 1e9, "Poisson arrivals per second; 0: all at time 0");
+        flags.add("batch", batch, 0, 4096, "most requests running at once");
+        flags.add("kv-budget-mib", kv_budget_mib, 1, 1 << 30, "memory for all KV caches, MiB");
+        flags.add_choice("reserve", reserve, {"full", "held"},
+                         "charge each request its longest context, or what its cache holds");
+        flags.add_choice("cost-model", cost_model, {"measured", "analytic"},
+                         "time the real engine, or count operations (exact, for tests)");
+        flags.add("calibration", calibration_file,
+                  "reuse a cost model saved by --save-calibration");
+        flags.add("save-calibration", save_calibration, "write the cost model to this file");
+        flags.add("validate", validate, 0, 256, "also run this many requests for real");
+    }
+
+    // Every value checked once, in this order; the first bad one is a
+    // UsageError naming its flag and value.
+    void check() const {
+        auto need = [](bool ok, const std::string& message) {
+            if (!ok) throw UsageError(message);
+        };
+        need(calibration_file.empty() || cost_model != "analytic",
+             "--calibration " + calibration_file + " and --cost-model analytic exclude each other");
+        // The calibration's widest batch, each sequence at the longest context.
+        check_model(model, std::uint64_t(model.max_seq) * kMostCalibratedBatch);
+        const WorkloadOptions& w = workload;
+        need(w.requests >= 1, "--requests must be at least 1, got " + std::to_string(w.requests));
+        need(w.prompt_min >= 1,
+             "--prompt-min must be at least 1, got " + std::to_string(w.prompt_min));
+        need(w.prompt_max >= w.prompt_min, "--prompt-max " + std::to_string(w.prompt_max) +
+                                               " is below --prompt-min " +
+                                               std::to_string(w.prompt_min));
+        need(w.answer_len >= 1,
+             "--answer-len must be at least 1, got " + std::to_string(w.answer_len));
+        need(w.answer_max >= w.answer_len, "--answer-max " + std::to_string(w.answer_max) +
+                                               " is below the mean --answer-len " +
+                                               std::to_string(w.answer_len));
+        need(w.answer_dist == "geometric" || w.answer_dist == "uniform",
+             "--answer-dist must be geometric or uniform, got " + w.answer_dist);
+        if (w.answer_dist == "uniform")
+            need(2 * w.answer_len - 1 <= w.answer_max,
+                 "--answer-dist uniform draws from 1 to 2 x --answer-len - 1 = " +
+                     std::to_string(2 * w.answer_len - 1) + ", above --answer-max " +
+                     std::to_string(w.answer_max));
+        need(w.rate >= 0, "--rate must not be negative, got " + json_number(w.rate));
+        // The cache holds prompt + answer - 1 positions (the last answer token
+        // is produced, never fed back), so that is what must fit in the context.
+        need(w.prompt_max + w.answer_max - 1 <= model.max_seq,
+             "--prompt-max " + std::to_string(w.prompt_max) + " + --answer-max " +
+                 std::to_string(w.answer_max) + " - 1 exceeds the model's --max-seq " +
+                 std::to_string(model.max_seq));
+        // A request whose longest context cannot fit even alone would wait
+        // forever: refuse the whole run at the door.
+        const MemoryBudget b = budget();
+        const std::vector<Request> queue = make_workload(workload_with_seed());
+        if (const Request* r = first_that_never_fits(queue, b))
+            throw UsageError("--kv-budget-mib " + std::to_string(b.bytes >> 20) + " holds " +
+                             with_commas(b.tokens) + " positions of KV cache (" +
+                             format_bytes(b.bytes_per_token) + " each), but request " +
+                             std::to_string(r->id) + " may need " +
+                             with_commas(longest_context(*r)) + " (prompt " +
+                             std::to_string(r->prompt_len) + " + answer cap " +
+                             std::to_string(r->answer_cap) + " - 1)");
+        need(batch >= 1, "--batch must be at least 1, got " + std::to_string(batch));
+    }
+
+    // The whole run, after check().
+    Results run() const {
+        Results results;
+        results.config = model;
+        results.work = workload_with_seed();
+        results.batch = batch;
+        results.queue = make_workload(results.work);
+        results.budget = budget();
+        results.fit = concurrency(results.queue, results.budget);
+        results.policies = book_policies(batch);
+
+        // What each piece of work costs: loaded, counted, or measured now.
+        std::optional<Transformer> engine;
+        if (!calibration_file.empty()) {
+            results.cost = load_cost_model(calibration_file, model);
+        } else if (cost_model == "analytic") {
+            results.cost = analytic_cost_model(model);
+        } else {
+            engine.emplace(model, seed);
+            Progress progress("calibrating the cost model, round");
+            results.calibration =
+                calibrate(*engine, workload.prompt_max + workload.answer_max - 1, batch,
+                          [&](int done, int of) { progress.update(done, of); });
+            results.cost = results.calibration->cost;
+        }
+        if (!save_calibration.empty()) save_cost_model(results.cost, save_calibration);
+
+        // The simulation: every policy over the same queue.
+        const auto start = Clock::now();
+        for (const Policy& p : results.policies) {
+            SimulatedExecutor executor(results.cost);
+            const Schedule s = run_schedule(results.queue, p, results.budget, executor);
+            results.summaries.push_back(summarize(s));
+            results.ttfts.push_back(sorted_ttfts(s));
+        }
+        results.simulation_seconds = seconds_since(start);
+
+        // With a rate: queues of the same distributions at rates around
+        // capacity, each its own sample (the arrival gaps and the lengths
+        // share one generator).
+        if (workload.rate > 0) {
+            const std::vector<Policy> cached = {results.policies[kSerialCache],
+                                                results.policies[kStaticCache],
+                                                results.policies[kContinuousCache]};
+            results.sweep = sweep_rates(results.work, cached, results.budget, results.cost);
+        }
+
+        // With validate N: the first N requests on the real engine too.
+        if (validate > 0) {
+            WorkloadOptions few = results.work;
+            few.requests = std::min(validate, workload.requests);
+            results.validation_batch = validation_batch(few.requests, batch);
+            if (!engine) engine.emplace(model, seed);
+            Progress progress("validating against the real engine");
+            results.validation =
+                kv::validate(*engine, make_workload(few), book_policies(results.validation_batch),
+                             results.budget, results.cost, seed,
+                             [&](int done, int of) { progress.update(done, of); });
+        }
+        return results;
+    }
+
+  private:
+    WorkloadOptions workload_with_seed() const {
+        WorkloadOptions w = workload;
+        w.seed = seed;
+        return w;
+    }
+    MemoryBudget budget() const {
+        return make_budget(
+            model, kv_budget_mib,
+            reserve == "full" ? Reservation::whole_context : Reservation::tokens_held);
+    }
+};
+
+}  // namespace kv::ch05
