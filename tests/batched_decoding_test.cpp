@@ -17,8 +17,8 @@
 #include "../chapters/02_kv_cache/cached_decoding.h"
 #include "../chapters/04_batched_decoding/arithmetic_intensity.h"
 #include "../chapters/04_batched_decoding/batch_benchmark.h"
-#include "../chapters/04_batched_decoding/batch_report.h"
 #include "../chapters/04_batched_decoding/batched_decoding.h"
+#include "../chapters/04_batched_decoding/report.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -332,7 +332,7 @@ TEST_CASE("the bench decodes every batch like the sequences alone") {
     DecodeBench bench(model, prompts, repeats);
     int calls = 0;
     const std::vector<BatchTiming> timings =
-        bench.run({1, 3, 8}, "test", [&](int step, const Matrix& logits) {
+        bench.run({1, 3, 8}, [&](int step, const Matrix& logits) {
             alone.compare(step, logits);
             ++calls;
         });
@@ -358,8 +358,15 @@ TEST_CASE("the bench decodes every batch like the sequences alone") {
         CHECK(t.arithmetic.attention_flops >= fewest);
         CHECK(t.arithmetic.attention_flops <= most);
     }
-    CHECK_THROWS_AS(bench.run({9}, "test"), std::invalid_argument);  // only 8 sequences
-    CHECK_THROWS_AS(bench.run({0}, "test"), std::invalid_argument);
+    CHECK_THROWS_AS(bench.run({9}), std::invalid_argument);  // only 8 sequences
+    CHECK_THROWS_AS(bench.run({0}), std::invalid_argument);
+    // The rounds are told as they begin, for a progress line.
+    std::vector<int> rounds_seen;
+    bench.run({1}, {}, [&](int round, int rounds) {
+        CHECK(rounds == kRounds);
+        rounds_seen.push_back(round);
+    });
+    CHECK(rounds_seen == std::vector<int>{0, 1, 2});
     CHECK_THROWS_AS(alone.compare(steps, Matrix(1, c.vocab_size)), std::out_of_range);
     CHECK_THROWS_AS(alone.compare(0, Matrix(9, c.vocab_size)), std::out_of_range);
     // A wrong batch is caught: the reference notices a changed logit.
@@ -379,11 +386,11 @@ TEST_CASE("the ridge point divides the best arithmetic rate by batch 1's weight 
     timings[0].step_seconds = 0.1;  // 10 GB/s of weights, 5 GFLOP/s
     timings[1].step_seconds = 0.1;  // 20 GFLOP/s
     timings[2].step_seconds = 0.2;  // 40 GFLOP/s
-    const Ridge r = ridge_point(timings);
+    const ch04::Ridge r = ch04::ridge_point(timings);
     CHECK(r.bytes_per_second == doctest::Approx(1e10));
     CHECK(r.flops_per_second == doctest::Approx(4e10));
     CHECK(r.at_batch == 16);
     CHECK(r.flops_per_byte() == doctest::Approx(4.0));
     CHECK(r.batch() == doctest::Approx(8.0));
-    CHECK(best_throughput(timings).batch == 16);
+    CHECK(ch04::best_throughput(timings).batch == 16);
 }

@@ -10,11 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../../common/kit/flags.h"
 #include "../../common/core/generation.h"
-#include "../../common/kit/model_flags.h"
-#include "../../common/kit/program.h"
-#include "../../common/kit/report.h"
 #include "../../common/core/rng.h"
 #include "../../common/kit/timing.h"
 #include "../02_kv_cache/cached_decoding.h"
@@ -55,6 +51,8 @@ struct BatchTiming {
 // Sees the logits of every decode step (row i: sequence i), outside the
 // timed part.
 using BatchStepCallback = std::function<void(int step, const Matrix& logits)>;
+// Told as each round of the bench begins (0, 1, ... rounds - 1).
+using RoundCallback = std::function<void(int round, int rounds)>;
 
 // Batch sizes 1, 2, 4, ... up to max_batch (and max_batch itself).
 inline std::vector<int> batch_sizes_up_to(int max_batch) {
@@ -91,27 +89,6 @@ inline double bench_bytes(const Config& c, int sequences, int longest_prompt, in
     return caches + logits + scratch;
 }
 
-// Throws UsageError, starting with `flag_prefix`, if the model's shape is
-// wrong or its weights plus bench_bytes() would take more than half of the
-// machine's memory.
-inline void check_bench_fits(const Config& c, int sequences, int longest_prompt, int repeats,
-                             const std::string& flag_prefix) {
-    const int steps = decode_steps(repeats);
-    try {
-        check_model(c, 0);  // the shape, and room for the weights
-    } catch (const UsageError& e) {
-        throw UsageError(flag_prefix + e.what());
-    }
-    const double need = double(c.weight_bytes()) + bench_bytes(c, sequences, longest_prompt, steps);
-    const double have = double(physical_memory_bytes());  // 0: unknown
-    if (have > 0 && need > have / 2)
-        throw UsageError(flag_prefix + "--max-batch " + std::to_string(sequences) +
-                         " with --prompt-len " + std::to_string(longest_prompt) +
-                         " and --repeats " + std::to_string(repeats) + " needs " +
-                         format_bytes(std::uint64_t(need)) +
-                         ", more than half of this machine's memory");
-}
-
 // Prefills every prompt once; a batch of size B then decodes the first B
 // sequences from copies of those caches, so every batch size decodes the
 // same sequences from the same positions.
@@ -140,10 +117,10 @@ class DecodeBench {
     }
 
     // Times one batch per size in `sizes` (each at most sequences()): the
-    // median of `repeats` timed steps each. Progress goes to stderr on a
-    // terminal.
-    std::vector<BatchTiming> run(const std::vector<int>& sizes, const std::string& label,
-                                 const BatchStepCallback& on_step = {}) {
+    // median of `repeats` timed steps each.
+    std::vector<BatchTiming> run(const std::vector<int>& sizes,
+                                 const BatchStepCallback& on_step = {},
+                                 const RoundCallback& on_round = {}) {
         std::vector<Running> batches;
         for (int batch : sizes) {
             if (batch < 1 || batch > sequences())
@@ -151,10 +128,9 @@ class DecodeBench {
                                             " from " + std::to_string(sequences()) + " sequences");
             batches.emplace_back(*this, batch);
         }
-        Progress progress(label + ", round");
         const int rounds = std::min(kRounds, repeats_);
         for (int round = 0; round < rounds; ++round) {
-            progress.update(round, rounds);
+            if (on_round) on_round(round, rounds);
             const int timed = repeats_ / rounds + (round < repeats_ % rounds ? 1 : 0);
             for (Running& b : batches)
                 for (int i = 0; i <= timed; ++i) b.step(model_, i > 0, on_step);

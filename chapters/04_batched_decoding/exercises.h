@@ -1,7 +1,5 @@
-// Chapter 04 exercises 4 and 5: write these functions (see EXERCISES.md).
-//
-// Each one throws until you write it. Its tests are in
-// tests/exercises_ch04_test.cpp, skipped by default; run them with
+// Chapter 04 exercises: stubs for you to fill in (see EXERCISES.md). Each
+// throws until you write it. Its tests, skipped until you enable them:
 //
 //     make build/book_tests && ./build/book_tests -ts="exercises ch04" --no-skip
 //
@@ -18,9 +16,9 @@
 #include "../../common/core/transformer.h"
 #include "batch_benchmark.h"
 
-namespace kv {
+namespace kv::exercises {
 
-// ------------------------------ exercise 4: a decode step that carries a prefill
+// --------------------------- exercise 04.4: a decode step that carries a prefill
 
 // One forward pass that decodes tokens[i] into caches[i] for every i, as
 // decode_batch does, and also prefills `prompt` into `prompt_cache`, which
@@ -36,10 +34,10 @@ inline const Matrix& decode_with_prefill(Transformer& model, std::span<const int
     (void)caches;
     (void)prompt;
     (void)prompt_cache;
-    throw std::logic_error("exercise 4: write decode_with_prefill in exercises.h");
+    throw std::logic_error("exercise 04.4: decode_with_prefill is not implemented yet");
 }
 
-// ------------------------------------ exercise 5: where batching stops paying
+// --------------------------------- exercise 04.5: where batching stops paying
 
 // `timings` holds batch sizes in increasing order. Returns the first batch
 // size from which going to the next size raises tokens per second by less
@@ -49,7 +47,7 @@ inline const Matrix& decode_with_prefill(Transformer& model, std::span<const int
 inline int batch_where_gains_end(const std::vector<BatchTiming>& timings, double min_gain) {
     (void)timings;
     (void)min_gain;
-    throw std::logic_error("exercise 5: write batch_where_gains_end in exercises.h");
+    throw std::logic_error("exercise 04.5: batch_where_gains_end is not implemented yet");
 }
 
-}  // namespace kv
+}  // namespace kv::exercises

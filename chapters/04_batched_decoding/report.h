@@ -1,0 +1,195 @@
+// What chapter 04 prints: one table row per batch size for each width,
+// the best batch, the ridge point, the throughput plots and the check
+// against decoding alone; or all of it as one JSON object.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "../../common/core/config.h"
+#include "../../common/kit/output.h"
+#include "../../common/kit/report.h"
+#include "../../common/kit/svg_plot.h"
+#include "arithmetic_intensity.h"
+#include "batch_benchmark.h"
+#include "experiment.h"
+
+namespace kv::ch04 {
+
+inline Table batch_table(const std::vector<BatchTiming>& timings) {
+    Table table({"batch", "step (ms)", "per token (ms)", "tokens/s", "speed-up per token",
+                 "GFLOP per step", "FLOPs/byte", "GFLOP/s", "GB/s of weights"});
+    const double base = timings.front().seconds_per_token();
+    for (const BatchTiming& t : timings) {
+        const StepArithmetic& a = t.arithmetic;
+        table.add_row({t.batch, Cell(t.step_seconds * 1e3, 3), Cell(t.seconds_per_token() * 1e3, 3),
+                       Cell(t.tokens_per_second(), 0), Cell(base / t.seconds_per_token(), 2),
+                       Cell(a.flops() / 1e9, 3), Cell(a.flops_per_byte(), 1),
+                       Cell(a.flops() / t.step_seconds / 1e9, 1),
+                       Cell(a.weight_bytes / t.step_seconds / 1e9, 1)});
+    }
+    return table;
+}
+
+// The batch size with the most tokens per second.
+inline const BatchTiming& best_throughput(const std::vector<BatchTiming>& timings) {
+    const BatchTiming* best = &timings.front();
+    for (const BatchTiming& t : timings)
+        if (t.tokens_per_second() > best->tokens_per_second()) best = &t;
+    return *best;
+}
+
+// Where a step stops waiting for weights and starts waiting for arithmetic
+// (the ridge point of the roofline model), from two measured rates: how
+// fast batch 1 streams weights, and the fastest arithmetic of any batch. A
+// step whose intensity is below their ratio is limited by memory; above
+// it, by arithmetic. The weight products do B/2 FLOPs per byte, so the
+// batch size at the ridge is about twice the ratio.
+struct Ridge {
+    double bytes_per_second = 0;  // weights streamed at batch 1
+    double flops_per_second = 0;  // the best arithmetic rate of any batch
+    int at_batch = 0;             // the batch that reached it
+
+    double flops_per_byte() const { return flops_per_second / bytes_per_second; }
+    double batch() const { return 2 * flops_per_byte(); }
+};
+
+inline Ridge ridge_point(const std::vector<BatchTiming>& timings) {
+    Ridge ridge;
+    ridge.bytes_per_second = timings.front().arithmetic.weight_bytes / timings.front().step_seconds;
+    for (const BatchTiming& t : timings) {
+        const double rate = t.arithmetic.flops() / t.step_seconds;
+        if (rate > ridge.flops_per_second) ridge.flops_per_second = rate, ridge.at_batch = t.batch;
+    }
+    return ridge;
+}
+
+// The table of one width, headed by its weight bytes against the CPU's
+// cache, and followed by its ridge point.
+inline void print_width(std::ostream& out, const WidthResult& w, std::uint64_t cache_bytes,
+                        double memory_bytes_per_second) {
+    const std::uint64_t bytes = weight_bytes_per_step(w.config);
+    out << "\ndim " << w.config.dim << ", ffn " << w.config.ffn_dim << ": "
+        << with_commas(multiplied_parameters(w.config)) << " multiplied weights, "
+        << format_bytes(bytes) << " read per step";
+    if (cache_bytes > 0)
+        out << " (" << (bytes <= cache_bytes ? "fit" : "do not fit") << " in the "
+            << format_bytes(cache_bytes) << " largest CPU cache)";
+    out << "\n";
+    batch_table(w.timings).print(out);
+    const Ridge r = ridge_point(w.timings);
+    out << "  batch 1 reads weights at " << fixed(r.bytes_per_second / 1e9, 1) << " GB/s ("
+        << fixed(100 * r.bytes_per_second / memory_bytes_per_second, 0)
+        << "% of what this core streams from memory);\n  arithmetic peaks at "
+        << fixed(r.flops_per_second / 1e9, 1) << " GFLOP/s (batch " << r.at_batch
+        << "). The two balance at " << fixed(r.flops_per_byte(), 1)
+        << " FLOPs per byte,\n  about batch " << fixed(r.batch(), 0)
+        << ": below it a step waits for weights, above it for arithmetic.\n";
+}
+
+// Tokens per second against batch size, one line per width; with
+// `relative`, divided by each width's batch-1 rate (the speed-up per token),
+// so that widths whose rates differ tenfold can be compared on one scale.
+inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths, bool relative) {
+    SvgPlot plot(relative ? "Decode speed-up per token over batch 1"
+                          : "Decode throughput against batch size",
+                 "batch size (sequences)",
+                 relative ? "tokens per second / batch 1's" : "tokens per second");
+    plot.set_log2_x(true);
+    for (const WidthResult& w : widths) {
+        const double base = relative ? w.timings.front().tokens_per_second() : 1.0;
+        std::vector<double> xs, ys;
+        for (const BatchTiming& t : w.timings) {
+            xs.push_back(t.batch);
+            ys.push_back(t.tokens_per_second() / base);
+        }
+        plot.add_series("dim " + std::to_string(w.config.dim), xs, ys);
+    }
+    return plot;
+}
+
+// One width's numbers for --json, each key starting with `prefix`.
+inline void add_width_json(Json& json, const std::string& prefix, const WidthResult& w) {
+    const BatchTiming& best = best_throughput(w.timings);
+    json.add(prefix + "model", w.config.describe())
+        .add(prefix + "weight_bytes_per_step", weight_bytes_per_step(w.config))
+        .add(prefix + "batches", batch_table(w.timings))
+        .add(prefix + "tokens_per_second_batch1", w.timings.front().tokens_per_second())
+        .add(prefix + "tokens_per_second_best", best.tokens_per_second())
+        .add(prefix + "best_batch", best.batch)
+        .add(prefix + "ridge_flops_per_byte", ridge_point(w.timings).flops_per_byte());
+}
+
+// Writes the plots, then the JSON or the text. Returns the exit status: 1
+// if a batched step chose another token than the sequence alone.
+inline int report(const Results& r, const OutputOptions& out) {
+    const LoadedModel& loaded = r.loaded;
+    const int status = r.same_tokens ? 0 : 1;
+    const std::string plot_path =
+        throughput_plot(r.widths, false).write(out.plot_dir + "/04_tokens_per_second.svg");
+    const std::string speedup_path =
+        throughput_plot(r.widths, true).write(out.plot_dir + "/04_speedup.svg");
+    const bool has_text = loaded.tokenizer.has_value();
+    const std::string prompt_text = loaded.prompt_text();
+    const std::string answer_text = loaded.answer_text(r.answer0);
+
+    Json json;
+    json.add("chapter", "04_batched_decoding")
+        .add("max_batch", r.max_batch)
+        .add("longest_prompt", r.prompt_len)
+        .add("mean_prompt", r.mean_prompt)
+        .add("repeats", r.repeats)
+        .add("last_level_cache_bytes", r.cache_bytes)
+        .add("memory_bytes_per_second", r.memory_bytes_per_second)
+        .add("same_tokens", r.same_tokens)
+        .add("max_logit_difference", r.max_logit_difference)
+        .add("weights", loaded.weights);
+    if (has_text) json.add("answer_text", answer_text);
+    add_width_json(json, "", r.widths[0]);  // the closing table's keys: the demo model
+    if (r.widths.size() > 1) add_width_json(json, "wide_", r.widths[1]);
+    if (emit(out, json.add("plot", plot_path).add("speedup_plot", speedup_path))) return status;
+
+    std::cout << "Chapter 04: batched decoding\n\n"
+              << "model: " << loaded.model.config().describe() << "\n"
+              << "weights: " << loaded.weights << "\n"
+              << "a batch of B sequences, prompts of 1.." << r.prompt_len << " tokens (mean "
+              << fixed(r.mean_prompt, 1) << " over all " << r.max_batch
+              << "), one new token each per decode step\n"
+              << "times: median of " << r.repeats << " steps; the batch sizes take turns in "
+              << std::min(kRounds, r.repeats) << " rounds, each with a warm-up step\n"
+              << "memory: this core streams " << fixed(r.memory_bytes_per_second / 1e9, 1)
+              << " GB/s from main memory (measured: a sum over " << format_bytes(r.probe_bytes)
+              << ")\n";
+    for (const WidthResult& w : r.widths)
+        print_width(std::cout, w, r.cache_bytes, r.memory_bytes_per_second);
+    std::cout << "\nEach step reads every weight once and does 2 FLOPs with it per sequence:"
+              << " the weight\nproducts do B/2 FLOPs per byte. Attention adds 4 x layers x dim"
+              << " FLOPs per cached\nposition of each sequence, on keys and values no other"
+              << " sequence shares.\n\n"
+              << "batched vs alone (chapter 02's decode_step), " << r.rows_compared
+              << " sequence-steps: same tokens " << (r.same_tokens ? "yes" : "NO")
+              << ", largest logit difference " << r.max_logit_difference
+              << (r.max_logit_difference == 0 ? " (identical to the last bit)" : "")
+              << "\nplots: " << plot_path << ", " << speedup_path << "\n\n";
+    if (has_text)
+        std::cout << "sequence 0, prompt: " << prompt_text << "\n"
+                  << "sequence 0, answer (the same alone and in every batch): " << answer_text
+                  << "\n\n";
+    std::cout << "tokens per second, batch 1 -> best batch:";
+    for (const WidthResult& w : r.widths) {
+        const BatchTiming& best = best_throughput(w.timings);
+        const double one = w.timings.front().tokens_per_second();
+        std::cout << (&w == &r.widths[0] ? "" : ";") << " dim " << w.config.dim << ": "
+                  << with_commas(std::llround(one)) << " -> "
+                  << with_commas(std::llround(best.tokens_per_second())) << " at batch "
+                  << best.batch << " (" << fixed(best.tokens_per_second() / one, 1) << " x)";
+    }
+    std::cout << "\n";
+    return status;
+}
+
+}  // namespace kv::ch04
