@@ -86,21 +86,21 @@ class SimulatedExecutor : public Executor {
   public:
     explicit SimulatedExecutor(const CostModel& cost) : cost_(cost) {}
     double run(const StepPlan& plan) override {
-        // With the cache, a decode step: one token per row, attending to
-        // every cached position.
-        if (plan.cache && plan.is_decode_step()) {
-            double context = 0;  // positions already cached, all rows
-            for (const StepRow& row : plan.rows) context += row.first;
-            return cost_.decode_seconds(double(plan.rows.size()), context);
-        }
-        // Otherwise a pass: `tokens` rows through the weights; a row of n
-        // tokens after `first` cached ones attends to n first + n(n + 1) / 2
-        // pairs, which the formula counts as n^2 + 2 n first.
+        double context = 0;  // positions already cached, all rows
         double tokens = 0, tokens_squared = 0;
+        bool prefill = false;
         for (const StepRow& row : plan.rows) {
+            context += row.first;
             tokens += row.tokens;
             tokens_squared += double(row.tokens) * row.tokens + 2.0 * row.tokens * row.first;
+            prefill = prefill || row.request->status == RequestStatus::prefilling;
         }
+        // With the cache, a decode step: one token per row, attending to
+        // every cached position. Otherwise a pass: `tokens` rows through the
+        // weights, where a row of n tokens after `first` cached ones attends
+        // to n first + n(n + 1) / 2 pairs, which the formula counts as
+        // n^2 + 2 n first.
+        if (plan.cache && !prefill) return cost_.decode_seconds(double(plan.rows.size()), context);
         return cost_.pass_seconds(tokens, tokens_squared);
     }
 
@@ -231,12 +231,12 @@ class Scheduler {
     //    a finished prefill its first (or, after a preemption, its next),
     //    a decode row one more. A padding row produces nothing.
     void decode(double seconds) {
-        for (const StepRow& row : plan_.rows)
-            if (row.request->admitted_s < 0) row.request->admitted_s = now_;  // its prefill begins
+        const double began = now_;
         now_ += seconds;
         bool decode_step = false;
         for (const StepRow& row : plan_.rows) {
             Request& r = *row.request;
+            if (r.admitted_s < 0) r.admitted_s = began;  // its first prefill
             if (r.status == RequestStatus::finished) {
                 ++s_.padding_rows;
                 decode_step = true;
@@ -268,16 +268,18 @@ class Scheduler {
     //    join order; static batching keeps its row as padding until the
     //    whole batch is answered (end_static_batch_if_answered).
     void retire() {
+        bool any = false;
         for (const StepRow& row : plan_.rows) {
             Request& r = *row.request;
             if (r.status != RequestStatus::decoding || r.received < r.answer_len) continue;
             r.status = RequestStatus::finished;
             r.finished_s = now_;
             ++finished_;
+            any = true;
             if (policy_.continuous) leave(r);
             note(ScheduleEvent::finish, r.id);
         }
-        if (policy_.continuous) std::erase_if(batch_, is_finished);
+        if (any && policy_.continuous) std::erase_if(batch_, is_finished);
     }
 
     // Static batching: the batch leaves together once every row is
