@@ -124,6 +124,9 @@ TEST_CASE("a batch of one equals chapter 02's decode_step") {
 }
 
 TEST_CASE("sequences join and leave between steps and the others are unaffected bit for bit") {
+    // Continuous batching on decode_batch: a sequence joins with its own
+    // prefill, every step decodes whoever is in the batch, and one that
+    // leaves simply drops out of the next step's lists.
     const Config c = test::tiny_config();
     Transformer model(c, 17);
     const auto prompts = ragged(c, {5, 11, 2, 8});  // sequences 0..3
@@ -131,36 +134,45 @@ TEST_CASE("sequences join and leave between steps and the others are unaffected 
     std::vector<std::vector<Logits>> alone;
     for (const auto& p : prompts) alone.push_back(decode_alone(model, p, steps));
 
-    Batch batch(model);
+    std::vector<KVCache> caches;
+    for (const auto& p : prompts) caches.emplace_back(c, static_cast<int>(p.size()) + steps);
+    std::vector<int> members;                         // ids in the batch, in join order
     std::vector<int> steps_taken(prompts.size(), 0);  // decode steps each sequence has had
     std::vector<std::vector<int>> answers(prompts.size());
     double worst = 0;
     auto join = [&](int id) {
-        const int first = batch.join(id, prompts[id], static_cast<int>(prompts[id].size()) + steps);
+        const int first = argmax(prefill(model, prompts[id], caches[id]));
         CHECK(first == argmax(alone[id][0]));
+        answers[id] = {first};
+        members.push_back(id);
     };
     auto step = [&] {
-        const Matrix& logits = batch.step();
-        REQUIRE(logits.rows == batch.size());
-        for (int i = 0; i < batch.size(); ++i) {
-            const int id = batch.members()[i].id;
+        std::vector<int> tokens;
+        std::vector<KVCache*> batch;
+        for (int id : members) {
+            tokens.push_back(answers[id].back());
+            batch.push_back(&caches[id]);
+        }
+        const Matrix& logits = decode_batch(model, tokens, batch);
+        REQUIRE(logits.rows == static_cast<int>(members.size()));
+        for (std::size_t i = 0; i < members.size(); ++i) {
+            const int id = members[i];
             const int s = ++steps_taken[id];
-            worst = std::max(worst, largest_difference(logits.row_span(i), alone[id][s]));
+            worst = std::max(worst, largest_difference(logits.row_span(int(i)), alone[id][s]));
+            answers[id].push_back(argmax(logits.row_span(int(i))));
         }
     };
+    auto leave = [&](int id) { std::erase(members, id); };
 
     join(0);
     join(1);
     for (int s = 0; s < 3; ++s) step();
     join(2);  // joins late, at a step where the others are already 3 tokens in
-    CHECK(batch.size() == 3);
+    CHECK(members.size() == 3);
     for (int s = 0; s < 2; ++s) step();
-    answers[1] = batch.leave(1);  // leaves early
-    CHECK_FALSE(batch.contains(1));
+    leave(1);  // leaves early
     join(3);
     for (int s = 0; s < 4; ++s) step();
-    for (int id : {0, 2, 3}) answers[id] = batch.leave(id);
-    CHECK(batch.empty());
 
     INFO("largest logit difference over every step of every sequence: " << worst);
     CHECK(worst == 0.0);
@@ -236,36 +248,6 @@ TEST_CASE("bad batch arguments are errors and leave every cache as it was") {
     CHECK(a.length() == 2);
     CHECK(b.length() == 3);
 }
-
-TEST_CASE("bad Batch calls are errors") {
-    const Config c = test::tiny_config();
-    Transformer model(c, 2);
-    Batch batch(model);
-    const std::vector<int> prompt = {4, 5, 6};
-
-    CHECK_THROWS_AS(batch.step(), std::logic_error);  // empty
-    CHECK_THROWS_AS(batch.leave(7), std::invalid_argument);
-    batch.join(7, prompt, 4);
-    CHECK_THROWS_AS(batch.join(7, prompt, 4), std::invalid_argument);  // duplicate id
-    CHECK_THROWS_AS(batch.join(8, {}, 4), std::invalid_argument);      // empty prompt
-    CHECK_THROWS_AS(batch.join(8, prompt, 2), std::invalid_argument);  // prompt does not fit
-    CHECK_THROWS_AS(batch.join(8, prompt, c.max_seq + 1), std::invalid_argument);
-    CHECK_THROWS_AS(batch.join(8, std::vector<int>{-1}, 4), std::out_of_range);
-    CHECK(batch.size() == 1);  // none of the failed joins left a member behind
-
-    batch.join(8, prompt, 10);
-    batch.step();  // sequence 7: 4 of 4 positions
-    const std::vector<int> answer_8 = batch.members()[1].answer;
-    CHECK_THROWS_AS(batch.step(), std::length_error);
-    CHECK(batch.members()[1].answer == answer_8);  // the failed step changed nobody
-    CHECK(batch.members()[1].cache->length() == 4);
-    CHECK(batch.leave(7).size() == 2);  // the prefill's token and one step's
-    CHECK_NOTHROW(batch.step());        // with the full sequence gone, the rest go on
-    CHECK(batch.leave(8).size() == 3);
-    CHECK_THROWS_AS(batch.leave(8), std::invalid_argument);
-}
-
-// ------------------------------------------------ the program's arithmetic
 
 TEST_CASE("multiplied parameters are every weight but the embedding and the norms") {
     for (Config c : test::shapes_to_check()) {
