@@ -1,8 +1,6 @@
-// Chapter 03 exercises 4 and 5. Skipped by default so that `make test`
-// stays green while the exercises are unwritten; once you have written
-// them in chapters/03_memory_arithmetic/exercises.h, run
-//
-//     ./build/book_tests -ts="exercises ch03" --no-skip
+// Chapter 03 exercises (see chapters/03_memory_arithmetic/EXERCISES.md).
+// Skipped until you enable them: ./build/book_tests -ts="exercises ch03" --no-skip
+// (or remove * doctest::skip() from one case).
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -13,6 +11,7 @@
 #include "../chapters/03_memory_arithmetic/memory_arithmetic.h"
 
 using namespace kv;
+using namespace kv::exercises;
 
 namespace {
 
@@ -22,7 +21,7 @@ constexpr std::uint64_t u64_max = std::numeric_limits<std::uint64_t>::max();
 }  // namespace
 
 TEST_SUITE("exercises ch03") {
-    TEST_CASE("exercise 4: a 4-bit cache costs a quarter of a 16-bit one" * doctest::skip()) {
+    TEST_CASE("exercise 03.4 bytes_per_token_at_bits for a 4-bit cache" * doctest::skip()) {
         const CacheShape seed;
         CHECK(bytes_per_token_at_bits(seed, 4) == 32 * KiB);
         CHECK(cache_bytes(seed, 4096) / 4 == 4096 * bytes_per_token_at_bits(seed, 4));
@@ -51,7 +50,7 @@ TEST_SUITE("exercises ch03") {
         CHECK_THROWS_AS(bytes_per_token_at_bits(too_big, 64), std::overflow_error);
     }
 
-    TEST_CASE("exercise 5: paged caches round up to whole blocks" * doctest::skip()) {
+    TEST_CASE("exercise 03.5 blocks_needed and paged_bytes" * doctest::skip()) {
         CHECK(blocks_needed(0, 16) == 0);
         CHECK(blocks_needed(1, 16) == 1);
         CHECK(blocks_needed(16, 16) == 1);

@@ -11,15 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "../chapters/03_memory_arithmetic/experiment.h"
 #include "../chapters/03_memory_arithmetic/measured_cache.h"
 #include "../chapters/03_memory_arithmetic/memory_arithmetic.h"
-#include "../chapters/03_memory_arithmetic/memory_report.h"
-#include "../chapters/03_memory_arithmetic/price_flags.h"
+#include "../chapters/03_memory_arithmetic/report.h"
 #include "../common/kit/report.h"
 #include "../common/core/transformer.h"
 #include "tiny_models.h"
 
 using namespace kv;
+using namespace kv::ch03;  // the experiment's options and the report
 
 namespace {
 

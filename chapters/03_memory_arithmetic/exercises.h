@@ -1,7 +1,5 @@
-// Chapter 03 exercises 4 and 5: write these functions (see EXERCISES.md).
-//
-// Each one throws until you write it. Its tests are in
-// tests/exercises_ch03_test.cpp, skipped by default; run them with
+// Chapter 03 exercises: stubs for you to fill in (see EXERCISES.md). Each
+// throws until you write it. Its tests, skipped until you enable them:
 //
 //     make build/book_tests && ./build/book_tests -ts="exercises ch03" --no-skip
 //
@@ -13,9 +11,9 @@
 
 #include "memory_arithmetic.h"
 
-namespace kv {
+namespace kv::exercises {
 
-// ---------------------------------------------- exercise 4: a 4-bit cache
+// ------------------------------------------- exercise 03.4: a 4-bit cache
 
 // Bytes per token when each cached number takes `bits_per_number` bits
 // (1..64), ignoring s.bytes_per_number. Exact: throws std::invalid_argument
@@ -25,10 +23,10 @@ namespace kv {
 inline std::uint64_t bytes_per_token_at_bits(const CacheShape& s, std::uint64_t bits_per_number) {
     (void)s;
     (void)bits_per_number;
-    throw std::logic_error("exercise 4: write bytes_per_token_at_bits in exercises.h");
+    throw std::logic_error("exercise 03.4: bytes_per_token_at_bits is not implemented yet");
 }
 
-// ------------------------------------------- exercise 5: paging arithmetic
+// ---------------------------------------- exercise 03.5: paging arithmetic
 
 // Blocks of `block_tokens` positions needed to hold `tokens` tokens: a
 // conversation's last block is partly empty. Throws std::invalid_argument
@@ -36,7 +34,7 @@ inline std::uint64_t bytes_per_token_at_bits(const CacheShape& s, std::uint64_t 
 inline std::uint64_t blocks_needed(std::uint64_t tokens, std::uint64_t block_tokens) {
     (void)tokens;
     (void)block_tokens;
-    throw std::logic_error("exercise 5: write blocks_needed in exercises.h");
+    throw std::logic_error("exercise 03.5: blocks_needed is not implemented yet");
 }
 
 // Bytes a conversation of `tokens` tokens holds when its cache is allocated
@@ -46,7 +44,7 @@ inline std::uint64_t paged_bytes(const CacheShape& s, std::uint64_t tokens,
     (void)s;
     (void)tokens;
     (void)block_tokens;
-    throw std::logic_error("exercise 5: write paged_bytes in exercises.h");
+    throw std::logic_error("exercise 03.5: paged_bytes is not implemented yet");
 }
 
-}  // namespace kv
+}  // namespace kv::exercises

@@ -5,13 +5,11 @@
 // it stores nothing but keys and values. Second, the operating system's
 // view: the process's resident memory grows when a cache is allocated and
 // filled, by the formula's bytes rounded up to whole pages, plus the
-// allocator's few bytes of bookkeeping per allocation.
+// allocator's few bytes of bookkeeping per allocation (resident_bytes() in
+// common/kit/machine.h reads it).
 #pragma once
 
-#include <unistd.h>
-
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +19,7 @@
 #include "../../common/core/generation.h"
 #include "../../common/core/kv_cache.h"
 #include "../../common/core/transformer.h"
+#include "../../common/kit/machine.h"  // page_size, resident_bytes
 #include "../02_kv_cache/cached_decoding.h"
 #include "memory_arithmetic.h"
 
@@ -65,20 +64,6 @@ inline std::vector<CacheReading> read_cache_while_decoding(const Config& config,
 }
 
 // ------------------------------------------ resident memory of the process
-
-inline std::uint64_t page_size() {
-    const long size = sysconf(_SC_PAGESIZE);
-    return size > 0 ? std::uint64_t(size) : 4096;
-}
-
-// Bytes of this process in physical memory now: the second number of
-// /proc/self/statm counts resident pages. Empty where there is no /proc.
-inline std::optional<std::uint64_t> resident_bytes() {
-    std::ifstream statm("/proc/self/statm");
-    std::uint64_t total_pages = 0, resident_pages = 0;
-    if (!(statm >> total_pages >> resident_pages)) return std::nullopt;
-    return resident_pages * page_size();
-}
 
 struct ResidentGrowth {
     std::uint64_t tokens;                // positions of the cache

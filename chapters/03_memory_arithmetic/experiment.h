@@ -1,19 +1,25 @@
-// Chapter 03: the flags that price any model's cache, and their checks.
+// Chapter 03's experiment: price the cache of any model shape (the flags
+// describe the model being priced, not a model the program runs), and
+// check the formula against the bytes the demo model's cache really uses.
 //
 // The shape flags reuse the names every program shares (--layers, --heads,
-// --kv-heads); here they describe the model being priced, not a model the
-// program runs. Their ranges are wide on purpose: the limit is whether the
-// byte counts fit in 64 bits, and check_price_options() says so by name.
+// --kv-heads); their ranges are wide on purpose: the limit is whether the
+// byte counts fit in 64 bits, and check() says so by name.
 #pragma once
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "../../common/core/config.h"
 #include "../../common/kit/flags.h"
+#include "../../common/kit/machine.h"
+#include "../../common/kit/report.h"
+#include "measured_cache.h"
 #include "memory_arithmetic.h"
 
-namespace kv {
+namespace kv::ch03 {
 
 struct PriceOptions {
     CacheShape shape;                  // the seed shape: 32 layers, 8 KV heads, 128, 16-bit
@@ -70,4 +76,60 @@ inline void check_price_options(const PriceOptions& o) {
         }
 }
 
-}  // namespace kv
+struct Results {
+    PriceOptions price;                  // the shape priced, its context and the budget
+    std::uint64_t budget;                // the budget in bytes
+    std::uint64_t per_token;             // bytes_per_token(price.shape)
+    std::uint64_t per_conversation;      // cache_bytes(price.shape, price.context)
+    BudgetFit fit;                       // conversations the budget holds, both ways
+    Config demo;                         // the book's demo model
+    std::vector<CacheReading> readings;  // its cache against the formula while decoding
+    ResidentGrowth resident;             // the process's memory when a cache is filled
+
+    bool all_agree() const {
+        for (const CacheReading& r : readings)
+            if (!r.agree()) return false;
+        return true;
+    }
+};
+
+struct Experiment {
+    PriceOptions price;          // the shape priced, its context and the budget
+    int measure_tokens = 16384;  // positions of the cache whose resident memory is measured
+    int prompt_len = 16;         // the demo answer of chapters 01-02: 16-token prompt...
+    int decode_steps = 48;       // ...then one decode step per answer token
+
+    void add_flags(Flags& flags) {
+        add_price_flags(flags, price);
+        flags.add("measure-tokens", measure_tokens, 1, 1 << 24,
+                  "positions of the demo model's cache whose resident memory is measured");
+    }
+
+    void check() const {
+        check_price_options(price);
+        const std::uint64_t bytes = Config().kv_bytes(std::uint64_t(measure_tokens));
+        if (!fits_in_memory(double(bytes), 0.25))
+            throw UsageError("--measure-tokens " + std::to_string(measure_tokens) + " needs " +
+                             format_bytes(bytes) + ", more than a quarter of this " + "machine's " +
+                             format_bytes(physical_memory_bytes()));
+    }
+
+    Results run() const {
+        const Config demo;  // the book's demo model (common/core/config.h)
+        // Resident memory first, while the process is fresh (see measured_cache.h).
+        ResidentGrowth resident = measure_resident_growth(demo, measure_tokens);
+        std::vector<CacheReading> readings =
+            read_cache_while_decoding(demo, prompt_len, decode_steps, 1);
+        const std::uint64_t budget = gib_to_bytes(price.budget_gib);
+        return {price,
+                budget,
+                bytes_per_token(price.shape),
+                cache_bytes(price.shape, price.context),
+                fit_budget(price.shape, budget, price.context, price.mean_tokens),
+                demo,
+                std::move(readings),
+                resident};
+    }
+};
+
+}  // namespace kv::ch03

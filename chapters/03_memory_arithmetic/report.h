@@ -1,20 +1,24 @@
-// Chapter 03: the tables, the derivation and the plot the program prints.
-// The arithmetic is in memory_arithmetic.h; this file only lays it out.
+// What chapter 03 prints: the price derived factor by factor, every
+// layout and width, the budget's count, the demo cache against the formula,
+// the resident memory and the plot; or all of it as one JSON object. The
+// arithmetic is in memory_arithmetic.h; this file only lays it out.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <iostream>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
+#include "experiment.h"
 #include "measured_cache.h"
 #include "memory_arithmetic.h"
-#include "price_flags.h"
 
-namespace kv {
+namespace kv::ch03 {
 
 // A size as a person reads it with the exact count beside it:
 // "512 MiB (536,870,912)". JSON carries the byte count.
@@ -134,7 +138,7 @@ inline void print_resident_growth(std::ostream& out, const ResidentGrowth& g) {
     const std::uint64_t magnitude = std::uint64_t(extra < 0 ? -extra : extra);
     const std::string pages = magnitude % g.page_size == 0
                                   ? std::to_string(magnitude / g.page_size)
-                                  : Cell(double(magnitude) / double(g.page_size), 1).text;
+                                  : fixed(double(magnitude) / double(g.page_size), 1);
     out << "  resident memory grew by:     "
         << (*g.growth < 0 ? "minus " + size_words(std::uint64_t(-*g.growth))
                           : size_words(std::uint64_t(*g.growth)))
@@ -142,7 +146,7 @@ inline void print_resident_growth(std::ostream& out, const ResidentGrowth& g) {
         << "  difference:                  " << (extra < 0 ? "-" : "+") << with_commas(magnitude)
         << " bytes = " << pages << (pages == "1" ? " page of " : " pages of ")
         << with_commas(g.page_size) << " bytes ("
-        << Cell(100.0 * double(magnitude) / double(g.allocated), 3).text << "% of the cache)\n";
+        << fixed(100.0 * double(magnitude) / double(g.allocated), 3) << "% of the cache)\n";
 }
 
 inline Json resident_json(const ResidentGrowth& g) {
@@ -191,4 +195,83 @@ inline std::string write_price_plot(const PriceOptions& o, std::uint64_t budget_
     return plot.write(path);
 }
 
-}  // namespace kv
+// ------------------------------------------------------------ the report
+
+// Writes the plot, then the JSON or the text. Returns the exit status: 1
+// if the demo cache disagrees with the formula.
+inline int report(const Results& r, const OutputOptions& out) {
+    const PriceOptions& price = r.price;
+    const Config& demo = r.demo;
+    const bool all_agree = r.all_agree();
+    const int status = all_agree ? 0 : 1;
+    const Table layouts = layout_table(price);
+    const Table budgets = budget_table(price, r.budget);
+    const Table demo_readings = reading_table(r.readings);
+    const std::string plot_path =
+        write_price_plot(price, r.budget, out.plot_dir + "/03_cache_bytes.svg");
+
+    if (emit(out, Json()
+                      .add("chapter", "03_memory_arithmetic")
+                      .add("layers", price.shape.layers)
+                      .add("heads", price.heads)
+                      .add("kv_heads", price.shape.kv_heads)
+                      .add("head_size", price.shape.head_size)
+                      .add("bytes_per_number", price.shape.bytes_per_number)
+                      .add("context", price.context)
+                      .add("bytes_per_token", r.per_token)
+                      .add("bytes_per_conversation", r.per_conversation)
+                      .add("derivation", derivation_table(price.shape))
+                      .add("layouts", layouts)
+                      .add("budget_bytes", r.budget)
+                      .add("mean_len", price.mean_tokens)
+                      .add("budget", budgets)
+                      .add("demo_model", demo.describe())
+                      .add("demo_bytes_per_token", demo.kv_bytes_per_token())
+                      .add("demo_cache", demo_readings)
+                      .add("demo_cache_agrees", all_agree)
+                      .add("resident", resident_json(r.resident))
+                      .add("plot", plot_path)))
+        return status;
+
+    std::cout << "Chapter 03: what the KV cache costs in memory\n\n"
+              << "Priced shape: " << price.shape.layers << " layers, " << price.shape.kv_heads
+              << " KV heads (" << price.heads << " query heads), head size "
+              << price.shape.head_size << ", " << bits_name(price.shape.bytes_per_number)
+              << " numbers, context " << with_commas(price.context) << " tokens\n\n"
+              << "Bytes of cache per token, one factor at a time, then per conversation:\n";
+    print_derivation(std::cout, price.shape, price.context);
+    std::cout << "\nEvery attention layout and number width, context " << with_commas(price.context)
+              << " tokens:\n";
+    layouts.print(std::cout);
+    std::cout << "\nBudget: " << size_words(r.budget) << " for the cache.\n"
+              << "A conversation may use " << with_commas(price.context)
+              << " tokens; on average it holds " << with_commas(price.mean_tokens) << ".\n";
+    budgets.print(std::cout);
+    std::cout << "Reserving the whole context, " << with_commas(r.fit.fit_reserving)
+              << " conversations fit; holding only their tokens, " << with_commas(r.fit.fit_holding)
+              << ".\n"
+              << "A reservation of " << with_commas(price.context) << " positions holds "
+              << with_commas(price.mean_tokens)
+              << " tokens on average: " << fixed(r.fit.waste_percent, 1)
+              << "% of it unused.\nEither way the count is capped: "
+              << "every conversation in a batch keeps its cache in memory\nwhile it runs, "
+              << "and the budget holds only so many.\nThis cap is why a server cannot "
+              << "batch without limit.\n\n"
+              << "The demo model (common/core/config.h): " << demo.describe() << "\n"
+              << "float32 cache: " << factors_text(cache_shape_of(demo)) << " = "
+              << with_commas(demo.kv_bytes_per_token()) << " bytes per token\n";
+    demo_readings.print(std::cout);
+    std::cout << "\nResident memory when a " << with_commas(r.resident.tokens)
+              << "-token cache is allocated and filled:\n";
+    print_resident_growth(std::cout, r.resident);
+    std::cout << "  expected: the allocation rounded up to whole pages, plus a page or two "
+              << "per array\n  (keys, values) for the allocator's header and for code run "
+              << "the first time\n"
+              << "plot: " << plot_path << "\n\n"
+              << format_bytes(r.per_token) << " per token\n"
+              << format_bytes(r.per_conversation) << " per " << with_commas(price.context)
+              << "-token conversation\n";
+    return status;
+}
+
+}  // namespace kv::ch03
