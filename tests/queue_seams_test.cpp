@@ -21,12 +21,13 @@ namespace {
 
 const Config kDemo;
 
+// Prompts of 4 to 40 tokens, answers around 12 capped at 48.
 WorkloadOptions small_workload(int requests) {
-    return {.requests = requests,
-            .prompt_min = 4,
-            .prompt_max = 40,
-            .answer_len = 12,
-            .answer_max = 48};
+    WorkloadOptions w;
+    w.requests = requests;
+    w.prompt_min = 4, w.prompt_max = 40;
+    w.answer_len = 12, w.answer_max = 48;
+    return w;
 }
 
 // Paged memory in miniature (chapter 07's idea): positions are handed out
@@ -92,12 +93,17 @@ class SharedPrefixMemory : public TokensHeld {
 class BatchedPrefill : public StepComposition {
   public:
     void compose(std::span<Request* const> batch, bool cache, StepPlan& plan) const override {
-        plan.rows.clear();
         plan.cache = cache;
+        plan.rows.clear();
+        const auto newcomer = [](const Request* r) {
+            return r->status == RequestStatus::prefilling;
+        };
+        const bool prefill = std::any_of(batch.begin(), batch.end(), newcomer);
         for (Request* r : batch)
-            if (r->status == RequestStatus::prefilling) plan.rows.push_back(prefill_row(*r, cache));
-        if (!plan.rows.empty()) return;
-        for (Request* r : batch) plan.rows.push_back(decode_row(*r, cache));
+            if (!prefill)
+                plan.rows.push_back(decode_row(*r, cache));
+            else if (newcomer(r))
+                plan.rows.push_back(prefill_row(*r, cache));
     }
 };
 
@@ -261,12 +267,10 @@ TEST_CASE("the real engine runs mixed step plans and still gives chapter 02's an
     // come out, never which tokens.
     const Config c = test::tiny_config();
     Transformer model(c, 5);
-    const WorkloadOptions w{.requests = 6,
-                            .prompt_min = 3,
-                            .prompt_max = 20,
-                            .answer_len = 6,
-                            .answer_max = 12,
-                            .seed = 9};
+    WorkloadOptions w;  // six requests, prompts of 3 to 20 tokens, answers around 6 capped at 12
+    w.requests = 6, w.seed = 9;
+    w.prompt_min = 3, w.prompt_max = 20;
+    w.answer_len = 6, w.answer_max = 12;
     const std::vector<Request> queue = make_workload(w);
     const std::uint64_t seed = 4;
     for (int budget : {1, 5, 64}) {

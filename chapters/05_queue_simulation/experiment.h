@@ -55,19 +55,31 @@ struct Results {
 
 // ------------------------------------------------------ the cost model file
 
+// The cost model's seven numbers: their name in the file, their key in the
+// JSON, and where they live. The file, the loader and the JSON read this list.
+struct CostNumber {
+    const char* name;
+    const char* json_key;
+    double CostModel::*value;
+};
+inline constexpr CostNumber kCostNumbers[] = {
+    {"pass_fixed", "pass_fixed_s", &CostModel::pass_fixed},
+    {"pass_per_token", "pass_per_token_s", &CostModel::pass_per_token},
+    {"pass_per_token_sq", "pass_per_token_sq_s", &CostModel::pass_per_token_sq},
+    {"step_fixed", "step_fixed_s", &CostModel::step_fixed},
+    {"step_per_sequence", "step_per_sequence_s", &CostModel::step_per_sequence},
+    {"step_per_context", "step_per_context_s", &CostModel::step_per_context},
+    {"fit_error", "max_fit_error", &CostModel::fit_error},
+};
+
 inline void save_cost_model(const CostModel& m, const std::string& path) {
     std::ostringstream out;
     out << "# chapter 05 cost model: pass = a + b rows + c sum(len^2); decode = d + e B + f "
            "sum(context)\n"
         << "model " << m.model << "\n"
-        << "source " << m.source << "\n"
-        << "pass_fixed " << json_number(m.pass_fixed) << "\n"
-        << "pass_per_token " << json_number(m.pass_per_token) << "\n"
-        << "pass_per_token_sq " << json_number(m.pass_per_token_sq) << "\n"
-        << "step_fixed " << json_number(m.step_fixed) << "\n"
-        << "step_per_sequence " << json_number(m.step_per_sequence) << "\n"
-        << "step_per_context " << json_number(m.step_per_context) << "\n"
-        << "fit_error " << json_number(m.fit_error) << "\n";
+        << "source " << m.source << "\n";
+    for (const CostNumber& n : kCostNumbers)
+        out << n.name << " " << json_number(m.*n.value) << "\n";
     write_file(path, out.str());
 }
 
@@ -95,14 +107,9 @@ inline CostModel load_cost_model(const std::string& path, const Config& config) 
             m.source = value;
             continue;
         }
-        double* field = key == "pass_fixed"          ? &m.pass_fixed
-                        : key == "pass_per_token"    ? &m.pass_per_token
-                        : key == "pass_per_token_sq" ? &m.pass_per_token_sq
-                        : key == "step_fixed"        ? &m.step_fixed
-                        : key == "step_per_sequence" ? &m.step_per_sequence
-                        : key == "step_per_context"  ? &m.step_per_context
-                        : key == "fit_error"         ? &m.fit_error
-                                                     : nullptr;
+        double* field = nullptr;
+        for (const CostNumber& n : kCostNumbers)
+            if (key == n.name) field = &(m.*n.value);
         if (!field) throw bad("unknown line '" + line + "'");
         std::istringstream number(value);
         if (!(number >> *field) || !(number >> std::ws).eof() || !(*field >= 0) || *field > 1e6)
@@ -110,7 +117,8 @@ inline CostModel load_cost_model(const std::string& path, const Config& config) 
                       "'");
         ++numbers;
     }
-    if (numbers != 7) throw bad("expected 7 numbers, found " + std::to_string(numbers));
+    if (numbers != int(std::size(kCostNumbers)))
+        throw bad("expected 7 numbers, found " + std::to_string(numbers));
     if (!(m.prefill_seconds(1) > 0) || !(m.decode_seconds(1, 0) > 0))
         throw bad("its passes and decode steps must take some time");
     if (m.model != config.describe())

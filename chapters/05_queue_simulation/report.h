@@ -124,14 +124,8 @@ inline void print_cost_model(std::ostream& out, const CostModel& m, const Calibr
 
 inline Json cost_model_json(const CostModel& m, const Calibration* cal) {
     Json j;
-    j.add("source", m.source)
-        .add("pass_fixed_s", m.pass_fixed)
-        .add("pass_per_token_s", m.pass_per_token)
-        .add("pass_per_token_sq_s", m.pass_per_token_sq)
-        .add("step_fixed_s", m.step_fixed)
-        .add("step_per_sequence_s", m.step_per_sequence)
-        .add("step_per_context_s", m.step_per_context)
-        .add("max_fit_error", m.fit_error);
+    j.add("source", m.source);
+    for (const CostNumber& n : kCostNumbers) j.add(n.json_key, m.*n.value);
     if (cal) {
         Table points({"point", "x1", "x2", "measured s", "model s"});
         for (const auto* list : {&cal->passes, &cal->steps})
