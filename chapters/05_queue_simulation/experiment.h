@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
-#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -226,9 +225,25 @@ struct Experiment {
         results.budget = budget();
         results.fit = concurrency(results.queue, results.budget);
         results.policies = book_policies(batch);
+        std::optional<Transformer> engine;  // built only to measure or to validate
+        price_the_work(results, engine);
+        simulate_every_policy(results);
+        // With a rate: queues of the same distributions at rates around
+        // capacity, each its own sample (the arrival gaps and the lengths
+        // share one generator).
+        if (workload.rate > 0)
+            results.sweep =
+                sweep_rates(results.work,
+                            {results.policies[kSerialCache], results.policies[kStaticCache],
+                             results.policies[kContinuousCache]},
+                            results.budget, results.cost);
+        if (validate > 0) validate_on_the_engine(results, engine);
+        return results;
+    }
 
-        // What each piece of work costs: loaded, counted, or measured now.
-        std::optional<Transformer> engine;
+  private:
+    // What each piece of work costs: loaded, counted, or measured now.
+    void price_the_work(Results& results, std::optional<Transformer>& engine) const {
         if (!calibration_file.empty()) {
             results.cost = load_cost_model(calibration_file, model);
         } else if (cost_model == "analytic") {
@@ -242,8 +257,10 @@ struct Experiment {
             results.cost = results.calibration->cost;
         }
         if (!save_calibration.empty()) save_cost_model(results.cost, save_calibration);
+    }
 
-        // The simulation: every policy over the same queue.
+    // The simulation: every policy over the same queue.
+    static void simulate_every_policy(Results& results) {
         const auto start = Clock::now();
         for (const Policy& p : results.policies) {
             SimulatedExecutor executor(results.cost);
@@ -252,33 +269,20 @@ struct Experiment {
             results.ttfts.push_back(sorted_ttfts(s));
         }
         results.simulation_seconds = seconds_since(start);
-
-        // With a rate: queues of the same distributions at rates around
-        // capacity, each its own sample (the arrival gaps and the lengths
-        // share one generator).
-        if (workload.rate > 0) {
-            const std::vector<Policy> cached = {results.policies[kSerialCache],
-                                                results.policies[kStaticCache],
-                                                results.policies[kContinuousCache]};
-            results.sweep = sweep_rates(results.work, cached, results.budget, results.cost);
-        }
-
-        // With validate N: the first N requests on the real engine too.
-        if (validate > 0) {
-            WorkloadOptions few = results.work;
-            few.requests = std::min(validate, workload.requests);
-            results.validation_batch = validation_batch(few.requests, batch);
-            if (!engine) engine.emplace(model, seed);
-            Progress progress("validating against the real engine");
-            results.validation =
-                kv::validate(*engine, make_workload(few), book_policies(results.validation_batch),
-                             results.budget, results.cost, seed,
-                             [&](int done, int of) { progress.update(done, of); });
-        }
-        return results;
     }
 
-  private:
+    // The first `validate` requests on the real engine too.
+    void validate_on_the_engine(Results& results, std::optional<Transformer>& engine) const {
+        WorkloadOptions few = results.work;
+        few.requests = std::min(validate, workload.requests);
+        results.validation_batch = validation_batch(few.requests, batch);
+        if (!engine) engine.emplace(model, seed);
+        Progress progress("validating against the real engine");
+        results.validation = kv::validate(
+            *engine, make_workload(few), book_policies(results.validation_batch), results.budget,
+            results.cost, seed, [&](int done, int of) { progress.update(done, of); });
+    }
+
     WorkloadOptions workload_with_seed() const {
         WorkloadOptions w = workload;
         w.seed = seed;
