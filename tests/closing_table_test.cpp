@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../chapters/06_closing_table/experiment.h"
 #include "../chapters/06_closing_table/saved_results.h"
 #include "../common/kit/program.h"
 #include "../common/kit/report.h"
@@ -49,4 +50,33 @@ TEST_CASE("saved results refuse files that are not one JSON object") {
     CHECK_THROWS_AS(save_and_load(""), std::runtime_error);
     CHECK_THROWS_AS(SavedResults::load("/nonexistent/ch02.json"), std::runtime_error);
     CHECK_THROWS_AS(save_and_load("{}").number("x"), std::runtime_error);
+}
+
+TEST_CASE("the closing table reads each figure and derives the ratios from it") {
+    const test::TempDir dir;
+    write_file(dir.file("ch02.json"),
+               Json().add("naive_answer_ms", 400.0).add("cached_answer_ms", 50.0).str());
+    write_file(dir.file("ch03.json"), Json()
+                                          .add("bytes_per_token", std::uint64_t(131072))
+                                          .add("bytes_per_conversation", std::uint64_t(1) << 29)
+                                          .str());
+    write_file(dir.file("ch05.json"), Json()
+                                          .add("median_ttft_no_cache_s", 300.0)
+                                          .add("median_ttft_cache_s", 20.0)
+                                          .add("median_ttft_continuous_s", 10.0)
+                                          .str());
+    ch06::Experiment experiment;
+    experiment.results_dir = dir.file("");
+    const ch06::Results r = experiment.run();
+    REQUIRE(r.figures.size() == std::size(ch06::kPublished));
+    CHECK(r.figures[0].measured == 400.0);
+    CHECK(r.figures[2].measured == 128.0);  // KiB
+    CHECK(r.figures[3].measured == 512.0);  // MiB
+    REQUIRE(r.shapes.size() == 3);
+    CHECK(r.shapes[0].measured == 8.0);
+    CHECK(r.shapes[0].published == doctest::Approx(567.0 / 39.0));
+    CHECK(r.shapes[1].measured == 15.0);
+    CHECK(r.shapes[2].measured == 2.0);
+    experiment.results_dir = dir.file("missing");
+    CHECK_THROWS_AS(experiment.run(), std::runtime_error);
 }
