@@ -72,6 +72,8 @@ inline StepRow decode_row(Request& r, bool cache) {
 
 // Decides what the next step carries. `batch` holds the admitted requests
 // in join order; `plan` is cleared first. An empty plan means nothing to run.
+// A composition is a rule, not a state: it decides from the batch alone
+// (what each request has cached, its status), so it is const.
 class StepComposition {
   public:
     virtual ~StepComposition() = default;
