@@ -87,12 +87,10 @@ TEST_CASE("answers that reach the cap and the longest context run on the real en
     // Prompt + cap - 1 reaches the tiny model's max_seq of 64, and many
     // answers stop at the cap: static batching's padding rows then sit in
     // full caches.
-    const WorkloadOptions w{.requests = 8,
-                            .prompt_min = 50,
-                            .prompt_max = 58,
-                            .answer_len = 6,
-                            .answer_max = 7,
-                            .seed = 3};
+    WorkloadOptions w;  // eight requests, prompts of 50 to 58 tokens, answers around 6 capped at 7
+    w.requests = 8, w.seed = 3;
+    w.prompt_min = 50, w.prompt_max = 58;
+    w.answer_len = 6, w.answer_max = 7;
     check_same_schedule_and_tokens(w, 200, false);  // three fit at their longest
     check_same_schedule_and_tokens(w, 112, true);   // one at its longest; held: two, sent back
 }
