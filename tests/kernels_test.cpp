@@ -1,7 +1,9 @@
 // The arithmetic kernels against values worked out by hand.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -28,6 +30,60 @@ TEST_CASE("dot product of small vectors by hand") {
     std::vector<float> ones(37, 1.0f);           // two full lane groups and a tail of 5
     CHECK(dot(ones.data(), ones.data(), 37) == 37.0f);
     CHECK(dot(a.data(), b.data(), 0) == 0.0f);
+}
+
+TEST_CASE("dot_in_book_order by hand: 16 partial sums then the pairwise tree") {
+    // 17 terms: term 16 joins partial sum 0, after term 0.
+    std::vector<float> a(17, 1.0f), b(17);
+    for (int k = 0; k < 17; ++k) b[k] = float(k);
+    CHECK(dot_in_book_order(a.data(), b.data(), 17) == 136.0f);  // 0 + 1 + ... + 16
+    CHECK(dot_in_book_order(a.data(), b.data(), 0) == 0.0f);
+    // The order is real: 2^24 + 1 rounds back to 2^24, so a left-to-right sum
+    // of (2^24, 1, 0, 1) is 2^24, while here the two ones sit in partial sums
+    // 1 and 3, meet each other first (at width 2) and survive: 2^24 + 2.
+    const std::vector<float> big = {16777216.0f, 1.0f, 0.0f, 1.0f}, ones = {1, 1, 1, 1};
+    CHECK(((16777216.0f + 1.0f) + 0.0f) + 1.0f == 16777216.0f);
+    CHECK(dot_in_book_order(big.data(), ones.data(), 4) == 16777218.0f);
+    CHECK(dot(big.data(), ones.data(), 4) == 16777218.0f);
+}
+
+TEST_CASE("dot dot_rows and matmul equal dot_in_book_order bit for bit") {
+    // Every length from 0 to 300 (every tail of the 16 lanes, several times
+    // over) and a few long ones, on random numbers of mixed size.
+    std::vector<int> lengths;
+    for (int n = 0; n <= 300; ++n) lengths.push_back(n);
+    for (int n : {511, 512, 513, 1000, 4103}) lengths.push_back(n);
+    for (int n : lengths) {
+        const int n_rows = 19;  // one 16-key block of dot_rows and a leftover of 3
+        const int stride = n + 5;
+        const Matrix x = random_matrix(1, std::max(n, 1), 80 + n);
+        Matrix rows = random_matrix(n_rows, std::max(stride, 1), 90 + n);
+        for (std::size_t i = 0; i < rows.data.size(); i += 7) rows.data[i] *= 1000.0f;
+        std::vector<float> scores(n_rows);
+        dot_rows(x.row(0), rows.row(0), n_rows, std::size_t(stride), n, scores.data());
+        for (int j = 0; j < n_rows; ++j) {
+            const float* row = rows.row(0) + std::size_t(j) * stride;
+            const float plain = dot_in_book_order(x.row(0), row, n);
+            INFO("length " << n << " row " << j);
+            CHECK(std::bit_cast<std::uint32_t>(dot(x.row(0), row, n)) ==
+                  std::bit_cast<std::uint32_t>(plain));
+            CHECK(std::bit_cast<std::uint32_t>(scores[j]) == std::bit_cast<std::uint32_t>(plain));
+        }
+    }
+    // matmul through the 4 x 4 tile, the 8-row decode stream and every leftover.
+    for (int rows : {1, 2, 3, 4, 5, 7, 16})
+        for (int in : {1, 15, 16, 17, 31, 33, 256, 257}) {
+            const Matrix x = random_matrix(rows, in, 100 + rows * 7 + in);
+            const Matrix w = random_matrix(19, in, 200 + in);
+            Matrix y(rows, 19);
+            matmul(x, w, y);
+            for (int i = 0; i < rows; ++i)
+                for (int j = 0; j < 19; ++j) {
+                    INFO("rows " << rows << " in " << in << " output " << i << ", " << j);
+                    CHECK(std::bit_cast<std::uint32_t>(y.at(i, j)) ==
+                          std::bit_cast<std::uint32_t>(dot_in_book_order(x.row(i), w.row(j), in)));
+                }
+        }
 }
 
 TEST_CASE("matmul by hand: y = x times w transposed") {

@@ -50,6 +50,90 @@ inline float reduce_lanes(Lanes v) {
     return (b[0] + b[2]) + (b[1] + b[3]);                        // widths 2 and 1
 }
 
+// ------------------------------------------- the reduction, many sums at once
+//
+// The same pairwise steps as reduce_lanes, applied to 2, 4, 8 or 16
+// accumulators at once. Each step puts the halves of two vectors side by
+// side and adds: one shuffle pair and one add finish a step for two sums,
+// where reduce_lanes spends them on one, and the last steps, which
+// reduce_lanes does on single floats, run on full vectors. Every output
+// still adds exactly the same two numbers at every step (addition is
+// commutative, so a + b and b + a round alike). Measured on an Intel Xeon
+// (Emerald Rapids, AVX-512, GCC 12): 16 sums cost about 45 vector
+// instructions instead of about 150, which took the 4 x 6 tile of a
+// 128 x 256 by 256 x 256 product from 52 to 70 GFLOP/s, and a whole
+// 128-token prefill of the demo model from 29 to 25 ms.
+
+// [a | b] -> [a[l] + a[l + 8] | b[l] + b[l + 8]]: width 16 to 8, two sums per vector.
+inline Lanes halves(Lanes a, Lanes b) {
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+           __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30,
+                                   31);
+}
+// Two vectors of two width-8 sums -> one of four width-4 sums.
+inline Lanes quarters(Lanes a, Lanes b) {
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+           __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30,
+                                   31);
+}
+// Two vectors of four width-4 sums -> one of eight width-2 sums: (b0 + b2), (b1 + b3).
+inline Lanes pairs(Lanes a, Lanes b) {
+    return __builtin_shufflevector(a, b, 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+           __builtin_shufflevector(a, b, 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30,
+                                   31);
+}
+// Two vectors of eight width-2 sums -> sixteen finished sums, in order.
+inline Lanes finish(Lanes a, Lanes b) {
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28,
+                                   30) +
+           __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
+typedef float Lanes2 __attribute__((vector_size(2 * sizeof(float))));
+
+// out[i] = reduce_lanes(acc[i]) for i < N, for any N: blocks of 16, then 8,
+// 4, 2 and 1. A block smaller than 16 finishes its last steps in narrower
+// vectors, the same additions.
+template <int N>
+inline void reduce_many(const Lanes* acc, float* out) {
+    if constexpr (N >= 16) {
+        Lanes h[8], q[4], p[2];
+        for (int i = 0; i < 8; ++i) h[i] = halves(acc[2 * i], acc[2 * i + 1]);
+        for (int i = 0; i < 4; ++i) q[i] = quarters(h[2 * i], h[2 * i + 1]);
+        for (int i = 0; i < 2; ++i) p[i] = pairs(q[2 * i], q[2 * i + 1]);
+        const Lanes f = finish(p[0], p[1]);
+        std::memcpy(out, &f, sizeof f);
+        reduce_many<N - 16>(acc + 16, out + 16);
+    } else if constexpr (N >= 8) {
+        const Lanes q0 = quarters(halves(acc[0], acc[1]), halves(acc[2], acc[3]));
+        const Lanes q1 = quarters(halves(acc[4], acc[5]), halves(acc[6], acc[7]));
+        const Lanes p = pairs(q0, q1);
+        const Lanes8 f = __builtin_shufflevector(p, p, 0, 2, 4, 6, 8, 10, 12, 14) +
+                         __builtin_shufflevector(p, p, 1, 3, 5, 7, 9, 11, 13, 15);
+        std::memcpy(out, &f, sizeof f);
+        reduce_many<N - 8>(acc + 8, out + 8);
+    } else if constexpr (N >= 4) {
+        const Lanes q = quarters(halves(acc[0], acc[1]), halves(acc[2], acc[3]));
+        const Lanes8 p = __builtin_shufflevector(q, q, 0, 1, 4, 5, 8, 9, 12, 13) +
+                         __builtin_shufflevector(q, q, 2, 3, 6, 7, 10, 11, 14, 15);
+        const Lanes4 f =
+            __builtin_shufflevector(p, p, 0, 2, 4, 6) + __builtin_shufflevector(p, p, 1, 3, 5, 7);
+        std::memcpy(out, &f, sizeof f);
+        reduce_many<N - 4>(acc + 4, out + 4);
+    } else if constexpr (N >= 2) {
+        const Lanes h = halves(acc[0], acc[1]);
+        const Lanes8 q = __builtin_shufflevector(h, h, 0, 1, 2, 3, 8, 9, 10, 11) +
+                         __builtin_shufflevector(h, h, 4, 5, 6, 7, 12, 13, 14, 15);
+        const Lanes4 p =
+            __builtin_shufflevector(q, q, 0, 1, 4, 5) + __builtin_shufflevector(q, q, 2, 3, 6, 7);
+        const Lanes2 f = __builtin_shufflevector(p, p, 0, 2) + __builtin_shufflevector(p, p, 1, 3);
+        std::memcpy(out, &f, sizeof f);
+        reduce_many<N - 2>(acc + 2, out + 2);
+    } else if constexpr (N == 1) {
+        out[0] = reduce_lanes(acc[0]);
+    }
+}
+
 // R rows of x against C rows of w: R * C dot products computed together, so
 // each number loaded from x is used C times and each from w R times while it
 // sits in a register. Every one of them adds its terms exactly as dot() does.
@@ -70,8 +154,10 @@ inline void dot_tile(const float* const* x, const float* const* w, int n, float*
             for (int c = 0; c < C; ++c)
                 acc[r][c] += load_tail(x[r] + k, n - k) * load_tail(w[c] + k, n - k);
     }
+    float sums[R * C];
+    reduce_many<R * C>(&acc[0][0], sums);
     for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) out[r * out_stride + c] = reduce_lanes(acc[r][c]);
+        for (int c = 0; c < C; ++c) out[r * out_stride + c] = sums[r * C + c];
 }
 
 // Rows i0.. of x against rows j0.. of w, R and C at a time.
@@ -84,17 +170,40 @@ inline void matmul_block(const Matrix& x, int i0, const Matrix& w, int j0, Matri
     dot_tile<R, C>(xr, wr, x.cols, &y.at(i0, j0), y.cols);
 }
 
-// The tile: 4 input rows by 6 weight rows, 24 accumulators of kLanes each,
-// which with the 6 weight vectors and one input vector fills the 32 vector
-// registers of AVX-512. Measured on the book's machine (Zen 5, GCC 12) for
-// a 64 x 256 by 768 x 256 product, rows aligned to cache lines: 4 x 4 about
-// 100 GFLOP/s, 6 x 4 129, 5 x 5 136, 4 x 6 141.
+// The tile: 4 input rows by 4 weight rows, 16 accumulators of kLanes each:
+// one full block for reduce_many, and half the 32 vector registers of
+// AVX-512, which leaves room for the 4 input and 4 weight vectors of a step
+// on a core with 256-bit datapaths (Zen 4) as on one with 512-bit ones.
+// Measured on an Intel Xeon (Emerald Rapids, two 512-bit FMA ports, GCC 12),
+// quiet moments of a shared machine, in GFLOP/s for a 128 x 256 by
+// 256 x 256 and a 16 x 768 by 256 x 768 product, once the sums were reduced
+// together (reduce_many): 4 x 4 69 and 80, 4 x 6 70 and 81, 4 x 5 71 and 81,
+// 6 x 4 69 and 80, 5 x 5 69 and 80, 3 x 8 65 and 79, 2 x 8 68 and 77, 4 x 7
+// 70 and 80 (47 at batch 16). Within noise of each other, so we take the
+// smallest that is as fast. (Before, on the book's Zen 5 machine, with one
+// reduction per sum: 4 x 4 about 100, 6 x 4 129, 5 x 5 136, 4 x 6 141.)
 inline constexpr int kTileRows = 4;
-inline constexpr int kTileCols = 6;
+inline constexpr int kTileCols = 4;
 // A single row (decoding one sequence) is a stream of weights, each used
 // once: there, 8 weight rows at a time keep more loads in flight (about 60
-// GFLOP/s from L2 against 52 with 4).
+// GFLOP/s from L2 against 52 with 4 on the Zen 5; 16 rows measured the same
+// as 8 on the Xeon).
 inline constexpr int kStreamCols = 8;
+// Attention's keys are short (head size 32 in the demo model: two vector
+// steps), so a score is mostly its reduction: 16 keys at a time make one
+// full reduce_many block.
+inline constexpr int kKeyRows = 16;
+
+// The last x.rows - i rows (fewer than kTileRows) as one R x C tile.
+template <int C, int R = kTileRows - 1>
+inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matrix& y) {
+    if constexpr (R > 0) {
+        if (x.rows - i == R)
+            matmul_block<R, C>(x, i, w, j0, y);
+        else
+            leftover_rows<C, R - 1>(x, i, w, j0, y);
+    }
+}
 
 // Weight rows j0..j0+C-1 against every row of x. The C weight rows (C * in
 // floats, a few KiB) stay in the L1 cache while all of x streams past them,
@@ -105,20 +214,7 @@ template <int C>
 void matmul_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     int i = 0;
     for (; i + kTileRows <= x.rows; i += kTileRows) matmul_block<kTileRows, C>(x, i, w, j0, y);
-    switch (x.rows - i) {
-        case 3:
-            matmul_block<3, C>(x, i, w, j0, y);
-            break;
-        case 2:
-            matmul_block<2, C>(x, i, w, j0, y);
-            break;
-        case 1:
-            matmul_block<1, C>(x, i, w, j0, y);
-            break;
-        default:
-            break;
-    }
-    static_assert(kTileRows == 4, "the remainder cases above cover 1..kTileRows-1 rows");
+    leftover_rows<C>(x, i, w, j0, y);
 }
 
 }  // namespace
@@ -129,15 +225,43 @@ float dot(const float* a, const float* b, int n) {
     return out;
 }
 
+namespace {
+
+// C keys from row j on, if that many are left; returns the next row.
+template <int C>
+inline int key_block(const float* x, const float* rows, int j, int n_rows, std::size_t stride,
+                     int n, float* out) {
+    if (j + C > n_rows) return j;
+    const float* r[C];
+    for (int c = 0; c < C; ++c) r[c] = rows + (j + c) * stride;
+    dot_tile<1, C>(&x, r, n, out + j, 1);
+    return j + C;
+}
+
+}  // namespace
+
+float dot_in_book_order(const float* a, const float* b, int n) {
+    float partial[kLanes] = {};  // partial[l] sums the terms k = l, l + 16, l + 32, ...
+    for (int k = 0; k < n; ++k) partial[k % kLanes] += a[k] * b[k];
+    // The pairwise tree: 16 sums to 8, 8 to 4, 4 to 2, 2 to 1.
+    for (int width = kLanes / 2; width >= 1; width /= 2)
+        for (int l = 0; l < width; ++l) partial[l] = partial[l] + partial[l + width];
+    return partial[0];
+}
+
 void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride, int n,
               float* out) {
     int j = 0;
-    for (; j + kStreamCols <= n_rows; j += kStreamCols) {
-        const float* r[kStreamCols];
-        for (int c = 0; c < kStreamCols; ++c) r[c] = rows + (j + c) * stride;
-        dot_tile<1, kStreamCols>(&x, r, n, out + j, 1);
+    for (; j + kKeyRows <= n_rows; j += kKeyRows) {
+        const float* r[kKeyRows];
+        for (int c = 0; c < kKeyRows; ++c) r[c] = rows + (j + c) * stride;
+        dot_tile<1, kKeyRows>(&x, r, n, out + j, 1);
     }
-    for (; j < n_rows; ++j) out[j] = dot(x, rows + j * stride, n);
+    // The last n_rows % 16 keys in blocks of 8, 4, 2 and 1.
+    j = key_block<8>(x, rows, j, n_rows, stride, n, out);
+    j = key_block<4>(x, rows, j, n_rows, stride, n, out);
+    j = key_block<2>(x, rows, j, n_rows, stride, n, out);
+    key_block<1>(x, rows, j, n_rows, stride, n, out);
 }
 
 void weighted_sum(const float* weights, int n_rows, const float* rows, std::size_t stride,
@@ -146,13 +270,39 @@ void weighted_sum(const float* weights, int n_rows, const float* rows, std::size
     weighted_sum_add(weights, n_rows, rows, stride, width, out);
 }
 
+namespace {
+
+// Chunks of kLanes outputs d0, d0 + kLanes, ... (Chunks of them) summed in
+// one pass over the rows. Each output's sum is one chain of additions in row
+// order, 4 cycles an addition; walking the rows once for all the chunks of
+// a head runs those chains side by side instead of one after another
+// (head size 32: two chains, attention's value sum 1.8 x faster).
+template <int Chunks>
+inline void weighted_chunks(const float* weights, int n_rows, const float* rows, std::size_t stride,
+                            float* out) {
+    Lanes acc[Chunks];
+    for (int c = 0; c < Chunks; ++c) acc[c] = load(out + c * kLanes);
+    for (int j = 0; j < n_rows; ++j) {
+        const float* row = rows + j * stride;
+        for (int c = 0; c < Chunks; ++c) acc[c] += weights[j] * load(row + c * kLanes);
+    }
+    std::memcpy(out, acc, sizeof acc);
+}
+
+}  // namespace
+
 void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::size_t stride,
                       int width, float* out) {
     int d = 0;
-    for (; d + kLanes <= width; d += kLanes) {
-        Lanes acc = load(out + d);
-        for (int j = 0; j < n_rows; ++j) acc += weights[j] * load(rows + j * stride + d);
-        std::memcpy(out + d, &acc, sizeof acc);
+    for (; d + 4 * kLanes <= width; d += 4 * kLanes)
+        weighted_chunks<4>(weights, n_rows, rows + d, stride, out + d);
+    if (d + 2 * kLanes <= width) {
+        weighted_chunks<2>(weights, n_rows, rows + d, stride, out + d);
+        d += 2 * kLanes;
+    }
+    if (d + kLanes <= width) {
+        weighted_chunks<1>(weights, n_rows, rows + d, stride, out + d);
+        d += kLanes;
     }
     for (; d < width; ++d) {
         float acc = out[d];
@@ -195,37 +345,27 @@ void rmsnorm(std::span<float> out, std::span<const float> x, std::span<const flo
     for (int i = 0; i < n; ++i) out[i] = x[i] * inv_rms * scale[i];
 }
 
-float exp_float(float x) {
-    if (std::isnan(x)) return x;
-    if (x < -87.0f) return 0.0f;  // e^-87 is 1.6e-38: nothing the model can see
-    if (x > 88.0f) return std::numeric_limits<float>::infinity();
-    // x = n ln2 + r with |r| <= ln2 / 2; ln2 is split in two so that n * ln2_hi is exact.
-    const float n = std::nearbyint(x * 1.44269504f);
-    const float r = (x - n * 0.693145751953125f) - n * 1.42860677e-06f;
-    // e^r by its Taylor series to r^7 (the next term is below 6e-9 on this range).
-    float p = 1.0f / 5040;
-    for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * r + c;
-    // e^x = e^r * 2^n, 2^n built from its exponent bits (n is in -126..127 here).
-    const std::uint32_t bits = std::uint32_t(static_cast<int>(n) + 127) << 23;
-    float two_to_n;
-    std::memcpy(&two_to_n, &bits, sizeof two_to_n);
-    return p * two_to_n;
-}
-
 void softmax(std::span<float> x) {
     if (x.empty()) return;
-    float max = x[0];
-    for (float v : x) max = v > max ? v : max;
-    float sum = 0.0f;
-    for (float& v : x) {
-        v = exp_float(v - max);
-        sum += v;
+    // The largest score, kLanes candidates at a time: a maximum does not
+    // depend on the order it is taken in (one serial comparison per score
+    // was 40 % of softmax's time).
+    const int n = static_cast<int>(x.size());
+    Lanes lane_max = Lanes{} + x[0];
+    int i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        const Lanes v = load(x.data() + i);
+        lane_max = v > lane_max ? v : lane_max;
     }
+    float max = x[0];
+    for (int l = 0; l < kLanes; ++l) max = lane_max[l] > max ? lane_max[l] : max;
+    for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+    // Two loops where one would do: the exponentials are independent and
+    // run as vector code; the sum keeps its one fixed order, left to right.
+    for (float& v : x) v = exp_float(v - max);
+    float sum = 0.0f;
+    for (float v : x) sum += v;
     for (float& v : x) v /= sum;
-}
-
-float silu(float x) {
-    return x / (1.0f + exp_float(-x));
 }
 
 namespace {

@@ -10,7 +10,10 @@
 // to the last bit.
 #pragma once
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -24,6 +27,17 @@ namespace kv {
 inline constexpr int kLanes = 16;
 
 float dot(const float* a, const float* b, int n);
+
+// The same dot product as plain C++, for a reader: the statement of the order
+// every dot product in the book adds its terms in. Term k goes to partial sum
+// k % kLanes, each partial sum adds its terms from the first to the last, and
+// the 16 partial sums meet in a fixed pairwise tree (lane l with l + 8, then
+// l + 4, l + 2, l + 1). dot(), dot_rows() and matmul() compute exactly this,
+// bit for bit, only kLanes (or many times kLanes) numbers at a time; that,
+// with -ffp-contract=off, is why the naive, cached and batched paths give
+// the same logits to the last bit on every machine. Slow; never called by
+// the model; tests/kernels_test.cpp checks the fast kernels against it.
+float dot_in_book_order(const float* a, const float* b, int n);
 
 // out[j] = dot(x, rows + j * stride, n) for j < n_rows: one query against many
 // keys, as attention needs. Same order of additions as dot(), computed 8
@@ -65,10 +79,44 @@ void softmax(std::span<float> x);
 // a power of two), so it rounds the same on every machine and compiler,
 // which the C library's expf does not promise; within a few units in the
 // last place of the true value. Below -87 it returns 0, above 88 infinity.
-float exp_float(float x);
+//
+// Written without branches or library calls, and inline, so that the
+// compiler turns a loop of them (SiLU over a row of the feed-forward,
+// softmax over a row of scores) into vector code. The arithmetic is the
+// same on every path: vectorising changes how many numbers go through at
+// once, not how any one of them is rounded.
+inline float exp_float(float x) {
+    // Clamped to where the steps below stay in range (NaN becomes 0 here);
+    // the ends, and NaN, are put right at the end.
+    const float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : (x == x ? x : 0.0f));
+    // x = n ln2 + r with |r| <= ln2 / 2; ln2 is split in two so that n * ln2_hi
+    // is exact. n is x / ln2 rounded to the nearest integer, ties to even:
+    // adding and then subtracting 1.5 * 2^23 rounds exactly so, as nearbyint
+    // does, for any value below 2^22 in size.
+    const float shifter = 12582912.0f;  // 1.5 * 2^23
+    const float n = (xc * 1.44269504f + shifter) - shifter;
+    const float r = (xc - n * 0.693145751953125f) - n * 1.42860677e-06f;
+    // e^r by its Taylor series to r^7 (the next term is below 6e-9 on this range).
+    float p = 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    // e^x = e^r * 2^n, 2^n built from its exponent bits (n is in -126..127 here).
+    const float two_to_n = std::bit_cast<float>(std::uint32_t(static_cast<int>(n) + 127) << 23);
+    const float e = p * two_to_n;
+    if (x != x) return x;  // NaN in, NaN out
+    return x < -87.0f ? 0.0f : (x > 88.0f ? std::numeric_limits<float>::infinity() : e);
+}
 
-// SiLU(x) = x * sigmoid(x), the gate of the SwiGLU feed-forward.
-float silu(float x);
+// SiLU(x) = x * sigmoid(x), the gate of the SwiGLU feed-forward. Inline, as
+// exp_float is, so that a loop of them becomes vector code.
+inline float silu(float x) {
+    return x / (1.0f + exp_float(-x));
+}
 
 // Rotary position embedding, Llama 2 convention: inside each head of
 // head_size numbers, the pair (2i, 2i+1) turns by the angle
