@@ -21,6 +21,7 @@
 
 #include "../../common/core/generation.h"
 #include "../../common/core/kv_cache.h"
+#include "../../common/core/kv_store.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/timing.h"
 #include "scheduler.h"
@@ -75,10 +76,22 @@ class RealExecutor : public Executor {
         if (std::size_t(r.id) < caches_.size()) caches_[std::size_t(r.id)].reset();
     }
 
+  protected:
+    // A request's cache, made when its first prefill runs: here one array
+    // with room for everything it may come to hold, as the budget's "full"
+    // charge assumes. Chapter 07 makes block tables into a pool instead.
+    virtual std::unique_ptr<KVStore> make_cache(const Request& r) {
+        return std::make_unique<KVCache>(model_.config(), r.prompt_len + r.answer_cap - 1);
+    }
+    // The cache of a request that is running with the cache, or nullptr.
+    KVStore* cache_of(const Request& r) const {
+        return std::size_t(r.id) < caches_.size() ? caches_[std::size_t(r.id)].get() : nullptr;
+    }
+    Transformer& model() { return model_; }
+
   private:
-    // Every row continues its own cache; a prefill starts a new one, with
-    // room for everything the request may come to hold, as the budget's
-    // "full" charge assumes. A padding row (answered, but its row still
+    // Every row continues its own cache; a prefill starts a new one
+    // (make_cache). A padding row (answered, but its row still
     // runs) feeds its last cached token again at the same position, which
     // rewrites the same key and value: work, and no change.
     const Matrix& cached_step(const StepPlan& plan) {
@@ -86,9 +99,8 @@ class RealExecutor : public Executor {
         for (const StepRow& row : plan.rows) {
             Request& r = *row.request;
             if (caches_.size() <= std::size_t(r.id)) caches_.resize(std::size_t(r.id) + 1);
-            std::unique_ptr<KVCache>& cache = caches_[std::size_t(r.id)];
-            if (!cache)
-                cache = std::make_unique<KVCache>(model_.config(), r.prompt_len + r.answer_cap - 1);
+            std::unique_ptr<KVStore>& cache = caches_[std::size_t(r.id)];
+            if (!cache) cache = make_cache(r);
             int first = row.first, tokens = row.tokens;
             if (r.status == RequestStatus::finished) {
                 first = r.cached - 1;
@@ -124,7 +136,7 @@ class RealExecutor : public Executor {
 
     Transformer& model_;
     std::uint64_t seed_;                            // of the prompts: request_prompt
-    std::vector<std::unique_ptr<KVCache>> caches_;  // (requests) the keys and values of each
+    std::vector<std::unique_ptr<KVStore>> caches_;  // (requests) the keys and values of each
                                                     // request while it runs with the cache
     std::vector<SequenceInput> inputs_;             // (rows) scratch for the forward pass
     std::vector<std::vector<int>> whole_;           // (rows) whole sequences, without the cache
