@@ -1,11 +1,10 @@
 #include "workloads.h"
 
-#include <memory>
+#include <algorithm>
 
 #include "../../common/core/generation.h"
-#include "../../common/kit/report.h"
-#include "../../common/kit/timing.h"
 #include "../../common/core/transformer.h"
+#include "../../common/kit/machine_probes.h"
 
 namespace kv::bench {
 
@@ -34,84 +33,68 @@ double forward_flops(const Config& c, int rows, int start, int logit_rows) {
            2.0 * c.vocab_size * d * logit_rows;
 }
 
-double weight_bytes_read(const Config& c) {
-    return double(c.weight_bytes()) - double(c.vocab_size) * c.dim * sizeof(float);
-}
-
-namespace {
-
-constexpr int kContext = 64;   // tokens already in each cache when decode is timed
-constexpr int kPrefill = 128;  // prompt length for the prefill measurement
-constexpr int kBatch = 16;
-
-Measurement decode(Transformer& model, int batch, int repeats, const Limits& limits) {
-    const Config& c = model.config();
-    std::vector<std::unique_ptr<KVCache>> caches;
-    std::vector<int> tokens(batch);
-    for (int b = 0; b < batch; ++b) {
-        caches.push_back(std::make_unique<KVCache>(c, kContext + repeats + 2));
-        model.forward(fixed_prompt(kContext, c.vocab_size, 100 + b), *caches.back());
-        tokens[b] = b % c.vocab_size;
+StepCost step_cost(const Config& c, const Workload& w) {
+    StepCost cost;
+    cost.weight_bytes = double(c.weight_bytes_read_per_pass());
+    if (w.prompt > 0) {
+        cost.flops = forward_flops(c, w.prompt, 0, 1);
+        // Each new row reads the keys and values of the positions before it
+        // and its own; they were written in this pass, so mostly from cache.
+        cost.cache_bytes = double(c.kv_bytes(std::uint64_t(w.prompt)));
+    } else {
+        cost.flops = w.batch * forward_flops(c, 1, w.context, 1);
+        cost.cache_bytes = w.batch * double(c.kv_bytes(std::uint64_t(w.context) + 1));
     }
-    std::vector<SequenceInput> chunks;
-    for (int b = 0; b < batch; ++b) chunks.push_back({std::span(&tokens[b], 1), caches[b].get()});
-    // Each call appends one position to every cache: warm-up + repeats fit by construction.
-    const double seconds = median_seconds(repeats, [&] { model.forward(chunks); });
-    Measurement m;
-    m.what = "decode, batch " + std::to_string(batch);
-    m.tokens_per_second = batch / seconds;
-    m.flops_per_second = batch * forward_flops(c, 1, kContext + repeats / 2, 1) / seconds;
-    m.weight_bytes_per_second = weight_bytes_read(c) / seconds;
-    const double weights = double(c.weight_bytes());
-    m.memory_bound = weights > double(limits.l3_bytes) &&
-                     weight_bytes_read(c) / limits.dram_bytes_per_second >
-                         batch * forward_flops(c, 1, kContext, 1) / limits.peak_fma;
-    return m;
+    return cost;
 }
 
-Measurement prefill(Transformer& model, int repeats, const Limits& limits) {
-    const Config& c = model.config();
-    const std::vector<int> prompt = fixed_prompt(kPrefill, c.vocab_size, 7);
-    KVCache cache(c, kPrefill);
-    const double seconds = median_seconds(std::max(3, repeats / 4), [&] {
-        cache.truncate(0);
-        model.forward(prompt, cache);
-    });
-    Measurement m;
-    m.what = "prefill, " + std::to_string(kPrefill) + " tokens";
-    m.tokens_per_second = kPrefill / seconds;
-    m.flops_per_second = forward_flops(c, kPrefill, 0, 1) / seconds;
-    m.weight_bytes_per_second = weight_bytes_read(c) / seconds;
-    m.memory_bound = false;
-    (void)limits;
-    return m;
+struct TimedWorkload::State {
+    Transformer model;
+    std::vector<std::unique_ptr<KVCache>> caches;
+    std::vector<int> tokens;  // the one new token of each sequence (decode)
+    std::vector<int> prompt;  // the prompt (prefill)
+    std::vector<SequenceInput> inputs;
+    explicit State(const Config& c) : model(c, 1) {}
+};
+
+TimedWorkload::TimedWorkload(const Config& config, const Workload& workload)
+    : config_(config), workload_(workload) {
+    config_.max_seq = std::max(config_.max_seq, std::max(workload.context + 1, workload.prompt));
+    state_ = std::make_unique<State>(config_);
+    State& s = *state_;
+    const Config& c = config_;
+    if (workload.prompt > 0) {
+        s.prompt = fixed_prompt(workload.prompt, c.vocab_size, 7);
+        s.caches.push_back(std::make_unique<KVCache>(c, workload.prompt));
+        s.inputs.push_back({s.prompt, s.caches.back().get()});
+        return;
+    }
+    s.tokens.resize(workload.batch);
+    for (int b = 0; b < workload.batch; ++b) {
+        s.caches.push_back(std::make_unique<KVCache>(c, workload.context + 1));
+        s.model.forward(fixed_prompt(workload.context, c.vocab_size, 100 + b), *s.caches.back());
+        s.tokens[b] = b % c.vocab_size;
+    }
+    for (int b = 0; b < workload.batch; ++b)
+        s.inputs.push_back({std::span(&s.tokens[b], 1), s.caches[b].get()});
 }
 
-}  // namespace
+TimedWorkload::~TimedWorkload() = default;
 
-ShapeResults measure_shape(const BenchShape& shape, int repeats, const Limits& limits) {
-    Config c = shape.config;
-    c.max_seq = std::max(c.max_seq, kContext + repeats + 2);
-    Transformer model(c, 1);
-    ShapeResults r;
-    r.weight_bytes = c.weight_bytes();
-    r.rows.push_back(decode(model, 1, repeats, limits));
-    r.rows.push_back(decode(model, kBatch, repeats, limits));
-    r.rows.push_back(prefill(model, repeats, limits));
-    return r;
-}
-
-std::string ShapeResults::to_json() const {
-    std::string out = "{\"weight_bytes\": " + std::to_string(weight_bytes);
-    for (const Measurement& m : rows)
-        out += ", " + json_quote(m.what) + ": " +
-               Json()
-                   .add("tokens_per_second", m.tokens_per_second)
-                   .add("gflops", m.flops_per_second / 1e9)
-                   .add("weight_gbs", m.weight_bytes_per_second / 1e9)
-                   .add("memory_bound", m.memory_bound)
-                   .str();
-    return out + "}";
+double TimedWorkload::best_step_seconds(int repeats) {
+    State& s = *state_;
+    // Every step starts from the same cache lengths: a decode step always
+    // attends over exactly `context` positions and its own.
+    const int keep = workload_.prompt > 0 ? 0 : workload_.context;
+    double best = 0;
+    for (int r = 0; r <= repeats; ++r) {  // r = 0 warms up and is not counted
+        for (auto& cache : s.caches) cache->truncate(keep);
+        const double start = thread_cpu_seconds();
+        s.model.forward(s.inputs);
+        const double seconds = thread_cpu_seconds() - start;
+        if (r > 0 && (best == 0 || seconds < best)) best = seconds;
+    }
+    return best;
 }
 
 }  // namespace kv::bench

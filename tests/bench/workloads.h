@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,37 +11,32 @@
 
 namespace kv::bench {
 
-struct Limits {
-    double peak_fma;               // FLOP/s
-    double peak_mul_add;           // FLOP/s
-    double dram_bytes_per_second;  // streaming read
-    std::uint64_t l3_bytes;        // weights larger than this come from DRAM
-};
-
 struct BenchShape {
     std::string name;
     Config config;
 };
 
 // demo: the book's default model; cache-resident: weights well inside the
-// L3 cache; large: weights many times larger than it.
+// last-level cache; large: weights many times larger than it.
 std::vector<BenchShape> bench_shapes();
 
-struct Measurement {
-    std::string what;  // "decode, batch 1", "decode, batch 16", "prefill, 128 tokens"
-    double tokens_per_second = 0;
-    double flops_per_second = 0;         // matrix products and attention, counted exactly
-    double weight_bytes_per_second = 0;  // weight bytes the step must read, per second
-    bool memory_bound = false;           // the bandwidth bound is the larger of the two bounds
+// One timed thing: a decode step of `batch` sequences at `context` cached
+// positions each, or a prefill of `prompt` tokens into an empty cache.
+struct Workload {
+    std::string shape;
+    std::string what;  // "decode, batch 1", "decode, batch 1, context 4096", "prefill, 128 tokens"
+    int batch = 1;
+    int context = 0;  // positions already in each cache (decode)
+    int prompt = 0;   // tokens of the prefill, 0 for decode
 };
 
-struct ShapeResults {
-    std::uint64_t weight_bytes = 0;
-    std::vector<Measurement> rows;  // decode batch 1, decode batch 16, prefill
-    std::string to_json() const;
+// Everything a workload's step must do, counted exactly.
+struct StepCost {
+    double flops = 0;         // matrix products and attention
+    double weight_bytes = 0;  // every weight the step multiplies by, read once
+    double cache_bytes = 0;   // keys and values attention reads
 };
-
-ShapeResults measure_shape(const BenchShape& shape, int repeats, const Limits& limits);
+StepCost step_cost(const Config& c, const Workload& w);
 
 // FLOPs of one forward pass over `rows` new tokens at positions start..,
 // with `logit_rows` of them projected to the vocabulary: 2 per weight per
@@ -48,8 +44,21 @@ ShapeResults measure_shape(const BenchShape& shape, int repeats, const Limits& l
 // (scores q.k, then the weighted sum of values).
 double forward_flops(const Config& c, int rows, int start, int logit_rows);
 
-// Bytes of weights one forward pass reads: every matrix once, whatever the
-// number of rows (the embedding table only a row per token, ignored).
-double weight_bytes_read(const Config& c);
+// A model and its caches, built once, timed many times.
+class TimedWorkload {
+  public:
+    TimedWorkload(const Config& config, const Workload& workload);
+    ~TimedWorkload();
+    // The fastest of `repeats` steps, in this thread's CPU seconds.
+    double best_step_seconds(int repeats);
+    const Workload& workload() const { return workload_; }
+    const Config& config() const { return config_; }
+
+  private:
+    struct State;
+    Config config_;
+    Workload workload_;
+    std::unique_ptr<State> state_;
+};
 
 }  // namespace kv::bench

@@ -1,0 +1,79 @@
+// The machine's limits, measured on one thread: how fast it can multiply
+// and add, and how fast it can read from its last-level cache and from
+// DRAM. A decode step is bound by one of them; `make bench` (tests/bench/)
+// prints how close the book's engine comes to each.
+//
+// Every probe is timed in this thread's CPU time (CLOCK_THREAD_CPUTIME_ID),
+// not wall-clock time: on a shared machine the operating system may take
+// the core away in the middle of a measurement, and wall-clock time would
+// count that pause as work. Time on the CPU counts only what the thread
+// did, so a probe and a kernel timed the same way can be compared even
+// under load. (What load does to the caches and the memory bus is still
+// in the numbers: run the probes several times and keep the best.)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kv {
+
+// Seconds of CPU time this thread has used so far.
+double thread_cpu_seconds();
+
+// The data caches one core sees, in bytes, as Linux reports them under
+// /sys/devices/system/cpu/cpu0/cache (0 where that cannot be read). Under a
+// hypervisor the last level may be the whole host's, shared with other
+// machines: measure before trusting it (see LastLevelCacheProbe).
+struct CacheSizes {
+    std::uint64_t l1d = 0;
+    std::uint64_t l2 = 0;
+    std::uint64_t last_level = 0;
+};
+CacheSizes cache_sizes();
+
+// Float32 FLOP/s of 16 independent chains acc = acc * a + b, 16 lanes each,
+// over `iterations` steps (512 FLOP each): the best of `repeats` runs.
+//   fused:    one fused multiply-add per step, where the build targets an
+//             instruction for it (AVX-512, AVX2 with FMA, ARM64); in a build
+//             without one (the x86-64 baseline, SSE2) it returns the
+//             separate rate, and has_fused_multiply_add() says so.
+//   separate: a multiply, then an add, rounded twice: the arithmetic the
+//             book's kernels do (-ffp-contract=off, common/core/kernels.h).
+double peak_fused_flops(int repeats = 3, long iterations = 20'000'000);
+double peak_multiply_then_add_flops(int repeats = 3, long iterations = 20'000'000);
+bool has_fused_multiply_add();
+
+// Bytes per second one thread reads by summing a buffer of `bytes`, over
+// and over, with eight vector accumulators. The buffer is allocated and
+// touched once, when the probe is made, so each measurement is reads only.
+class ReadBandwidthProbe {
+  public:
+    explicit ReadBandwidthProbe(std::uint64_t bytes);
+    // The best of `repeats` timed runs; each run reads at least `min_bytes`
+    // (the buffer as many times as that takes), after one untimed pass that
+    // brings a cache-sized buffer into the cache.
+    double bytes_per_second(int repeats = 3, std::uint64_t min_bytes = 256ull << 20) const;
+    std::uint64_t bytes() const { return floats_.size() * sizeof(float); }
+
+  private:
+    std::vector<float> floats_;
+};
+
+// The working sets the two bandwidth probes read.
+//
+// DRAM: eight times the last-level cache, at least 256 MiB and at most
+// 1 GiB, so that nothing is left in any cache from the pass before.
+//
+// Last-level cache: `wanted` bytes (the bench passes the demo model's
+// weights, the working set the roof is for), but at least four times the
+// L2, so that the reads come from beyond it, and at most a quarter of the
+// reported last level. Half the reported size is not safe: on the shared
+// Intel Xeon this was written on (Emerald Rapids, 260 MiB reported), one
+// core read 27.5 GB/s at every size from 6 to 64 MiB but 15 GB/s, DRAM's
+// rate, from 128 MiB on: most of the reported cache belongs to other cores
+// and other machines. The bench checks the result: a last-level figure not
+// clearly above the DRAM one means the buffer was not cache-resident.
+std::uint64_t dram_probe_bytes(const CacheSizes& caches);
+std::uint64_t last_level_probe_bytes(const CacheSizes& caches, std::uint64_t wanted);
+
+}  // namespace kv
