@@ -8,9 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "../common/kit/chapter.h"
 #include "../common/kit/flags.h"
 #include "../common/kit/model_flags.h"
 #include "../common/kit/program.h"
+#include "../common/kit/step_report.h"
+#include "../common/kit/timing.h"
 
 using namespace kv;
 
@@ -116,4 +119,81 @@ TEST_CASE("run_program turns any error into exit status 2") {
     CHECK(run_program("t", []() -> int { throw std::length_error("full"); }) == 2);
     std::cerr.rdbuf(old);
     CHECK(captured.str() == "t: --x: bad\nt: full\n");
+}
+
+TEST_CASE("fits_in_memory compares with a share of the machine's memory") {
+    const double have = double(physical_memory_bytes());
+    CHECK(fits_in_memory(0, 0.5));
+    if (have > 0) {
+        CHECK(fits_in_memory(have / 2, 0.5));
+        CHECK_FALSE(fits_in_memory(have / 2 + 4096, 0.5));
+        CHECK(fits_in_memory(have / 4, 0.25));
+        CHECK_FALSE(fits_in_memory(have / 3, 0.25));
+    }
+}
+
+TEST_CASE("timed_runs warms up once and then times each repeat") {
+    std::vector<bool> told;
+    const std::vector<double> times = timed_runs(3, [&](bool timed) { told.push_back(timed); });
+    CHECK(told == std::vector<bool>{false, true, true, true});
+    REQUIRE(times.size() == 3);
+    for (double t : times) CHECK(t >= 0);
+    int calls = 0;
+    CHECK(median_seconds(4, [&] { ++calls; }) >= 0);
+    CHECK(calls == 5);
+}
+
+TEST_CASE("the step table keeps about six steps and the last, every method side by side") {
+    const std::vector<double> a = {1e-3, 2e-3, 3e-3,  4e-3,  5e-3,  6e-3, 7e-3,
+                                   8e-3, 9e-3, 10e-3, 11e-3, 12e-3, 13e-3};
+    const std::vector<double> b(a.size(), 5e-4);
+    const Table table = step_table(16, {{"naive", "n", a}, {"cached", "c", b}});
+    std::ostringstream out;
+    table.print(out);
+    const std::string text = out.str();
+    CHECK(text.find("naive (ms)") != std::string::npos);
+    CHECK(text.find("cached (ms)") != std::string::npos);
+    // 13 steps, a stride of 2: steps 0, 2, ..., 12.
+    CHECK(table.to_json().find("\"step\": 12, \"sequence length\": 28") != std::string::npos);
+    CHECK(table.to_json().find("\"step\": 11") == std::string::npos);
+    CHECK(step_plot("t", 16, {{"naive", "n", a}}).svg().find(">n</text>") != std::string::npos);
+}
+
+namespace {
+
+struct ToyExperiment {
+    int size = 3;  // the one parameter
+    void add_flags(Flags& flags) { flags.add("size", size, 1, 10, "a size"); }
+    void check() const {
+        if (size == 7) throw UsageError("--size 7 is unlucky");
+    }
+    int run() const { return size * 2; }
+};
+
+int run_toy(std::vector<const char*> args, int& reported) {
+    ToyExperiment toy;
+    args.insert(args.begin(), "toy");
+    return run_chapter(static_cast<int>(args.size()), args.data(), "toy", "A toy.", toy,
+                       [&](int result, const OutputOptions&) { return reported = result, 0; });
+}
+
+}  // namespace
+
+TEST_CASE("run_chapter parses, checks, runs and reports, and bad input exits 2") {
+    std::ostringstream captured;
+    std::streambuf* old_err = std::cerr.rdbuf(captured.rdbuf());
+    std::ostringstream help;
+    std::streambuf* old_out = std::cout.rdbuf(help.rdbuf());
+    int reported = 0;
+    CHECK(run_toy({"--size", "4"}, reported) == 0);
+    CHECK(reported == 8);
+    reported = 0;
+    CHECK(run_toy({"--help"}, reported) == 0);
+    CHECK(reported == 0);  // --help runs nothing
+    CHECK(run_toy({"--size", "7"}, reported) == 2);
+    CHECK(run_toy({"--size", "11"}, reported) == 2);
+    std::cout.rdbuf(old_out);
+    std::cerr.rdbuf(old_err);
+    CHECK(help.str().find("--json") != std::string::npos);  // the output flags come along
+    CHECK(captured.str() == "toy: --size 7 is unlucky\ntoy: --size: must be in 1..10, got 11\n");
 }

@@ -5,6 +5,7 @@
 
 #include "../../common/kit/answer_timing.h"
 #include "../../common/kit/flags.h"
+#include "../../common/kit/model_flags.h"
 #include "../../common/real_weights/model_source.h"
 #include "naive_decoding.h"
 
@@ -29,9 +30,7 @@ struct Experiment {
 
     void add_flags(Flags& flags) {
         model.add_flags(flags);
-        flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the fixed prompt");
-        flags.add("answer-len", answer_len, 1, 1 << 20, "tokens to generate");
-        flags.add("repeats", repeats, 1, 1000, "timed answers (median reported)");
+        add_answer_flags(flags, prompt_len, answer_len, repeats, "timed answers (median reported)");
     }
 
     void check() const { model.check(); }

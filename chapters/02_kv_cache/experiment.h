@@ -8,6 +8,7 @@
 
 #include "../../common/kit/answer_timing.h"
 #include "../../common/kit/flags.h"
+#include "../../common/kit/model_flags.h"
 #include "../../common/kit/timing.h"
 #include "../../common/real_weights/model_source.h"
 #include "../01_naive_decoding/naive_decoding.h"
@@ -44,9 +45,8 @@ struct Experiment {
     void add_flags(Flags& flags) {
         model.add_flags(flags);
         add_save_model_flags(flags, model.source);
-        flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the fixed prompt");
-        flags.add("answer-len", answer_len, 1, 1 << 20, "tokens to generate");
-        flags.add("repeats", repeats, 1, 1000, "timed answers per method (median reported)");
+        add_answer_flags(flags, prompt_len, answer_len, repeats,
+                         "timed answers per method (median reported)");
     }
 
     void check() const { model.check(); }

@@ -6,23 +6,13 @@
 // The lessons are batched_decoding.h, arithmetic_intensity.h and
 // memory_bandwidth.h; batch_benchmark.h times them; experiment.h sets the
 // parameters and runs it; report.h prints what it measured.
-#include "../../common/kit/output.h"
-#include "../../common/kit/program.h"
+#include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"
 
-using namespace kv;
-
 int main(int argc, char** argv) {
-    return run_program("04_batched_decoding", [&] {
-        ch04::Experiment experiment;  // its parameters, with the book's defaults
-        OutputOptions out;            // --json, --save-json, --plot-dir
-        Flags flags("04_batched_decoding",
-                    "Batched decoding: one decode step for many sequences at once.");
-        experiment.add_flags(flags);
-        add_output_flags(flags, out);
-        if (!flags.parse(argc, argv)) return 0;  // --help was printed
-        experiment.check();
-        return ch04::report(experiment.run(), out);
-    });
+    kv::ch04::Experiment experiment;  // its parameters, with the book's defaults
+    return kv::run_chapter(argc, argv, "04_batched_decoding",
+                           "Batched decoding: one decode step for many sequences at once.",
+                           experiment, kv::ch04::report);
 }

@@ -4,24 +4,15 @@
 //
 // experiment.h reads the saved figures (saved_results.h parses them);
 // report.h prints them.
-#include "../../common/kit/output.h"
-#include "../../common/kit/program.h"
+#include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"
 
-using namespace kv;
-
 int main(int argc, char** argv) {
-    return run_program("06_closing_table", [&] {
-        ch06::Experiment experiment;  // where the chapters' results are
-        OutputOptions out;            // --json, --save-json, --plot-dir
-        Flags flags("06_closing_table",
-                    "The book's closing table: published figures beside this run's, from the "
-                    "chapters' saved JSON.");
-        experiment.add_flags(flags);
-        add_output_flags(flags, out);
-        if (!flags.parse(argc, argv)) return 0;  // --help was printed
-        experiment.check();
-        return ch06::report(experiment.run(), out);
-    });
+    kv::ch06::Experiment experiment;  // where the chapters' results are
+    return kv::run_chapter(
+        argc, argv, "06_closing_table",
+        "The book's closing table: published figures beside this run's, from the "
+        "chapters' saved JSON.",
+        experiment, kv::ch06::report);
 }

@@ -18,6 +18,13 @@ void add_model_flags(Flags& flags, Config& c, std::uint64_t& seed) {
     flags.add("seed", seed, 0, UINT64_MAX, "seed of the random weights");
 }
 
+void add_answer_flags(Flags& flags, int& prompt_len, int& answer_len, int& repeats,
+                      const std::string& repeats_help) {
+    flags.add("prompt-len", prompt_len, 1, 1 << 20, "tokens in the fixed prompt");
+    flags.add("answer-len", answer_len, 1, 1 << 20, "tokens to generate");
+    flags.add("repeats", repeats, 1, 1000, repeats_help);
+}
+
 void check_model(const Config& config, std::uint64_t cache_tokens) {
     std::uint64_t need = 0;
     try {

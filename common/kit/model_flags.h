@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "../core/config.h"
 #include "flags.h"
@@ -12,6 +13,11 @@ namespace kv {
 
 // --layers --dim --heads --kv-heads --ffn --vocab --max-seq --seed
 void add_model_flags(Flags& flags, Config& config, std::uint64_t& seed);
+
+// --prompt-len --answer-len --repeats: one answer's workload (chapters 01
+// and 02); `repeats_help` says what is repeated.
+void add_answer_flags(Flags& flags, int& prompt_len, int& answer_len, int& repeats,
+                      const std::string& repeats_help);
 
 // Validates the shape (throwing UsageError naming what is wrong) and checks
 // that its weights plus `cache_tokens` positions of float32 KV cache fit in
