@@ -1,0 +1,64 @@
+// Chapter 07: the real engine on a paged KV cache.
+//
+// Chapter 05's real executor, with each request's cache made as a block
+// table into one BlockPool instead of one array sized for its longest
+// context. Blocks are taken as a sequence grows (the forward pass reserves
+// them) and given back when it leaves. A request preempted by swap has its
+// blocks copied out to host memory first (swap_out) and copied back into
+// fresh blocks when it runs again (swap_in), so it resumes where it
+// stopped without recomputing anything. The executor counts the bytes it
+// moves; the time they take is in its wall clock, like every other step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "../../common/core/block_pool.h"
+#include "../../common/core/paged_kv_cache.h"
+#include "../05_queue_simulation/real_executor.h"
+#include "paged_memory.h"
+
+namespace kv {
+
+class PagedExecutor : public RealExecutor {
+  public:
+    PagedExecutor(Transformer& model, std::uint64_t seed, BlockPool& pool, Preemption preemption)
+        : RealExecutor(model, seed), pool_(pool), preemption_(preemption) {}
+
+    const BlockPool& pool() const { return pool_; }
+    std::uint64_t bytes_swapped() const { return bytes_swapped_; }  // out and back in
+
+    // Preempted by swap: the blocks go to host memory, then back to the pool.
+    void release(const Request& r) override {
+        KVStore* cache = cache_of(r);
+        if (cache && r.status != RequestStatus::finished && preemption_ == Preemption::swap) {
+            if (swapped_.size() <= std::size_t(r.id)) swapped_.resize(std::size_t(r.id) + 1);
+            swapped_[std::size_t(r.id)] = static_cast<PagedKVCache*>(cache)->swap_out();
+            bytes_swapped_ += swapped_[std::size_t(r.id)].bytes();
+        }
+        RealExecutor::release(r);
+    }
+
+  protected:
+    // A block table with room for the request's longest context; a
+    // request coming back from a swap gets its blocks back first.
+    std::unique_ptr<KVStore> make_cache(const Request& r) override {
+        auto cache = std::make_unique<PagedKVCache>(pool_, r.prompt_len + r.answer_cap - 1);
+        if (std::size_t(r.id) < swapped_.size() && swapped_[std::size_t(r.id)].positions > 0) {
+            SwappedBlocks& saved = swapped_[std::size_t(r.id)];
+            cache->swap_in(saved);
+            bytes_swapped_ += saved.bytes();
+            saved = SwappedBlocks{};
+        }
+        return cache;
+    }
+
+  private:
+    BlockPool& pool_;
+    Preemption preemption_;
+    std::vector<SwappedBlocks> swapped_;  // (requests) blocks waiting in host memory
+    std::uint64_t bytes_swapped_ = 0;
+};
+
+}  // namespace kv

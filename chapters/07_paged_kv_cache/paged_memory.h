@@ -1,0 +1,155 @@
+// Chapter 07: the block manager, chapter 05's memory manager in blocks.
+//
+// The budget is a pool of blocks of B positions. A request holds the blocks
+// its sequence needs, ceil(positions / B), taken one at a time as it grows
+// and all given back when it finishes; nothing is reserved for an answer
+// that may never come. Three rules decide who runs:
+//   admit: a waiting request joins if its sequence's blocks fit and leave
+//     at least the watermark's share of the pool free. Without a
+//     watermark, a newcomer may take the last free block, and the very
+//     next step, in which the running requests grow, must preempt someone.
+//   grow: before a step, the blocks its new positions need must be free;
+//     when they are not, the newest request is preempted (chapter 05's
+//     victim), and the step is composed again without it.
+//   preempt: either by recompute (its blocks are dropped and it prefills
+//     again, prompt and answer so far, when it rejoins), or by swap (its
+//     blocks are copied to host memory and back when it rejoins: no
+//     recomputation, but bytes over the bus both ways).
+// This is the bookkeeping only, in counts of blocks, shared by the
+// simulator and the real engine: the engine's executor takes its blocks
+// from a real BlockPool of the same size, and the tests hold the two
+// counts equal at every step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../05_queue_simulation/memory_manager.h"
+#include "../05_queue_simulation/step_plan.h"
+#include "../05_queue_simulation/workload.h"
+
+namespace kv {
+
+enum class Preemption { recompute, swap };
+
+struct PagedMemoryOptions {
+    int blocks = 1;                                 // blocks in the pool
+    int block_size = 16;                            // positions per block
+    double watermark = 0;                           // share of the pool admission keeps free
+    Preemption preemption = Preemption::recompute;  // what a preempted request keeps
+};
+
+class PagedMemory : public MemoryManager {
+  public:
+    explicit PagedMemory(const PagedMemoryOptions& o)
+        : o_(o), watermark_blocks_(static_cast<int>(o.watermark * o.blocks)) {}
+
+    int blocks_for(std::int64_t positions) const {
+        return static_cast<int>((positions + o_.block_size - 1) / o_.block_size);
+    }
+    int free_blocks() const { return o_.blocks - used_; }
+    int used_blocks() const { return used_; }
+    int watermark_blocks() const { return watermark_blocks_; }
+    int blocks_of(const Request& r) const { return table(r.id); }
+
+    // What preemption has cost so far.
+    std::int64_t positions_recomputed() const { return recomputed_; }  // recompute: dropped work
+    std::int64_t blocks_swapped_out() const { return swapped_out_; }
+    std::int64_t blocks_swapped_in() const { return swapped_in_; }
+    // Swap: the blocks a request has waiting in host memory (0 if none).
+    int swapped_blocks(const Request& r) const {
+        return std::size_t(r.id) < swapped_.size() ? blocks_for(swapped_[std::size_t(r.id)]) : 0;
+    }
+
+    // A request that could never run alone: its longest context needs more
+    // blocks than the whole pool.
+    bool fits_alone(const Request& r) const override {
+        return blocks_for(std::int64_t(r.prompt_len) + r.answer_cap - 1) <= o_.blocks;
+    }
+
+    // Swap: a request coming back finds its computed positions in host
+    // memory; they are copied in, not prefilled again.
+    int cached_prefix(const Request& r) const override {
+        return std::size_t(r.id) < swapped_.size() ? swapped_[std::size_t(r.id)] : 0;
+    }
+
+    // Rule: its blocks fit and leave the watermark free.
+    bool can_admit(const Request& r, std::span<Request* const>) const override {
+        return free_blocks() - blocks_for(r.length()) >= watermark_blocks_;
+    }
+    void admit(Request& r) override {
+        MemoryManager::admit(r);
+        take(r, blocks_for(r.held));
+        // Its swapped positions are copied in when its first step runs (grow).
+        int& swapped = at(swapped_, r.id);
+        at(swapping_in_, r.id) = swapped;
+        swapped = 0;
+    }
+
+    // Rule: every block the step's new positions need is free.
+    bool can_grow(const StepPlan& plan) const override {
+        int need = 0;
+        for (const StepRow& row : plan.rows)
+            need += blocks_for(row.request->held + row.new_positions()) - table(row.request->id);
+        return need <= free_blocks();
+    }
+    void grow(const StepPlan& plan) override {
+        MemoryManager::grow(plan);
+        for (const StepRow& row : plan.rows) {
+            take(*row.request, blocks_for(row.request->held) - table(row.request->id));
+            int& coming = at(swapping_in_, row.request->id);
+            swapped_in_ += blocks_for(coming);
+            coming = 0;
+        }
+    }
+
+    // A finished request gives its blocks back. A preempted one (still
+    // answering) does too; by swap, its computed positions wait in host
+    // memory; by recompute, they are lost and will be computed again.
+    void release(Request& r) override {
+        if (r.status != RequestStatus::finished) {
+            int& coming = at(swapping_in_, r.id);
+            if (coming > 0) {  // sent back before its blocks came in: they stay out
+                at(swapped_, r.id) = coming;
+                coming = 0;
+            } else if (o_.preemption == Preemption::swap) {
+                at(swapped_, r.id) = r.cached;
+                swapped_out_ += blocks_for(r.cached);
+            } else {
+                recomputed_ += r.cached;
+            }
+        }
+        used_ -= table(r.id);
+        at(tables_, r.id) = 0;
+        MemoryManager::release(r);
+    }
+
+    std::uint64_t charged() const override {
+        return std::uint64_t(used_) * std::uint64_t(o_.block_size);
+    }
+
+  private:
+    int table(int id) const {
+        return std::size_t(id) < tables_.size() ? tables_[std::size_t(id)] : 0;
+    }
+    static int& at(std::vector<int>& per_request, int id) {
+        if (per_request.size() <= std::size_t(id)) per_request.resize(std::size_t(id) + 1, 0);
+        return per_request[std::size_t(id)];
+    }
+    void take(const Request& r, int blocks) {
+        at(tables_, r.id) += blocks;
+        used_ += blocks;
+    }
+
+    PagedMemoryOptions o_;
+    int watermark_blocks_;
+    int used_ = 0;
+    std::vector<int> tables_;       // (requests) blocks each request holds
+    std::vector<int> swapped_;      // (requests) positions waiting in host memory, by swap
+    std::vector<int> swapping_in_;  // (requests) admitted, to be copied in at their next step
+    std::int64_t recomputed_ = 0, swapped_out_ = 0, swapped_in_ = 0;
+};
+
+}  // namespace kv
