@@ -2,9 +2,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "../chapters/05_queue_simulation/experiment.h"
+#include "../chapters/05_queue_simulation/rate_sweep.h"
+#include "../chapters/05_queue_simulation/vllm_workload.h"
 #include "../chapters/05_queue_simulation/workload.h"
 
 using namespace kv;
@@ -114,4 +118,93 @@ TEST_CASE("workload options that make no sense are errors naming the flag") {
     w.rate = -1;
     CHECK(error_of(w).find("--rate") != std::string::npos);
     CHECK(error_of(WorkloadOptions{}).empty());
+}
+
+// ------------------------------------------- the file vllm bench serve reads
+
+TEST_CASE("the saved workload is one JSON object per request with vLLM's custom fields") {
+    kv::WorkloadOptions w;
+    w.requests = 40;
+    const std::vector<kv::Request> queue = kv::make_workload(w);
+    const std::string text = kv::workload_jsonl(queue);
+    std::istringstream lines(text);
+    std::string line;
+    int count = 0;
+    while (std::getline(lines, line)) {
+        const kv::Request& r = queue[std::size_t(count)];
+        // {"prompt": "r<id> w2 ... w<len>", "output_tokens": <answer>, "request_id": <id>}
+        REQUIRE(line.front() == '{');
+        REQUIRE(line.back() == '}');
+        const std::string prompt_key = "{\"prompt\": \"";
+        REQUIRE(line.rfind(prompt_key, 0) == 0);
+        const std::size_t prompt_end = line.find('"', prompt_key.size());
+        const std::string prompt = line.substr(prompt_key.size(), prompt_end - prompt_key.size());
+        std::istringstream words(prompt);
+        int n = 0;
+        for (std::string word; words >> word;) ++n;
+        CHECK(n == r.prompt_len);  // one word per prompt token
+        std::string first_word = "r";
+        first_word += std::to_string(r.id);
+        CHECK(prompt.substr(0, prompt.find(' ')) == first_word);
+        std::string rest = "\", \"output_tokens\": ";
+        rest += std::to_string(r.answer_len);
+        rest += ", \"request_id\": ";
+        rest += std::to_string(r.id);
+        rest += "}";
+        CHECK(line.substr(prompt_end) == rest);
+        ++count;
+    }
+    CHECK(count == w.requests);
+    CHECK(text.back() == '\n');
+}
+
+TEST_CASE("every arrival rate above 0 draws the same lengths") {
+    kv::WorkloadOptions w;
+    w.requests = 300;
+    w.rate = 5;
+    const std::vector<kv::Request> slow = kv::make_workload(w);
+    w.rate = 500;
+    const std::vector<kv::Request> fast = kv::make_workload(w);
+    for (std::size_t i = 0; i < slow.size(); ++i) {
+        CHECK(slow[i].prompt_len == fast[i].prompt_len);
+        CHECK(slow[i].answer_len == fast[i].answer_len);
+        CHECK(slow[i].arrival_s == doctest::Approx(fast[i].arrival_s * 100));  // only the scale
+    }
+}
+
+TEST_CASE("Pollaczek-Khinchine on cases computed by hand") {
+    // Service 1 s or 3 s, equally often: E[S] = 2, E[S^2] = (1 + 9) / 2 = 5.
+    // At 0.25 arrivals per second rho = 0.5: W = 0.25 x 5 / (2 x 0.5) = 1.25 s.
+    CHECK(kv::mg1_mean_wait(0.25, {2, 5}) == doctest::Approx(1.25));
+    // Constant service 0.5 s (M/D/1) at rate 1: rho = 0.5, W = 1 x 0.25 / 1 = 0.25 s.
+    CHECK(kv::mg1_mean_wait(1, {0.5, 0.25}) == doctest::Approx(0.25));
+    CHECK(std::isinf(kv::mg1_mean_wait(0.5, {2, 5})));  // rho = 1: no steady state
+    // The moments of the cost model's service: a prefill of pass_fixed and,
+    // per answer token after the first, one decode step of step_fixed.
+    kv::CostModel cost;
+    cost.pass_fixed = 1;
+    cost.step_fixed = 0.5;
+    std::vector<kv::Request> two(2);
+    two[0].answer_len = 1;  // S = 1
+    two[1].answer_len = 5;  // S = 1 + 4 x 0.5 = 3
+    const kv::ServiceMoments m = kv::serial_service_moments(cost, two);
+    CHECK(m.mean == doctest::Approx(2));
+    CHECK(m.mean_square == doctest::Approx(5));
+}
+
+TEST_CASE("the simulated serial server waits as M/G/1 predicts below capacity") {
+    const kv::Config c = kv::Config{};
+    kv::WorkloadOptions w;
+    w.requests = 20000;
+    const kv::CostModel cost = kv::analytic_cost_model(c);
+    const kv::ServiceMoments s = kv::serial_service_moments(cost, kv::make_workload(w));
+    w.rate = 0.5 / s.mean;  // rho = 0.5
+    const std::vector<kv::Request> queue = kv::make_workload(w);
+    const kv::MemoryBudget budget = kv::make_budget(c, 16, kv::Reservation::whole_context);
+    kv::SimulatedExecutor executor(cost);
+    const kv::Schedule run =
+        kv::run_schedule(queue, kv::book_policies(1)[kv::kSerialCache], budget, executor);
+    const double predicted = kv::mg1_mean_wait(w.rate, kv::serial_service_moments(cost, queue));
+    MESSAGE("simulated mean wait " << kv::mean_wait(run) << " s, M/G/1 " << predicted << " s");
+    CHECK(kv::mean_wait(run) == doctest::Approx(predicted).epsilon(0.1));
 }

@@ -22,7 +22,11 @@
 #include "../../common/kit/timing.h"
 #include "../04_batched_decoding/batched_decoding.h"
 #include "cost_model.h"
+#include "cpu_time.h"
+#include "memory_budget.h"
 #include "real_executor.h"
+#include "scheduler.h"
+#include "workload.h"
 
 namespace kv {
 
@@ -116,8 +120,18 @@ inline LinearFit fit_nonnegative(std::span<CalibrationPoint> points) {
 
 // ---------------------------------------------------------- the timing
 
+// One kind of step a queue runs, summed over a short real queue: what the
+// steps took, and what the probes' formulas price them at.
+struct QueueLevel {
+    std::string what;  // "prefills", "one-sequence decode steps", "batched decode steps"
+    int steps = 0;
+    double measured = 0;  // seconds, the thread's CPU time
+    double priced = 0;    // seconds, the formulas before the scale
+};
+
 struct Calibration {
     CostModel cost;
+    std::vector<QueueLevel> queue;         // with calibrate_on_a_queue: the three kinds of step
     std::vector<CalibrationPoint> passes;  // prefills and recomputations
     std::vector<CalibrationPoint> steps;   // decode steps with the cache
     double seconds = 0;                    // wall time the calibration took
@@ -215,9 +229,9 @@ inline Calibration calibrate(Transformer& model, int longest, int largest_batch,
             const int warm = p.pass ? 0 : 3, timed = p.pass ? 1 : 3;
             for (int i = 0; i < warm; ++i) p.run();
             for (int i = 0; i < timed; ++i) {
-                const auto t0 = Clock::now();
+                const double t0 = thread_cpu_seconds();
                 p.run();
-                p.seconds.push_back(seconds_since(t0));
+                p.seconds.push_back(thread_cpu_seconds() - t0);
             }
         }
         if (on_round) on_round(round + 1, rounds);
@@ -242,6 +256,60 @@ inline Calibration calibrate(Transformer& model, int longest, int largest_batch,
     m.model = model.config().describe();
     cal.seconds = seconds_since(start);
     return cal;
+}
+
+// ------------------------------------------------- the queue's own level
+
+// The probes time each shape alone, over and over. A queue runs the same
+// shapes in its own order and mix: a decode step right after a prefill
+// (37% of continuous batching's decode steps), caches that grow, a new
+// cache for every request, one-sequence steps one after another (all of
+// serial service), and what the formulas fit worst: the smallest batches.
+// So after the probes, run a short real queue and price each step it ran
+// with the formulas too: for each kind of step, measured over priced is
+// the level the queue runs it at, and the cost model keeps it as a scale.
+class LevelingExecutor : public Executor {
+  public:
+    LevelingExecutor(Transformer& model, const CostModel& cost, std::uint64_t seed,
+                     std::vector<QueueLevel>& levels)
+        : real_(model, seed, StepClock::thread_cpu), priced_(cost), levels_(levels) {}
+    double run(const StepPlan& plan) override {
+        const std::size_t kind = !plan.is_decode_step() ? 0 : plan.rows.size() == 1 ? 1 : 2;
+        const double priced = priced_.run(plan), measured = real_.run(plan);
+        levels_[kind].steps += 1;
+        levels_[kind].priced += priced;
+        levels_[kind].measured += measured;
+        return measured;
+    }
+    void release(const Request& r) override { real_.release(r); }
+
+  private:
+    RealExecutor real_;
+    SimulatedExecutor priced_;
+    std::vector<QueueLevel>& levels_;
+};
+
+// Runs `serial` requests one at a time and `batched` ones by continuous
+// batching (batch `batch`), both with the cache, on the real engine, and
+// sets the cost model's three scales from what they measured.
+inline void calibrate_on_a_queue(Transformer& model, std::span<const Request> serial,
+                                 std::span<const Request> batched, int batch,
+                                 const MemoryBudget& budget, std::uint64_t seed, Calibration& cal) {
+    const CostModel formulas = cal.cost;
+    cal.queue = {{"prefills"}, {"one-sequence decode steps"}, {"batched decode steps"}};
+    const std::vector<Policy> policies = book_policies(batch);
+    for (const auto& [requests, policy] : {std::pair{serial, policies[kSerialCache]},
+                                           std::pair{batched, policies[kContinuousCache]}}) {
+        if (requests.empty()) continue;
+        LevelingExecutor executor(model, formulas, seed, cal.queue);
+        run_schedule(requests, policy, budget, executor);
+    }
+    auto scale = [](const QueueLevel& level) {
+        return level.priced > 0 && level.measured > 0 ? level.measured / level.priced : 1.0;
+    };
+    cal.cost.prefill_scale = scale(cal.queue[0]);
+    cal.cost.single_step_scale = scale(cal.queue[1]);
+    cal.cost.batch_step_scale = scale(cal.queue[2]);
 }
 
 }  // namespace kv

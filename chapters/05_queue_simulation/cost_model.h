@@ -28,6 +28,11 @@ struct CostModel {
     double step_per_sequence = 0;  // e: seconds per sequence in the batch
     double step_per_context = 0;   // f: seconds per cached position attended to
     double fit_error = 0;          // largest relative error over the calibration points
+    // The level a real queue runs each kind of step at, against the
+    // formulas above (calibration.h, calibrate_on_a_queue); 1: as priced.
+    double prefill_scale = 1;      // a prefill with the cache
+    double single_step_scale = 1;  // a decode step of one sequence (all of serial service)
+    double batch_step_scale = 1;   // a decode step of two or more sequences
     std::string source;            // "analytic", "measured on this machine", or a file
     std::string model;             // Config::describe() of the model it prices
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -29,6 +30,7 @@
 #include "rate_sweep.h"
 #include "scheduler.h"
 #include "validation.h"
+#include "vllm_workload.h"
 #include "workload.h"
 
 namespace kv::ch05 {
@@ -48,13 +50,14 @@ struct Results {
     std::vector<std::vector<double>> ttfts;  // (policies, requests) sorted times to first token
     double simulation_seconds = 0;           // wall time to simulate every policy
     std::optional<RateSweep> sweep;          // with --rate
-    std::vector<ValidationRow> validation;   // with --validate N
-    int validation_batch = 0;
+    std::vector<ValidationRow> validation;   // the real engine against the simulator
+    int validation_batch = 0;                // the cached policies' batch in the validation
+    std::string saved_workload;              // with --save-workload: the file written
 };
 
 // ------------------------------------------------------ the cost model file
 
-// The cost model's seven numbers: their name in the file, their key in the
+// The cost model's ten numbers: their name in the file, their key in the
 // JSON, and where they live. The file, the loader and the JSON read this list.
 struct CostNumber {
     const char* name;
@@ -69,12 +72,15 @@ inline constexpr CostNumber kCostNumbers[] = {
     {"step_per_sequence", "step_per_sequence_s", &CostModel::step_per_sequence},
     {"step_per_context", "step_per_context_s", &CostModel::step_per_context},
     {"fit_error", "max_fit_error", &CostModel::fit_error},
+    {"prefill_scale", "prefill_scale", &CostModel::prefill_scale},
+    {"single_step_scale", "single_step_scale", &CostModel::single_step_scale},
+    {"batch_step_scale", "batch_step_scale", &CostModel::batch_step_scale},
 };
 
 inline void save_cost_model(const CostModel& m, const std::string& path) {
     std::ostringstream out;
     out << "# chapter 05 cost model: pass = a + b rows + c sum(len^2); decode = d + e B + f "
-           "sum(context)\n"
+           "sum(context); each kind of step with the cache times its scale\n"
         << "model " << m.model << "\n"
         << "source " << m.source << "\n";
     for (const CostNumber& n : kCostNumbers)
@@ -117,7 +123,8 @@ inline CostModel load_cost_model(const std::string& path, const Config& config) 
         ++numbers;
     }
     if (numbers != int(std::size(kCostNumbers)))
-        throw bad("expected 7 numbers, found " + std::to_string(numbers));
+        throw bad("expected " + std::to_string(std::size(kCostNumbers)) + " numbers, found " +
+                  std::to_string(numbers));
     if (!(m.prefill_seconds(1) > 0) || !(m.decode_seconds(1, 0) > 0))
         throw bad("its passes and decode steps must take some time");
     if (m.model != config.describe())
@@ -127,7 +134,39 @@ inline CostModel load_cost_model(const std::string& path, const Config& config) 
     return m;
 }
 
+// Writes `text` to `path` whole or not at all: into a file beside it, then
+// renamed over it, so a reader never finds half a file. Any failure is a
+// UsageError naming the flag and the path.
+inline void save_atomically(const std::string& path, const std::string& text,
+                            const std::string& flag) {
+    const std::string beside = path + ".part";
+    {
+        std::ofstream out(beside, std::ios::binary | std::ios::trunc);
+        out << text;
+        out.close();
+        if (!out) {
+            std::remove(beside.c_str());
+            throw UsageError(flag + " " + path + ": cannot write the file");
+        }
+    }
+    if (std::rename(beside.c_str(), path.c_str()) != 0) {
+        std::remove(beside.c_str());
+        throw UsageError(flag + " " + path + ": cannot write the file");
+    }
+}
+
 // ---------------------------------------------------------- the experiment
+
+// The value a string flag keeps until it is given: "not given" and "given
+// an empty name" are then two different things.
+inline const std::string kNotGiven = "\x1f(not given)";
+
+// Requests the validation runs by default: enough for the batch to fill,
+// queue, join and leave as in the full run.
+inline constexpr int kValidatedRequests = 128;
+// The short real queue that sets the level of each kind of step: this many
+// requests by continuous batching, and the first kLevelingSerial serially.
+inline constexpr int kLevelingRequests = 48, kLevelingSerial = 16;
 
 struct Experiment {
     Config model;                         // the model's shape (--layers, --dim, ...)
@@ -139,7 +178,9 @@ struct Experiment {
     std::string cost_model = "measured";  // time the real engine, or count operations ("analytic")
     std::string calibration_file;         // reuse a cost model saved by save_calibration
     std::string save_calibration;         // write the cost model to this file
-    int validate = 0;                     // requests to run through the real engine too; 0: none
+    int validate = -1;          // requests run for real with the cache; -1: 128 unless analytic
+    int validate_no_cache = 0;  // requests run for real without the cache (slow); 0: none
+    std::string save_workload = kNotGiven;  // write the queue for vllm bench serve (a .jsonl)
 
     void add_flags(Flags& flags) {
         add_model_flags(flags, model, seed);
@@ -161,7 +202,17 @@ struct Experiment {
         flags.add("calibration", calibration_file,
                   "reuse a cost model saved by --save-calibration");
         flags.add("save-calibration", save_calibration, "write the cost model to this file");
-        flags.add("validate", validate, 0, 256, "also run this many requests for real");
+        save_workload.clear();  // --help shows no default
+        flags.add("save-workload", save_workload,
+                  "write the queue as JSON Lines for vLLM's `vllm bench serve --dataset-name "
+                  "custom` (a .jsonl file)");
+        save_workload = kNotGiven;  // tells "not given" from an empty name (check)
+        flags.add("validate", validate, -1, 4096,
+                  "run this many requests for real under the cached policies at --batch and "
+                  "compare; -1: 128, or none with --cost-model analytic");
+        flags.add("validate-no-cache", validate_no_cache, 0, 256,
+                  "run this many requests for real under the policies without the cache (batch "
+                  "a quarter of them; 8 take about 20 s)");
     }
 
     // Every value checked once, in this order; the first bad one is a
@@ -213,6 +264,14 @@ struct Experiment {
                              std::to_string(r->prompt_len) + " + answer cap " +
                              std::to_string(r->answer_cap) + " - 1)");
         need(batch >= 1, "--batch must be at least 1, got " + std::to_string(batch));
+        need(!save_workload.empty(), "--save-workload needs a file name, got an empty one");
+        const std::string suffix = ".jsonl";  // vLLM's CustomDataset reads no other name
+        need(workload_path().empty() ||
+                 (workload_path().size() > suffix.size() &&
+                  workload_path().compare(workload_path().size() - suffix.size(), suffix.size(),
+                                          suffix) == 0),
+             "--save-workload " + save_workload +
+                 ": vllm bench serve reads a custom dataset only from a name ending in .jsonl");
     }
 
     // The whole run, after check().
@@ -222,22 +281,25 @@ struct Experiment {
         results.work = workload_with_seed();
         results.batch = batch;
         results.queue = make_workload(results.work);
+        if (!workload_path().empty()) {  // first, so that a bad path stops the run at once
+            save_atomically(workload_path(), workload_jsonl(results.queue), "--save-workload");
+            results.saved_workload = workload_path();
+        }
         results.budget = budget();
         results.fit = concurrency(results.queue, results.budget);
         results.policies = book_policies(batch);
         std::optional<Transformer> engine;  // built only to measure or to validate
         price_the_work(results, engine);
         simulate_every_policy(results);
-        // With a rate: queues of the same distributions at rates around
-        // capacity, each its own sample (the arrival gaps and the lengths
-        // share one generator).
+        // With a rate: the same requests (every rate above 0 draws the same
+        // lengths) arriving at rates around capacity.
         if (workload.rate > 0)
             results.sweep =
                 sweep_rates(results.work,
                             {results.policies[kSerialCache], results.policies[kStaticCache],
                              results.policies[kContinuousCache]},
                             results.budget, results.cost);
-        if (validate > 0) validate_on_the_engine(results, engine);
+        validate_on_the_engine(results, engine);
         return results;
     }
 
@@ -251,12 +313,29 @@ struct Experiment {
         } else {
             engine.emplace(model, seed);
             Progress progress("calibrating the cost model, round");
+            const auto start = Clock::now();
             results.calibration =
                 calibrate(*engine, workload.prompt_max + workload.answer_max - 1, batch,
                           [&](int done, int of) { progress.update(done, of); });
+            level_on_a_queue(results, *engine);
+            results.calibration->seconds = seconds_since(start);
             results.cost = results.calibration->cost;
         }
         if (!save_calibration.empty()) save_cost_model(results.cost, save_calibration);
+    }
+
+    // The queue's own level of each kind of step (calibration.h): a short
+    // real queue, another sample of the same workload (seed + 1), so that
+    // the validation's requests are not the ones the model was set on.
+    void level_on_a_queue(Results& results, Transformer& engine) const {
+        WorkloadOptions w = workload_with_seed();
+        w.seed = seed + 1;
+        w.rate = 0;
+        w.requests = kLevelingRequests;
+        const std::vector<Request> sample = make_workload(w);
+        if (first_that_never_fits(sample, results.budget)) return;  // keeps the scales at 1
+        calibrate_on_a_queue(engine, std::span(sample).first(kLevelingSerial), sample, batch,
+                             results.budget, seed, *results.calibration);
     }
 
     // The simulation: every policy over the same queue.
@@ -271,17 +350,41 @@ struct Experiment {
         results.simulation_seconds = seconds_since(start);
     }
 
-    // The first `validate` requests on the real engine too.
+    // The requests each validation runs: the first ones of the queue.
+    int requests_to_validate() const {
+        const int n = validate >= 0 ? validate : cost_model == "analytic" ? 0 : kValidatedRequests;
+        return std::min(n, workload.requests);
+    }
+
+    // The first requests of the queue on the real engine too: the cached
+    // policies at the chapter's batch size, the ones without the cache
+    // (slow for real) on fewer requests in batches of a quarter of them.
     void validate_on_the_engine(Results& results, std::optional<Transformer>& engine) const {
-        WorkloadOptions few = results.work;
-        few.requests = std::min(validate, workload.requests);
-        results.validation_batch = validation_batch(few.requests, batch);
+        const int cached = requests_to_validate();
+        const int uncached = std::min(validate_no_cache, workload.requests);
+        if (cached == 0 && uncached == 0) return;
         if (!engine) engine.emplace(model, seed);
         Progress progress("validating against the real engine");
-        results.validation = kv::validate(
-            *engine, make_workload(few), book_policies(results.validation_batch), results.budget,
-            results.cost, seed, [&](int done, int of) { progress.update(done, of); });
+        auto run_on = [&](int requests, std::vector<Policy> policies) {
+            WorkloadOptions few = results.work;
+            few.requests = requests;
+            for (ValidationRow& row :
+                 kv::validate(*engine, make_workload(few), policies, results.budget, results.cost,
+                              seed, [&](int done, int of) { progress.update(done, of); }))
+                results.validation.push_back(row);
+        };
+        const std::vector<Policy> all = book_policies(batch);
+        const std::vector<Policy> few = book_policies(validation_batch(uncached, batch));
+        if (uncached > 0)
+            run_on(uncached,
+                   {few[kSerialNoCache], few[kSerialNoCache + 1], few[kSerialNoCache + 2]});
+        results.validation_batch = batch;
+        if (cached > 0)
+            run_on(cached, {all[kSerialCache], all[kStaticCache], all[kContinuousCache]});
     }
+
+    // The --save-workload file, or "" when none was asked for.
+    std::string workload_path() const { return save_workload == kNotGiven ? "" : save_workload; }
 
     WorkloadOptions workload_with_seed() const {
         WorkloadOptions w = workload;

@@ -3,10 +3,12 @@
 // text or as JSON from the same values.
 #pragma once
 
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../../common/kit/output.h"
@@ -114,6 +116,17 @@ inline void print_cost_model(std::ostream& out, const CostModel& m, const Calibr
             << percent(m.fit_error, false) << " (" << worst->what << ": measured "
             << ms(worst->seconds) << ", model " << ms(worst->fitted) << ")";
     }
+    if (cal && !cal->queue.empty()) {
+        out << "\n  a short real queue (" << kLevelingRequests
+            << " requests, another sample) ran each kind of step with the cache at:";
+        for (std::size_t i = 0; i < cal->queue.size(); ++i) {
+            const QueueLevel& q = cal->queue[i];
+            char buf[96];
+            std::snprintf(buf, sizeof buf, "%s x%.3f (%d)", q.what.c_str(),
+                          q.priced > 0 ? q.measured / q.priced : 1.0, q.steps);
+            out << (i ? "; " : " ") << buf;
+        }
+    }
     out << "\n  pass over whole sequences (prefill; every step without the cache):\n"
         << "      " << ms(m.pass_fixed) << " + " << ms(m.pass_per_token) << " x rows + "
         << ms(m.pass_per_token_sq) << " x sum(length^2)\n"
@@ -170,10 +183,15 @@ inline std::string write_ttft_cdf(const std::string& dir, const std::vector<Poli
 inline Table sweep_table(const RateSweep& sweep) {
     std::vector<std::string> columns = {"requests/s"};
     for (const std::string& p : sweep.policies) columns.push_back(p);
+    columns.push_back("serial mean wait");
+    columns.push_back("M/G/1 mean wait");
     Table t(columns);
     for (std::size_t r = 0; r < sweep.rates.size(); ++r) {
         std::vector<Cell> row = {Cell(sweep.rates[r], 1)};
         for (const auto& ttft : sweep.median_ttft) row.push_back(Cell(ttft[r], 2));
+        row.push_back(Cell(sweep.serial_mean_wait[r], 2));
+        row.push_back(std::isfinite(sweep.mg1_wait[r]) ? Cell(sweep.mg1_wait[r], 2)
+                                                       : Cell("unstable"));
         t.add_row(row);
     }
     return t;
@@ -188,19 +206,43 @@ inline std::string write_rate_plot(const std::string& dir, const RateSweep& swee
 }
 
 inline Table validation_table(const std::vector<ValidationRow>& rows) {
-    Table t({"policy", "real p50", "sim p50", "error p50", "real mean", "sim mean", "error mean",
-             "real total", "sim total", "same order"});
+    Table t({"policy", "requests", "batch", "real p50", "sim p50", "error p50", "real total",
+             "sim total", "error total", "same order"});
     for (const ValidationRow& r : rows)
-        t.add_row({r.policy, Cell(r.real.ttft_median, 3), Cell(r.simulated.ttft_median, 3),
+        t.add_row({r.policy, Cell(r.real_requests), Cell(r.batch), Cell(r.real.ttft_median, 3),
+                   Cell(r.simulated.ttft_median, 3),
                    percent(relative_error(r.simulated.ttft_median, r.real.ttft_median)),
-                   Cell(r.real.ttft_mean, 3), Cell(r.simulated.ttft_mean, 3),
-                   percent(relative_error(r.simulated.ttft_mean, r.real.ttft_mean)),
                    Cell(r.real.total_s, 3), Cell(r.simulated.total_s, 3),
+                   percent(relative_error(r.simulated.total_s, r.real.total_s)),
                    r.same_order ? "yes" : "no"});
     return t;
 }
 
 // ---------------------------------------------------------- one run
+
+// What a reader should not trust without a second look: a cost model that
+// fits its own points badly, a simulator that misses the real engine.
+inline constexpr double kFitErrorWarning = 0.25, kValidationErrorWarning = 0.05;
+inline std::vector<std::string> warnings(const Results& run) {
+    std::vector<std::string> w;
+    if (run.cost.fit_error > kFitErrorWarning)
+        w.push_back("warning: the cost model's largest fit error is " +
+                    percent(run.cost.fit_error, false) + ", above " +
+                    percent(kFitErrorWarning, false) +
+                    ": its formulas miss some of the shapes it timed; check the validation, or "
+                    "calibrate again on a quieter machine");
+    for (const ValidationRow& r : run.validation)
+        for (const auto& [what, sim, real] :
+             {std::tuple{"median time to first token", r.simulated.ttft_median, r.real.ttft_median},
+              std::tuple{"total time", r.simulated.total_s, r.real.total_s}})
+            if (std::fabs(relative_error(sim, real)) > kValidationErrorWarning)
+                w.push_back("warning: " + r.policy + ": the simulated " + what + " is " +
+                            percent(relative_error(sim, real)) +
+                            " off the real engine's (more "
+                            "than " +
+                            percent(kValidationErrorWarning, false) + ")");
+    return w;
+}
 
 // Where the plots went.
 struct Plots {
@@ -272,10 +314,18 @@ inline Json to_json(const Results& run, const Plots& plots) {
     for (std::size_t i = 0; i < run.policies.size(); ++i)
         padding.add(run.policies[i].name, run.summaries[i].padding_share);
     json.add("padding_share", padding);
-    if (run.sweep) json.add("rate_sweep", sweep_table(*run.sweep)).add("rate_plot", plots.rate);
+    if (run.sweep)
+        json.add("rate_sweep", sweep_table(*run.sweep))
+            .add("serial_service_mean_s", run.sweep->service.mean)
+            .add("serial_service_mean_square_s2", run.sweep->service.mean_square)
+            .add("rate_plot", plots.rate);
     if (!run.validation.empty())
         json.add("validation_batch", run.validation_batch)
             .add("validation", validation_table(run.validation));
+    if (!run.saved_workload.empty()) json.add("saved_workload", run.saved_workload);
+    Table warned({"warning"});
+    for (const std::string& w : warnings(run)) warned.add_row({w});
+    json.add("warnings", warned);
     return json.add("headline", headline(run));
 }
 
@@ -301,14 +351,28 @@ inline void print_report(std::ostream& out, const Results& run, const Plots& plo
                 << Cell(run.sweep->capacity[p], 1).text;
         out << "\n";
         sweep_table(*run.sweep).print(out);
-        out << "plot: " << plots.rate << "\n";
+        out << "serial mean wait: arrival to the start of service, simulated; M/G/1: "
+               "Pollaczek-Khinchine, lambda E[S^2] / (2 (1 - rho)), with E[S] = "
+            << format_duration(run.sweep->service.mean) << " and E[S^2] = " <<
+            [&] {
+                char buf[32];
+                std::snprintf(buf, sizeof buf, "%.4g", run.sweep->service.mean_square);
+                return std::string(buf);
+            }()
+            << " s^2 for one request served "
+            << "alone with the cache\n"
+            << "plot: " << plots.rate << "\n";
     }
     if (!run.validation.empty()) {
-        out << "\nvalidation: " << run.validation.front().real_requests
-            << " requests on the real engine (batch " << run.validation_batch
-            << ") against the simulator; time to first token in seconds\n";
+        out << "\nvalidation: the first requests of the queue on the real engine against the "
+               "simulator, both timed in the thread's CPU time; seconds\n";
         validation_table(run.validation).print(out);
     }
+    if (!run.saved_workload.empty())
+        out << "\nworkload saved for vllm bench serve: " << run.saved_workload << "\n";
+    const std::vector<std::string> warned = warnings(run);
+    if (!warned.empty()) out << "\n";
+    for (const std::string& w : warned) out << w << "\n";
     out << "\n" << headline(run) << "\n";
 }
 

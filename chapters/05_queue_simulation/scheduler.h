@@ -100,8 +100,12 @@ class SimulatedExecutor : public Executor {
         // weights, where a row of n tokens after `first` cached ones attends
         // to n first + n(n + 1) / 2 pairs, which the formula counts as
         // n^2 + 2 n first.
-        if (plan.cache && !prefill) return cost_.decode_seconds(double(plan.rows.size()), context);
-        return cost_.pass_seconds(tokens, tokens_squared);
+        // With the cache, each kind of step at the level a real queue runs it.
+        if (plan.cache && !prefill)
+            return cost_.decode_seconds(double(plan.rows.size()), context) *
+                   (plan.rows.size() == 1 ? cost_.single_step_scale : cost_.batch_step_scale);
+        const double pass = cost_.pass_seconds(tokens, tokens_squared);
+        return plan.cache ? pass * cost_.prefill_scale : pass;
     }
 
   private:

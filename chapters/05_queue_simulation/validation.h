@@ -1,9 +1,11 @@
 // Chapter 05: validation, does the simulator tell the truth?
 //
-// Run a few requests through the real engine under each policy, with the
-// same scheduler and the real executor, and the same requests through the
+// Run requests through the real engine under each policy, with the same
+// scheduler and the real executor, and the same requests through the
 // simulator with the cost model. The scheduler code is the same in both, so
-// any difference in time to first token is the cost model's error.
+// any difference in time to first token is the cost model's error. The
+// real run is timed with the thread's CPU time, as the calibration is, so
+// that other work on the machine does not count as the engine's.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 
 #include "../../common/core/transformer.h"
 #include "cost_model.h"
+#include "cpu_time.h"
 #include "metrics.h"
 #include "real_executor.h"
 #include "scheduler.h"
@@ -23,10 +26,11 @@ namespace kv {
 
 struct ValidationRow {
     std::string policy;
-    Summary real;            // measured on the wall clock
+    Summary real;            // measured on the real engine (the thread's CPU time)
     Summary simulated;       // the cost model's replay of the same requests
     bool same_order = true;  // the same requests joined in the same order
     int real_requests = 0;   // how many requests ran
+    int batch = 1;           // the policy's batch size in this run
 };
 
 // The batch size validation uses: a quarter of the requests (at least 1),
@@ -45,7 +49,8 @@ inline std::vector<ValidationRow> validate(Transformer& model, std::span<const R
                                            const std::vector<Policy>& policies,
                                            const MemoryBudget& budget, const CostModel& cost,
                                            std::uint64_t seed,
-                                           const std::function<void(int, int)>& on_policy = {}) {
+                                           const std::function<void(int, int)>& on_policy = {},
+                                           StepClock clock = StepClock::thread_cpu) {
     std::vector<ValidationRow> rows;
     for (const Policy& policy : policies) {
         std::vector<int> real_order, sim_order;
@@ -54,13 +59,13 @@ inline std::vector<ValidationRow> validate(Transformer& model, std::span<const R
                 if (e.kind == ScheduleEvent::admit) order.push_back(e.request);
             };
         };
-        RealExecutor real(model, seed);
+        RealExecutor real(model, seed, clock);
         const Schedule measured = run_schedule(requests, policy, budget, real, record(real_order));
         SimulatedExecutor simulated(cost);
         const Schedule replayed =
             run_schedule(requests, policy, budget, simulated, record(sim_order));
         rows.push_back({policy.name, summarize(measured), summarize(replayed),
-                        real_order == sim_order, int(requests.size())});
+                        real_order == sim_order, int(requests.size()), policy.batch});
         if (on_policy) on_policy(int(rows.size()), int(policies.size()));
     }
     return rows;
