@@ -150,15 +150,15 @@ inline Json cost_model_json(const CostModel& m, const Calibration* cal) {
     return j;
 }
 
-// The distribution of time to first token, one line per policy, on a log2
-// axis: the policies differ by a factor of forty. At most 400 points each.
+// The distribution of time to first token, one line per run, on a log2
+// axis: the runs may differ by a factor of forty. At most 400 points each.
 // The axis starts at the shortest wait (with arrivals over time, a policy
 // that keeps up waits only milliseconds), but never below a millionth of
 // the longest: waits shorter than that are drawn at the left edge.
-inline std::string write_ttft_cdf(const std::string& dir, const std::vector<Policy>& policies,
-                                  const std::vector<std::vector<double>>& sorted_ttfts) {
-    SvgPlot plot("Time to first token: who waits how long", "time to first token (s, log scale)",
-                 "fraction of requests");
+// Chapter 07 draws its memory managers with it too.
+inline SvgPlot ttft_cdf_plot(const std::string& title, const std::vector<std::string>& names,
+                             const std::vector<std::vector<double>>& sorted_ttfts) {
+    SvgPlot plot(title, "time to first token (s, log scale)", "fraction of requests");
     plot.set_log2_x(true);
     plot.set_steps(true);
     double longest = 1e-9, shortest = 1e300;
@@ -166,7 +166,7 @@ inline std::string write_ttft_cdf(const std::string& dir, const std::vector<Poli
         for (double v : t)
             if (v > 0) longest = std::max(longest, v), shortest = std::min(shortest, v);
     const double floor = std::max(shortest, longest / (1 << 20));
-    for (std::size_t p = 0; p < policies.size(); ++p) {
+    for (std::size_t p = 0; p < names.size(); ++p) {
         const std::vector<double>& t = sorted_ttfts[p];
         std::vector<double> x, y;
         const std::size_t points = std::min<std::size_t>(t.size(), 400);
@@ -175,9 +175,17 @@ inline std::string write_ttft_cdf(const std::string& dir, const std::vector<Poli
             x.push_back(std::max(t[i], floor));
             y.push_back(double(i + 1) / double(t.size()));
         }
-        plot.add_series(policies[p].name, x, y);
+        plot.add_series(names[p], x, y);
     }
-    return plot.write(dir + "/05_ttft_cdf.svg");
+    return plot;
+}
+
+inline std::string write_ttft_cdf(const std::string& dir, const std::vector<Policy>& policies,
+                                  const std::vector<std::vector<double>>& sorted_ttfts) {
+    std::vector<std::string> names;
+    for (const Policy& p : policies) names.push_back(p.name);
+    return ttft_cdf_plot("Time to first token: who waits how long", names, sorted_ttfts)
+        .write(dir + "/05_ttft_cdf.svg");
 }
 
 inline Table sweep_table(const RateSweep& sweep) {
