@@ -1,5 +1,7 @@
 #include "machine.h"
 
+#include "machine_probes.h"  // cache_sizes
+
 #include <unistd.h>
 
 #include <fstream>
@@ -20,25 +22,7 @@ bool fits_in_memory(double bytes, double fraction) {
 }
 
 std::uint64_t last_level_cache_bytes() {
-    std::uint64_t best = 0;
-    int best_level = 0;
-    for (int index = 0; index < 8; ++index) {
-        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
-        std::ifstream level_file(dir + "/level"), size_file(dir + "/size");
-        int level = 0;
-        std::string size;
-        if (!(level_file >> level) || !(size_file >> size) || size.empty()) continue;
-        std::uint64_t unit = 1;
-        if (size.back() == 'K') unit = 1024;
-        if (size.back() == 'M') unit = 1024 * 1024;
-        std::uint64_t number = 0;
-        for (char ch : size) {
-            if (ch < '0' || ch > '9' || number > (1ull << 40)) break;
-            number = number * 10 + std::uint64_t(ch - '0');
-        }
-        if (level > best_level && number > 0) best_level = level, best = number * unit;
-    }
-    return best;
+    return cache_sizes().last_level;
 }
 
 std::uint64_t page_size() {

@@ -15,10 +15,11 @@ std::uint64_t physical_memory_bytes();
 // memory cannot be read, so an unknown machine never refuses a run.
 bool fits_in_memory(double bytes, double fraction);
 
-// Size in bytes of the highest-level cache of CPU 0, as Linux reports it in
-// /sys ("32768K"); 0 where that cannot be read (another OS). sysconf()'s
-// _SC_LEVEL3_CACHE_SIZE is not used: under some hypervisors it reports the
-// whole host's cache, not what this core can use.
+// Size in bytes of the largest data cache of CPU 0, as Linux reports it in
+// /sys (cache_sizes() in machine_probes.h reads it); 0 where that cannot be
+// read (another OS). sysconf()'s _SC_LEVEL3_CACHE_SIZE is not used: under
+// some hypervisors it reports the whole host's cache, not what this core
+// can use.
 std::uint64_t last_level_cache_bytes();
 
 // The unit the system hands memory out in (4096 where it cannot be read).
