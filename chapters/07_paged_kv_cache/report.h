@@ -121,6 +121,9 @@ inline int report(const Results& r, const OutputOptions& out) {
     Json json = Json()
                     .add("chapter", "07_paged_kv_cache")
                     .add("model", r.queue.config.describe())
+                    .add("cost_model",
+                         ch05::cost_model_json(
+                             r.queue.cost, r.queue.calibration ? &*r.queue.calibration : nullptr))
                     .add("kv_budget_mib", mib)
                     .add("block_size", r.block_size)
                     .add("watermark", r.watermark)
@@ -142,11 +145,13 @@ inline int report(const Results& r, const OutputOptions& out) {
 
     std::cout << "Chapter 07: the paged KV cache\n\n"
               << "model: " << r.queue.config.describe() << "\n"
-              << "queue: chapter 05's, " << with_commas(r.queue.queue.size())
-              << " requests; continuous batching with the cache, batch " << r.queue.batch << "\n"
+              << ch05::describe_workload(r.queue.work, r.queue.queue) << "\n"
               << "memory: " << mib << " MiB of KV cache = " << with_commas(r.queue.budget.tokens)
-              << " positions of " << format_bytes(r.queue.budget.bytes_per_token) << "\n\n"
-              << "How many conversations fit at once, each at its last step, in arrival order:\n";
+              << " positions of " << format_bytes(r.queue.budget.bytes_per_token)
+              << "; continuous batching with the cache, batch " << r.queue.batch << "\n";
+    ch05::print_cost_model(std::cout, r.queue.cost,
+                           r.queue.calibration ? &*r.queue.calibration : nullptr);
+    std::cout << "\nHow many conversations fit at once, each at its last step, in arrival order:\n";
     fits.print(std::cout);
     std::cout << "A conversation leaves at most B - 1 positions of its last block unused.\n"
               << "plot: " << plot_fit << "\n\n"
