@@ -3,6 +3,7 @@
 // (or remove * doctest::skip() from one case).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -11,6 +12,47 @@
 #include "tiny_models.h"
 
 using namespace kv;
+
+namespace {
+
+// A KVCache that records how many positions each forward pass commits:
+// one entry per pass, so a test can tell one pass from several.
+class CountingCache final : public KVStore {
+  public:
+    explicit CountingCache(const Config& c) : cache_(c) {}
+    std::vector<int> passes;  // positions committed by each forward pass, in order
+
+    int length() const override { return cache_.length(); }
+    int capacity() const override { return cache_.capacity(); }
+    int n_layers() const override { return cache_.n_layers(); }
+    int kv_dim() const override { return cache_.kv_dim(); }
+    void check_room(int n) const override { cache_.check_room(n); }
+    void reserve(int n) override { cache_.reserve(n); }
+    float* key(int layer, int pos) override { return cache_.key(layer, pos); }
+    float* value(int layer, int pos) override { return cache_.value(layer, pos); }
+    void commit(int n) override {
+        cache_.commit(n);
+        passes.push_back(n);
+    }
+    void truncate(int n) override { cache_.truncate(n); }
+    void runs(int layer, int positions, std::vector<KVRun>& out) const override {
+        cache_.runs(layer, positions, out);
+    }
+
+  private:
+    KVCache cache_;
+};
+
+// The chunk sizes a prompt of `length` tokens is fed in: all of `chunk`
+// but the last, which holds the rest.
+std::vector<int> expected_chunks(int length, int chunk) {
+    std::vector<int> sizes;
+    for (int start = 0; start < length; start += chunk)
+        sizes.push_back(std::min(chunk, length - start));
+    return sizes;
+}
+
+}  // namespace
 
 TEST_SUITE("exercises ch02") {
     TEST_CASE("exercise 02.3 prefill_chunked" * doctest::skip()) {
@@ -21,9 +63,13 @@ TEST_SUITE("exercises ch02") {
         const auto one_piece = model.forward(prompt, whole);
         const std::vector<float> expected(one_piece.begin(), one_piece.end());
         for (int chunk : {1, 4, 5, 13, 20}) {
-            KVCache cache(c);
+            CAPTURE(chunk);
+            CountingCache cache(c);
             CHECK(exercises::prefill_chunked(model, prompt, cache, chunk) == expected);
             CHECK(cache.length() == 13);
+            // One forward pass per chunk, each of `chunk` positions (the last
+            // one the rest): a prefill that ignores the chunk size fails here.
+            CHECK(cache.passes == expected_chunks(13, chunk));
         }
     }
 
