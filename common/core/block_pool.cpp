@@ -44,6 +44,7 @@ std::uint64_t BlockPool::bytes_allocated() const {
 }
 
 int BlockPool::allocate() {
+    if (free_.empty() && reclaimer_) reclaimer_->reclaim_one();
     if (free_.empty())
         throw std::length_error("block pool full: all " + std::to_string(blocks_) + " blocks of " +
                                 std::to_string(block_size_) + " positions are in use");

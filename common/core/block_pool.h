@@ -21,6 +21,16 @@
 
 namespace kv {
 
+// Blocks that hold keys and values nobody is using now but that are kept
+// because someone may want them again (chapter 08's prefix cache). When
+// the pool has no free block, it asks for one of them back.
+class BlockReclaimer {
+  public:
+    virtual ~BlockReclaimer() = default;
+    virtual int reclaimable() const = 0;  // blocks it would give back if asked
+    virtual bool reclaim_one() = 0;       // gives one back to the pool; false if none
+};
+
 class BlockPool {
   public:
     // `blocks` blocks of `block_size` positions for `config`'s layers and
@@ -31,14 +41,21 @@ class BlockPool {
     int blocks() const { return blocks_; }
     int free_blocks() const { return static_cast<int>(free_.size()); }
     int used_blocks() const { return blocks_ - free_blocks(); }
+    // Free now, or free as soon as the reclaimer gives its kept blocks back.
+    int available_blocks() const {
+        return free_blocks() + (reclaimer_ ? reclaimer_->reclaimable() : 0);
+    }
+    // Who gives blocks back when none is free (nullptr: nobody).
+    void set_reclaimer(BlockReclaimer* reclaimer) { reclaimer_ = reclaimer; }
     int n_layers() const { return n_layers_; }
     int kv_dim() const { return kv_dim_; }
     std::uint64_t bytes_allocated() const;  // the whole pool
     std::uint64_t bytes_per_block() const;  // keys and values, every layer
     static std::uint64_t bytes_per_block(const Config& config, int block_size);
 
-    // Takes a free block (its owner count becomes 1); throws
-    // std::length_error when none is free.
+    // Takes a free block (its owner count becomes 1), asking the reclaimer
+    // for one when none is free; throws std::length_error when there is
+    // still none.
     int allocate();
     // One more owner of a block in use (a shared prefix, chapter 08).
     void share(int block);
@@ -66,8 +83,9 @@ class BlockPool {
     int blocks_;
     std::vector<int> owners_;  // (blocks) sequences holding each block; 0 = free
     std::vector<int> free_;    // free block ids; the next one handed out is at the back
-    AlignedFloats keys_;       // (block, layer, block_size, kv_dim)
-    AlignedFloats values_;     // (block, layer, block_size, kv_dim)
+    BlockReclaimer* reclaimer_ = nullptr;
+    AlignedFloats keys_;    // (block, layer, block_size, kv_dim)
+    AlignedFloats values_;  // (block, layer, block_size, kv_dim)
 };
 
 }  // namespace kv

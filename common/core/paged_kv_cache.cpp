@@ -72,10 +72,10 @@ SwappedBlocks PagedKVCache::swap_out() {
 void PagedKVCache::swap_in(const SwappedBlocks& saved) {
     if (length_ != 0 || !table_.empty())
         throw std::logic_error("swap_in: the sequence already holds positions");
-    if (saved.blocks > pool_->free_blocks())
+    if (saved.blocks > pool_->available_blocks())
         throw std::length_error("block pool full: swapping in needs " +
                                 std::to_string(saved.blocks) + " blocks, " +
-                                std::to_string(pool_->free_blocks()) + " are free");
+                                std::to_string(pool_->available_blocks()) + " are free");
     const std::size_t per_layer = std::size_t(block_size()) * kv_dim();
     std::size_t at = 0;
     for (int b = 0; b < saved.blocks; ++b) {
@@ -109,10 +109,10 @@ void PagedKVCache::check_room(int n) const {
                                 std::to_string(capacity_) + " positions used, " +
                                 std::to_string(n) + " more do not fit");
     const int need = blocks_needed(n);
-    if (need > pool_->free_blocks())
+    if (need > pool_->available_blocks())
         throw std::length_error("block pool full: " + std::to_string(n) + " more positions need " +
                                 std::to_string(need) + " blocks, " +
-                                std::to_string(pool_->free_blocks()) + " are free");
+                                std::to_string(pool_->available_blocks()) + " are free");
 }
 
 void PagedKVCache::reserve(int n) {

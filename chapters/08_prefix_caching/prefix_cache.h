@@ -1,0 +1,162 @@
+// Chapter 08: the prefix cache, blocks computed once for many requests.
+//
+// Position j's keys and values depend on tokens 0..j and on nothing after
+// (chapter 02). Two sequences that begin with the same tokens therefore
+// have the same keys and values for that beginning, bit for bit, and may
+// share the blocks that hold them. The cache names each full block by its
+// own tokens AND every token before it: here a chain, each entry pointing
+// to the entry of the block before it (its parent) and holding the block's
+// B tokens. Two equal blocks under different prefixes are different
+// entries, because their parents differ. vLLM names blocks the same way,
+// with a hash of (parent's hash, tokens); this cache compares the tokens
+// themselves, so two different prefixes can never be taken for one.
+//
+// A new request takes the longest chain of cached blocks its prompt starts
+// with, and prefills only the rest. The cache keeps one reference of its
+// own on every block it names (BlockPool counts owners), so a block
+// outlives the request that filled it. A block only the cache holds is
+// kept while there is room; when the pool runs out, the least recently
+// used of them goes first (a leaf of the chain: a block whose continuation
+// is still cached is never given back before it).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "../../common/core/block_pool.h"
+
+namespace kv {
+
+class PrefixCache : public BlockReclaimer {
+  public:
+    // Caches blocks of `pool`, and gives them back when it runs out.
+    explicit PrefixCache(BlockPool& pool) : pool_(pool) { pool_.set_reclaimer(this); }
+    ~PrefixCache() override {
+        pool_.set_reclaimer(nullptr);
+        for (const Entry& e : entries_)
+            if (e.block >= 0) pool_.release(e.block);
+    }
+    PrefixCache(const PrefixCache&) = delete;
+    PrefixCache& operator=(const PrefixCache&) = delete;
+
+    int block_size() const { return pool_.block_size(); }
+    int entries() const { return live_; }
+
+    // The blocks of the longest cached chain `tokens` starts with, in
+    // order: whole blocks only. They become the most recently used.
+    std::vector<int> match(std::span<const int> tokens) {
+        std::vector<int> blocks;
+        int parent = kRoot;
+        for (std::size_t first = 0; first + block_size() <= tokens.size(); first += block_size()) {
+            const auto it = index_.find(key(parent, tokens.subspan(first, block_size())));
+            if (it == index_.end()) break;
+            parent = it->second;
+            entries_[std::size_t(parent)].last_used = ++clock_;
+            blocks.push_back(entries_[std::size_t(parent)].block);
+        }
+        return blocks;
+    }
+
+    // A sequence of `tokens` holds its blocks in `table` (block i holds
+    // tokens i*B..i*B+B-1): every full block becomes an entry, unless the
+    // chain already names one for those tokens. Returns the entries added.
+    int insert(std::span<const int> tokens, std::span<const int> table) {
+        int parent = kRoot, added = 0;
+        for (std::size_t b = 0; (b + 1) * block_size() <= tokens.size() && b < table.size(); ++b) {
+            const auto k = key(parent, tokens.subspan(b * block_size(), block_size()));
+            auto it = index_.find(k);
+            if (it == index_.end()) {
+                pool_.share(table[b]);  // the cache's own reference
+                it = index_.emplace(k, add_entry(parent, table[b], k.second)).first;
+                ++added;
+            }
+            parent = it->second;
+            entries_[std::size_t(parent)].last_used = ++clock_;
+        }
+        return added;
+    }
+
+    // Blocks that leaves-first eviction could give back: only the cache
+    // holds them, and nothing cached after them is held by a sequence.
+    // (Entries are made parents first, so one pass from the newest down
+    // sees every child before its parent.)
+    int reclaimable() const override {
+        std::vector<char> kept(entries_.size(), 0);  // in use, or continued by a block in use
+        int n = 0;
+        for (std::size_t i = entries_.size(); i-- > 0;) {
+            const Entry& e = entries_[i];
+            if (e.block < 0) continue;
+            kept[i] |= pool_.owners(e.block) != 1;
+            if (!kept[i]) ++n;
+            if (e.parent != kRoot) kept[std::size_t(e.parent)] |= kept[i];
+        }
+        return n;
+    }
+
+    // Gives back the least recently used block only the cache holds and
+    // no cached block continues (ties: the one later in its chain).
+    bool reclaim_one() override {
+        int victim = -1;
+        for (int i = 0; i < int(entries_.size()); ++i) {
+            const Entry& e = entries_[std::size_t(i)];
+            if (e.block < 0 || e.children > 0 || pool_.owners(e.block) != 1) continue;
+            const Entry* best = victim < 0 ? nullptr : &entries_[std::size_t(victim)];
+            if (!best || e.last_used < best->last_used ||
+                (e.last_used == best->last_used && e.depth > best->depth))
+                victim = i;
+        }
+        if (victim < 0) return false;
+        remove_entry(victim);
+        return true;
+    }
+
+  private:
+    static constexpr int kRoot = -1;
+
+    struct Entry {
+        int parent = kRoot;           // the entry of the block before; kRoot for the first
+        int block = -1;               // the pool's block; -1 once given back
+        int depth = 0;                // blocks before it in its chain
+        int children = 0;             // cached blocks that continue it
+        std::uint64_t last_used = 0;  // the cache's clock when it was last matched or filled
+        std::vector<int> tokens;      // (B) the block's own tokens
+    };
+    using Key = std::pair<int, std::vector<int>>;  // (parent entry, the block's tokens)
+
+    static Key key(int parent, std::span<const int> tokens) {
+        return {parent, std::vector<int>(tokens.begin(), tokens.end())};
+    }
+
+    int add_entry(int parent, int block, std::span<const int> tokens) {
+        Entry e;
+        e.tokens.assign(tokens.begin(), tokens.end());
+        e.parent = parent;
+        e.block = block;
+        e.depth = parent == kRoot ? 0 : entries_[std::size_t(parent)].depth + 1;
+        if (parent != kRoot) ++entries_[std::size_t(parent)].children;
+        entries_.push_back(std::move(e));
+        ++live_;
+        return int(entries_.size()) - 1;
+    }
+
+    void remove_entry(int i) {
+        Entry& e = entries_[std::size_t(i)];
+        index_.erase(Key{e.parent, e.tokens});
+        if (e.parent != kRoot) --entries_[std::size_t(e.parent)].children;
+        pool_.release(e.block);  // the cache's reference: the block is free again
+        e.block = -1;
+        --live_;
+    }
+
+    BlockPool& pool_;
+    std::map<Key, int> index_;  // (parent entry, tokens) -> entry
+    std::vector<Entry>
+        entries_;  // every entry ever made, parents first; given-back ones have block -1
+    int live_ = 0;
+    std::uint64_t clock_ = 0;
+};
+
+}  // namespace kv
