@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "../chapters/02_kv_cache/cached_decoding.h"
-#include "../common/real_weights/checkpoint.h"
 #include "../common/kit/flags.h"
+#include "../common/real_weights/checkpoint.h"
 #include "../common/real_weights/model_source.h"
 #include "../common/real_weights/tokenizer.h"
 #include "test_files.h"
@@ -36,13 +36,14 @@ Bytes header(int dim, int hidden, int layers, int heads, int kv_heads, int vocab
     return b;
 }
 
-// Runs `read` and checks it throws a runtime_error whose one line names
-// the file and contains `fragment`.
+// Runs `read` and checks it throws an error whose one line names the file
+// and contains `fragment` (a reader's runtime_error, or load_model's
+// UsageError naming the flag).
 template <class Read>
 void expect_error(Read&& read, const std::string& path, const std::string& fragment) {
     try {
         read();
-    } catch (const std::runtime_error& e) {
+    } catch (const std::exception& e) {
         const std::string message = e.what();
         INFO(message);
         CHECK(message.find(path) != std::string::npos);
@@ -329,7 +330,7 @@ TEST_CASE("bad checkpoints give one line naming what is wrong") {
     auto good_header = [] { return header(8, 12, 1, 2, 1, 5, 4); };
 
     expect_error([&] { read_checkpoint(dir.file("missing.bin")); }, dir.file("missing.bin"),
-                 "no such file");
+                 "No such file or directory");
     expect_error([&] { read_checkpoint(dir.path.string()); }, dir.path.string(),
                  "not a regular file");
     expect_checkpoint_error(dir, "", "too few for the 28-byte header");
@@ -474,7 +475,8 @@ TEST_CASE("loading errors are usage errors or name the file") {
     source = ModelSource{};
     CHECK_THROWS_WITH_AS(
         load_model(source, c, 1, 30, 20),
-        doctest::Contains("--prompt-len + --answer-len - 1 = 49 exceeds --max-seq"), UsageError);
+        doctest::Contains("--prompt-len 30 + --answer-len 20 - 1 = 49 exceeds --max-seq"),
+        UsageError);
 }
 
 TEST_CASE("the random model saved and loaded again is the same model") {

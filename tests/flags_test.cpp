@@ -82,8 +82,8 @@ TEST_CASE("bad flags give one line naming the flag and the value") {
           "--layers: must be in 1..64, got 99999999999999999999999");
     CHECK(error({"--seed", "-1"}) == "--seed: must be in 0..18446744073709551615, got -1");
     CHECK(error({"--seed", "18446744073709551616"}).find("must be in") != std::string::npos);
-    CHECK(error({"--rate", "fast"}) == "--rate: expected a number, got 'fast'");
-    CHECK(error({"--rate", "nan"}) == "--rate: expected a number, got 'nan'");
+    CHECK(error({"--rate", "fast"}) == "--rate: expected a decimal number, got 'fast'");
+    CHECK(error({"--rate", "nan"}) == "--rate: expected a decimal number, got 'nan'");
     CHECK(error({"--rate", "11"}) == "--rate: must be in 0..10, got 11");
     CHECK(error({"--json=yes"}) == "--json takes no value");
     CHECK(error({"--policy", "random"}) ==

@@ -200,7 +200,7 @@ TEST_CASE("bad tokenizer files give one line naming what is wrong") {
         read_tokenizer(dir.file("missing.bin"), n);
         FAIL("a missing file was read");
     } catch (const std::runtime_error& e) {
-        CHECK(std::string(e.what()).find("no such file") != std::string::npos);
+        CHECK(std::string(e.what()).find("No such file or directory") != std::string::npos);
     }
     expect_tokenizer_error(dir, "\x06\x00", n, "too few for its 4-byte header");
     for (std::int32_t bad : {0, -5, 5000}) {

@@ -10,7 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
+#include <cstdlib>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "../../common/core/config.h"
 #include "../../common/core/transformer.h"
+#include "../../common/kit/files.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"
@@ -85,73 +87,101 @@ inline void save_cost_model(const CostModel& m, const std::string& path) {
         << "source " << m.source << "\n";
     for (const CostNumber& n : kCostNumbers)
         out << n.name << " " << json_number(m.*n.value) << "\n";
-    write_file(path, out.str());
+    try {
+        write_file(path, out.str(), "--save-calibration");
+    } catch (const FileError& e) {
+        throw UsageError(e.what());
+    }
+}
+
+// A line from a file as it can be shown in a message: control characters
+// (a Windows line's \r among them) written as escapes, so that two strings
+// that differ only in them do not look the same.
+inline std::string visible(std::string_view text) {
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\r')
+            out += "\\r";
+        else if (c == '\t')
+            out += "\\t";
+        else if (u < 0x20 || u == 0x7F)
+            out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+        else
+            out += c;
+    }
+    return out;
 }
 
 // Reads a file written by save_cost_model for the model `config`. Anything
-// wrong (missing, unreadable, another model) is a UsageError naming the flag.
+// wrong is a UsageError naming the flag: not a regular file or larger than
+// 1 MiB (kit/files.h), a line it does not know, a key given twice or not at
+// all, a number that is not a non-negative decimal, another model. Windows
+// line endings (\r\n) are read as \n.
 inline CostModel load_cost_model(const std::string& path, const Config& config) {
-    std::ifstream in(path);
-    if (!in) throw UsageError("--calibration " + path + ": cannot open the file");
     auto bad = [&](const std::string& why) {
         return UsageError("--calibration " + path + ": " + why);
     };
+    std::string text;
+    try {
+        text = read_file(path, "--calibration", 1 << 20);
+    } catch (const FileError& e) {
+        throw UsageError(e.what());
+    }
     CostModel m;
-    int numbers = 0;
+    std::map<std::string, int> seen;  // key -> the line it was on
+    std::istringstream lines(text);
     std::string line;
-    while (std::getline(in, line)) {
+    for (int number = 1; std::getline(lines, line); ++number) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();  // \r\n line endings
         if (line.empty() || line[0] == '#') continue;
         const std::size_t space = line.find(' ');
         const std::string key = line.substr(0, space);
         const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
-        if (key == "model") {
-            m.model = value;
-            continue;
-        }
-        if (key == "source") {
-            m.source = value;
-            continue;
-        }
         double* field = nullptr;
         for (const CostNumber& n : kCostNumbers)
             if (key == n.name) field = &(m.*n.value);
-        if (!field) throw bad("unknown line '" + line + "'");
-        std::istringstream number(value);
-        if (!(number >> *field) || !(number >> std::ws).eof() || !(*field >= 0) || *field > 1e6)
-            throw bad("'" + key + "' must be a non-negative number of seconds, got '" + value +
-                      "'");
-        ++numbers;
+        if (!field && key != "model" && key != "source")
+            throw bad("unknown line " + std::to_string(number) + " '" + visible(line) + "'");
+        if (const auto [at, first] = seen.emplace(key, number); !first)
+            throw bad("'" + visible(key) + "' is given twice, on lines " +
+                      std::to_string(at->second) + " and " + std::to_string(number));
+        if (key == "model") {
+            m.model = value;
+        } else if (key == "source") {
+            m.source = value;
+        } else {
+            *field = is_decimal_number(value) ? std::strtod(value.c_str(), nullptr) : -1;
+            if (!(*field >= 0) || *field > 1e6)
+                throw bad("'" + key + "' must be a non-negative decimal number of seconds, got '" +
+                          visible(value) + "'");
+        }
     }
-    if (numbers != int(std::size(kCostNumbers)))
-        throw bad("expected " + std::to_string(std::size(kCostNumbers)) + " numbers, found " +
-                  std::to_string(numbers));
+    for (const char* key : {"model", "source"})
+        if (!seen.count(key)) throw bad("it has no '" + std::string(key) + "' line");
+    for (const CostNumber& n : kCostNumbers)
+        if (!seen.count(n.name)) throw bad("it has no '" + std::string(n.name) + "' line");
     if (!(m.prefill_seconds(1) > 0) || !(m.decode_seconds(1, 0) > 0))
         throw bad("its passes and decode steps must take some time");
     if (m.model != config.describe())
-        throw bad("it was measured for the model '" + m.model + "', not '" + config.describe() +
-                  "'");
+        throw bad("it was measured for the model '" + visible(m.model) + "', not '" +
+                  config.describe() + "'");
     m.source = "loaded from " + path + " (" + m.source + ")";
     return m;
 }
 
 // Writes `text` to `path` whole or not at all: into a file beside it, then
-// renamed over it, so a reader never finds half a file. Any failure is a
-// UsageError naming the flag and the path.
+// renamed over it, so a reader never finds half a file (the kit's
+// OutputFile). Any failure is a UsageError naming the flag and the path.
 inline void save_atomically(const std::string& path, const std::string& text,
                             const std::string& flag) {
-    const std::string beside = path + ".part";
-    {
-        std::ofstream out(beside, std::ios::binary | std::ios::trunc);
-        out << text;
-        out.close();
-        if (!out) {
-            std::remove(beside.c_str());
-            throw UsageError(flag + " " + path + ": cannot write the file");
-        }
-    }
-    if (std::rename(beside.c_str(), path.c_str()) != 0) {
-        std::remove(beside.c_str());
-        throw UsageError(flag + " " + path + ": cannot write the file");
+    try {
+        OutputFile out(path, flag);
+        out.write(text);
+        out.commit();
+    } catch (const FileError& e) {
+        throw UsageError(e.what());
     }
 }
 

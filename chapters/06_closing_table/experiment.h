@@ -56,6 +56,7 @@ struct Results {
 
 struct Experiment {
     std::string results_dir = "build/results";  // where `make run` saved the chapters' JSON
+    static constexpr bool draws_plots = false;  // so its program lists no --plot-dir
 
     void add_flags(Flags& flags) {
         flags.add("results-dir", results_dir, "folder holding ch02.json, ch03.json, ch05.json");
@@ -71,7 +72,9 @@ struct Experiment {
         for (const Published& p : kPublished) {
             if (!saved.count(p.file))
                 saved.emplace(p.file, SavedResults::load(results_dir + "/" + p.file + ".json"));
-            const double measured = saved.at(p.file).number(p.key) * p.scale;
+            // Every figure is a time or a size: finite and above zero, or
+            // the ratios below would print "nan x" or "-inf x".
+            const double measured = saved.at(p.file).positive_number(p.key) * p.scale;
             published[p.key] = p.value;
             ours[p.key] = measured;
             r.figures.push_back({p, measured});

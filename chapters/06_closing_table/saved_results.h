@@ -2,64 +2,119 @@
 //
 // The closing table must show the numbers the chapters measured in this
 // run, not numbers typed again by hand, so it reads each chapter's JSON
-// file. Only top-level numbers are needed; nested objects and arrays are
-// skipped whole, strings with their escapes.
+// file. Only top-level numbers are needed, but the whole file must be one
+// JSON object (RFC 8259): nested objects and arrays, strings and their
+// escapes, true, false and null are checked and skipped. A number is JSON's
+// own grammar only: an optional minus, digits without a leading zero, an
+// optional fraction and exponent; NaN, Infinity, 0x10, +5, .5 and 5. are
+// not numbers, and nothing may follow the object but spaces.
 #pragma once
 
 #include <cctype>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+
+#include "../../common/kit/files.h"
 
 namespace kv {
 
 class SavedResults {
   public:
+    // A results file is a few kilobytes; anything past this is not one.
+    static constexpr std::uint64_t kMostBytes = 16 << 20;
+    // Nesting deeper than this is refused rather than followed.
+    static constexpr int kDeepest = 64;
+
     // Reads `path`; throws std::runtime_error naming the file if it is
-    // missing or is not one JSON object.
+    // missing, not a regular file, too large, or not one JSON object.
     static SavedResults load(const std::string& path) {
-        std::ifstream in(path);
-        if (!in) throw std::runtime_error("cannot read " + path + " (run `make run` first)");
-        std::ostringstream text;
-        text << in.rdbuf();
+        std::string text;
+        try {
+            text = read_file(path, "", kMostBytes);
+        } catch (const FileError& e) {
+            throw std::runtime_error(std::string(e.what()) + " (run `make run` first)");
+        }
+        return parse(path, text);
+    }
+
+    // The results held by `text`, as if read from `path`.
+    static SavedResults parse(const std::string& path, std::string_view text) {
         SavedResults r;
         r.path_ = path;
-        r.parse(text.str());
+        r.text_ = text;
+        r.parse_object_at_top();
+        r.text_ = {};
         return r;
     }
 
-    // The top-level number under `key`; throws if it is absent or not a number.
+    // The top-level number under `key`; throws if it is absent, not a
+    // number, or too large for a double.
     double number(const std::string& key) const {
         auto it = fields_.find(key);
         if (it == fields_.end()) throw std::runtime_error(path_ + " has no \"" + key + "\"");
-        char* end = nullptr;
-        const double v = std::strtod(it->second.c_str(), &end);
-        if (end == it->second.c_str() || *end != '\0')
+        if (!it->second.is_number)
             throw std::runtime_error(path_ + ": \"" + key + "\" is not a number");
+        const double v = std::strtod(it->second.text.c_str(), nullptr);
+        if (!std::isfinite(v))
+            throw std::runtime_error(path_ + ": \"" + key + "\" = " + it->second.text +
+                                     " is too large for a double");
+        return v;
+    }
+
+    // number(key), which must also be above zero (a time, a size).
+    double positive_number(const std::string& key) const {
+        const double v = number(key);
+        if (!(v > 0))
+            throw std::runtime_error(path_ + ": \"" + key + "\" must be above zero, got " +
+                                     fields_.at(key).text);
         return v;
     }
 
   private:
-    void parse(const std::string& s) {
-        pos_ = 0;
-        text_ = &s;
+    struct Value {
+        bool is_number = false;
+        std::string text;  // the number as written
+    };
+
+    void parse_object_at_top() {
         skip_space();
+        if (peek() != '{') fail("expected '{'");
+        parse_object(1, true);
+        skip_space();
+        if (pos_ != text_.size()) fail("text after the object");
+    }
+
+    // At '{'. Top-level fields are kept; nested ones only checked.
+    void parse_object(int depth, bool top) {
+        if (depth > kDeepest) fail("nested more than " + std::to_string(kDeepest) + " deep");
         expect('{');
         skip_space();
-        if (peek() == '}') return;
-        while (true) {
+        if (peek() == '}') {
+            ++pos_;
+            return;
+        }
+        for (;;) {
             skip_space();
-            const std::string key = read_string();
+            const std::string key = parse_string();
             skip_space();
             expect(':');
             skip_space();
-            const std::size_t start = pos_;
-            skip_value();
-            fields_[key] = s.substr(start, pos_ - start);
+            Value v;
+            if (peek() == '-' || is_digit(peek())) {
+                v.is_number = true;
+                v.text = parse_number();
+            } else {
+                parse_value(depth);
+            }
+            if (top) {
+                if (fields_.count(key)) fail("the key \"" + key + "\" appears twice");
+                fields_[key] = v;
+            }
             skip_space();
             if (peek() == ',') {
                 ++pos_;
@@ -70,49 +125,141 @@ class SavedResults {
         }
     }
 
+    void parse_array(int depth) {
+        if (depth > kDeepest) fail("nested more than " + std::to_string(kDeepest) + " deep");
+        expect('[');
+        skip_space();
+        if (peek() == ']') {
+            ++pos_;
+            return;
+        }
+        for (;;) {
+            skip_space();
+            parse_value(depth);
+            skip_space();
+            if (peek() == ',') {
+                ++pos_;
+                continue;
+            }
+            expect(']');
+            return;
+        }
+    }
+
+    void parse_value(int depth) {
+        const char c = peek();
+        if (c == '{') return parse_object(depth + 1, false);
+        if (c == '[') return parse_array(depth + 1);
+        if (c == '"') {
+            parse_string();
+            return;
+        }
+        if (c == '-' || is_digit(c)) {
+            parse_number();
+            return;
+        }
+        for (std::string_view word : {"true", "false", "null"})
+            if (text_.substr(pos_, word.size()) == word) {
+                pos_ += word.size();
+                return;
+            }
+        fail("expected a JSON value");
+    }
+
+    // JSON's number grammar exactly; returns the number's text.
+    std::string parse_number() {
+        const std::size_t start = pos_;
+        if (peek_or_end() == '-') ++pos_;
+        if (peek_or_end() == '0') {
+            ++pos_;
+        } else if (is_digit(peek_or_end())) {
+            while (is_digit(peek_or_end())) ++pos_;
+        } else {
+            fail("expected a digit");
+        }
+        if (peek_or_end() == '.') {
+            ++pos_;
+            if (!is_digit(peek_or_end())) fail("expected a digit after the decimal point");
+            while (is_digit(peek_or_end())) ++pos_;
+        }
+        if (peek_or_end() == 'e' || peek_or_end() == 'E') {
+            ++pos_;
+            if (peek_or_end() == '+' || peek_or_end() == '-') ++pos_;
+            if (!is_digit(peek_or_end())) fail("expected a digit in the exponent");
+            while (is_digit(peek_or_end())) ++pos_;
+        }
+        const char after = peek_or_end();
+        if (after != '\0' && after != ',' && after != '}' && after != ']' && !is_space(after))
+            fail("not a JSON number");
+        return std::string(text_.substr(start, pos_ - start));
+    }
+
+    // At '"'; returns the string with its escapes decoded (\uXXXX kept as written).
+    std::string parse_string() {
+        expect('"');
+        std::string out;
+        for (;;) {
+            const char c = peek();
+            ++pos_;
+            if (c == '"') return out;
+            if (static_cast<unsigned char>(c) < 0x20) fail("a control character inside a string");
+            if (c != '\\') {
+                out += c;
+                continue;
+            }
+            const char e = peek();
+            ++pos_;
+            switch (e) {
+                case '"':
+                    out += '"';
+                    break;
+                case '\\':
+                    out += '\\';
+                    break;
+                case '/':
+                    out += '/';
+                    break;
+                case 'b':
+                    out += '\b';
+                    break;
+                case 'f':
+                    out += '\f';
+                    break;
+                case 'n':
+                    out += '\n';
+                    break;
+                case 'r':
+                    out += '\r';
+                    break;
+                case 't':
+                    out += '\t';
+                    break;
+                case 'u':
+                    for (int i = 0; i < 4; ++i, ++pos_)
+                        if (!std::isxdigit(static_cast<unsigned char>(peek())))
+                            fail("expected four hex digits after \\u");
+                    out += "\\u" + std::string(text_.substr(pos_ - 4, 4));
+                    break;
+                default:
+                    --pos_;
+                    fail("an unknown escape in a string");
+            }
+        }
+    }
+
+    static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+    static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+    char peek_or_end() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
     char peek() const {
-        if (pos_ >= text_->size()) fail("unexpected end");
-        return (*text_)[pos_];
+        if (pos_ >= text_.size()) fail("unexpected end");
+        return text_[pos_];
     }
     void expect(char c) {
         if (peek() != c) fail(std::string("expected '") + c + "'");
         ++pos_;
     }
     void skip_space() {
-        while (pos_ < text_->size() && std::isspace(static_cast<unsigned char>((*text_)[pos_])))
-            ++pos_;
-    }
-    std::string read_string() {
-        expect('"');
-        std::string out;
-        while (peek() != '"') {
-            if (peek() == '\\') ++pos_;  // keep the escaped character as it is
-            out += peek();
-            ++pos_;
-        }
-        ++pos_;
-        return out;
-    }
-    // A value of any kind: strings and nested brackets are skipped whole.
-    void skip_value() {
-        const char c = peek();
-        if (c == '"') {
-            read_string();
-        } else if (c == '{' || c == '[') {
-            int depth = 0;
-            do {
-                const char d = peek();
-                if (d == '"') {
-                    read_string();
-                    continue;
-                }
-                if (d == '{' || d == '[') ++depth;
-                if (d == '}' || d == ']') --depth;
-                ++pos_;
-            } while (depth > 0);
-        } else {
-            while (pos_ < text_->size() && !std::strchr(",}] \n\t\r", (*text_)[pos_])) ++pos_;
-        }
+        while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
     }
     [[noreturn]] void fail(const std::string& what) const {
         throw std::runtime_error(path_ + " is not a JSON object: " + what + " at byte " +
@@ -120,9 +267,9 @@ class SavedResults {
     }
 
     std::string path_;
-    const std::string* text_ = nullptr;
+    std::string_view text_;  // while parsing
     std::size_t pos_ = 0;
-    std::map<std::string, std::string> fields_;  // key -> the value's JSON text
+    std::map<std::string, Value> fields_;  // top-level key -> its value
 };
 
 }  // namespace kv

@@ -4,7 +4,9 @@
 // line on stderr and exit status 2 (run_program).
 //
 // An experiment has add_flags(Flags&), check() and run(); the report takes
-// run()'s results and the output options and returns the exit status.
+// run()'s results and the output options and returns the exit status. An
+// experiment that draws no plot says `static constexpr bool draws_plots =
+// false;` and its program lists no --plot-dir.
 #pragma once
 
 #include "flags.h"
@@ -20,7 +22,13 @@ int run_chapter(int argc, const char* const* argv, const char* program, const ch
         OutputOptions out;  // --json, --save-json, --plot-dir
         Flags flags(program, summary);
         experiment.add_flags(flags);
-        add_output_flags(flags, out);
+        constexpr bool plots = [] {
+            if constexpr (requires { Experiment::draws_plots; })
+                return bool(Experiment::draws_plots);
+            else
+                return true;
+        }();
+        add_output_flags(flags, out, plots);
         if (!flags.parse(argc, argv)) return 0;  // --help was printed
         experiment.check();
         return report(experiment.run(), out);

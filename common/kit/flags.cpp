@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 namespace kv {
 
@@ -58,6 +59,27 @@ std::string format_double(double v) {
 
 }  // namespace
 
+bool is_decimal_number(std::string_view text) {
+    std::size_t i = 0;
+    auto digits = [&] {
+        const std::size_t start = i;
+        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+        return i > start;
+    };
+    if (i < text.size() && text[i] == '-') ++i;
+    if (!digits()) return false;
+    if (i < text.size() && text[i] == '.') {
+        ++i;
+        if (!digits()) return false;
+    }
+    if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+        ++i;
+        if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+        if (!digits()) return false;
+    }
+    return i == text.size();
+}
+
 Flags::Flags(std::string program, std::string summary)
     : program_(std::move(program)), summary_(std::move(summary)) {}
 
@@ -93,13 +115,12 @@ void Flags::add(const std::string& name, double& value, double min, double max,
     declare({name, help, format_double(value), format_double(min) + ".." + format_double(max),
              false, [&value, name, min, max](const std::string& text) {
                  const std::string what = "--" + name + ": ";
-                 char* end = nullptr;
-                 errno = 0;
-                 const double v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
-                 if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE ||
-                     !std::isfinite(v) || std::isspace(static_cast<unsigned char>(text[0])))
-                     throw UsageError(what + "expected a number, got " + quote(text));
-                 if (v < min || v > max)
+                 if (!is_decimal_number(text))
+                     throw UsageError(what + "expected a decimal number, got " + quote(text));
+                 // Decimal text cannot fail to parse; too large is out of
+                 // range, too small to be normal (1e-310) is still a number.
+                 const double v = std::strtod(text.c_str(), nullptr);
+                 if (!std::isfinite(v) || v < min || v > max)
                      throw UsageError(what + "must be in " + format_double(min) + ".." +
                                       format_double(max) + ", got " + text);
                  value = v;
@@ -108,7 +129,13 @@ void Flags::add(const std::string& name, double& value, double min, double max,
 
 void Flags::add(const std::string& name, std::string& value, const std::string& help) {
     declare({name, help, value.empty() ? "(none)" : value, "", false,
-             [&value](const std::string& text) { value = text; }});
+             [&value, name](const std::string& text) {
+                 // Every string flag names something (a file, a folder, a text);
+                 // an empty one would silently mean "none" or "/".
+                 if (text.empty())
+                     throw UsageError("--" + name + ": needs a value, got an empty one");
+                 value = text;
+             }});
 }
 
 void Flags::add(const std::string& name, bool& value, const std::string& help) {
@@ -129,6 +156,12 @@ void Flags::add_choice(const std::string& name, std::string& value,
                  }
              throw UsageError("--" + name + ": expected one of " + range + ", got " + quote(text));
          }});
+}
+
+void Flags::unlist(const std::string& name) {
+    Flag* flag = find(name);
+    if (flag == nullptr) throw std::logic_error("unlist: no flag --" + name);
+    flag->listed = false;
 }
 
 bool Flags::parse(int argc, const char* const* argv) {
@@ -166,8 +199,10 @@ bool Flags::parse(int argc, const char* const* argv) {
 void Flags::print_help(std::ostream& out) const {
     out << "usage: " << program_ << " [flags]\n" << summary_ << "\n\nflags:\n";
     std::size_t width = 0;
-    for (const Flag& f : flags_) width = std::max(width, f.name.size());
+    for (const Flag& f : flags_)
+        if (f.listed) width = std::max(width, f.name.size());
     for (const Flag& f : flags_) {
+        if (!f.listed) continue;
         out << "  --" << std::left << std::setw(static_cast<int>(width) + 2) << f.name << f.help
             << " (default " << f.default_text;
         if (!f.range_text.empty()) out << "; " << f.range_text;

@@ -8,8 +8,16 @@
 //     if (!flags.parse(argc, argv)) return 0;  // --help was printed
 //
 // Both "--name value" and "--name=value" work. Anything wrong (unknown flag,
-// missing value, not a number, out of range) throws UsageError with one line
-// naming the flag and the value.
+// missing value, not a number, out of range, an empty string) throws
+// UsageError with one line naming the flag and the value.
+//
+// Numbers are decimal, for whole-number and floating-point flags alike:
+// whole numbers are digits with an optional minus sign ("12", "-3"); other
+// numbers may add a decimal point and an exponent ("0.5", "2e-3", "1E6").
+// Hexadecimal ("0x10"), a plus sign ("+5"), a bare point (".5", "5."),
+// "inf", "nan" and spaces are refused, so 0x10 never means 16 to one flag
+// and an error to another. Any decimal value inside a flag's range is
+// accepted, however small ("1e-310").
 #pragma once
 
 #include <cstdint>
@@ -17,9 +25,14 @@
 #include <iosfwd>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kv {
+
+// The decimal numbers the flags accept (above); also used for numbers in
+// the book's own text files (chapter 05's cost model).
+bool is_decimal_number(std::string_view text);
 
 struct UsageError : std::invalid_argument {
     using std::invalid_argument::invalid_argument;
@@ -42,6 +55,11 @@ class Flags {
     void add_choice(const std::string& name, std::string& value,
                     const std::vector<std::string>& choices, const std::string& help);
 
+    // Keeps a declared flag out of --help: it is still accepted (a program
+    // that draws no plot takes the --plot-dir every program is given, as
+    // tests/check_programs.sh does, but does not offer it).
+    void unlist(const std::string& name);
+
     // Returns false when --help was asked for (the help is then on stdout).
     bool parse(int argc, const char* const* argv);
     void print_help(std::ostream& out) const;
@@ -54,6 +72,7 @@ class Flags {
         std::string range_text;    // "1..1024", "a | b", or empty
         bool is_switch = false;
         std::function<void(const std::string&)> set;  // parses and stores, or throws
+        bool listed = true;                           // shown by --help
     };
     void declare(Flag flag);
     Flag* find(const std::string& name);

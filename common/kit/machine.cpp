@@ -2,6 +2,7 @@
 
 #include "machine_probes.h"  // cache_sizes
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -16,8 +17,50 @@ std::uint64_t physical_memory_bytes() {
     return std::uint64_t(pages) * std::uint64_t(page_size);
 }
 
+namespace {
+
+// The memory.max of this process's cgroup (v2), or memory.limit_in_bytes
+// (v1); empty where there is none or it cannot be read.
+std::optional<std::uint64_t> cgroup_memory_limit() {
+    std::ifstream groups("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(groups, line)) {
+        if (line.rfind("0::", 0) == 0) {  // cgroup v2: "0::/the/group"
+            std::ifstream max("/sys/fs/cgroup" + line.substr(3) + "/memory.max");
+            std::string text;
+            if (max >> text && text != "max") {
+                try {
+                    return std::stoull(text);
+                } catch (const std::exception&) {
+                }
+            }
+            return std::nullopt;
+        }
+    }
+    std::ifstream v1("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    std::uint64_t bytes = 0;
+    if (v1 >> bytes && bytes < (std::uint64_t(1) << 62)) return bytes;  // huge: unlimited
+    return std::nullopt;
+}
+
+}  // namespace
+
+MemoryLimit usable_memory() {
+    MemoryLimit limit{physical_memory_bytes(), "this machine's physical memory"};
+    auto lower = [&](std::uint64_t bytes, const char* what) {
+        if (bytes > 0 && (limit.bytes == 0 || bytes < limit.bytes)) limit = {bytes, what};
+    };
+    struct rlimit r {};
+    if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+        lower(std::uint64_t(r.rlim_cur), "this process's address-space limit (ulimit -v)");
+    if (getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+        lower(std::uint64_t(r.rlim_cur), "this process's data limit (ulimit -d)");
+    if (const auto cgroup = cgroup_memory_limit()) lower(*cgroup, "its cgroup's memory.max");
+    return limit;
+}
+
 bool fits_in_memory(double bytes, double fraction) {
-    const double have = double(physical_memory_bytes());  // 0: unknown
+    const double have = double(usable_memory().bytes);  // 0: unknown
     return have == 0 || bytes <= have * fraction;
 }
 

@@ -4,15 +4,25 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace kv {
 
 // Physical memory of this machine in bytes (0 if it cannot be read).
 std::uint64_t physical_memory_bytes();
 
+// What this process may really get: the smallest of the machine's physical
+// memory, its address-space and data limits (RLIMIT_AS, RLIMIT_DATA: `ulimit
+// -v`, `ulimit -d`) where set, and its cgroup's memory.max where readable.
+struct MemoryLimit {
+    std::uint64_t bytes = 0;  // 0: nothing could be read
+    std::string what;         // which limit it is: "this machine's physical memory", ...
+};
+MemoryLimit usable_memory();
+
 // The one check of "will it fit": whether `bytes` stay within `fraction`
-// of this machine's physical memory (1/2: at most half). True where the
-// memory cannot be read, so an unknown machine never refuses a run.
+// of the memory this process may use (usable_memory(); 1/2: at most half).
+// True where nothing can be read, so an unknown machine never refuses a run.
 bool fits_in_memory(double bytes, double fraction);
 
 // Size in bytes of the largest data cache of CPU 0, as Linux reports it in

@@ -1,5 +1,6 @@
 #include "model_flags.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "../core/checked.h"
@@ -25,19 +26,56 @@ void add_answer_flags(Flags& flags, int& prompt_len, int& answer_len, int& repea
     flags.add("repeats", repeats, 1, 1000, repeats_help);
 }
 
+ModelMemory model_memory(const Config& c, std::uint64_t cache_tokens, std::uint64_t pass_rows) {
+    const char* what = "model memory";
+    const std::uint64_t f = sizeof(float);
+    ModelMemory m;
+    m.weights = c.weight_bytes();
+    m.kv_cache = c.kv_bytes(cache_tokens);
+    // RopeTable: cos and sin of head_size / 2 angles at each of max_seq positions.
+    m.rope_table = checked_mul(
+        checked_mul(std::uint64_t(c.max_seq), std::uint64_t(c.head_size()), what), f, what);
+    // One pass over `pass_rows` rows holds, per row, x, xb, q, att and proj
+    // (dim each), k and v (kv_dim each) and the feed-forward's gate and up
+    // (ffn each); and one row of scores per position, and logits.
+    const std::uint64_t per_row =
+        checked_add(checked_mul(5, std::uint64_t(c.dim), what),
+                    checked_add(checked_mul(2, std::uint64_t(c.kv_dim()), what),
+                                checked_mul(2, std::uint64_t(c.ffn_dim), what), what),
+                    what);
+    m.pass_scratch = checked_mul(
+        checked_add(checked_mul(pass_rows, per_row, what),
+                    checked_add(std::uint64_t(c.max_seq), std::uint64_t(c.vocab_size), what), what),
+        f, what);
+    m.total = checked_add(checked_add(m.weights, m.kv_cache, what),
+                          checked_add(m.rope_table, m.pass_scratch, what), what);
+    return m;
+}
+
+std::string ModelMemory::describe() const {
+    return format_bytes(total) + " (weights " + format_bytes(weights) + ", KV cache " +
+           format_bytes(kv_cache) + ", RoPE table " + format_bytes(rope_table) +
+           ", a pass's scratch " + format_bytes(pass_scratch) + ")";
+}
+
 void check_model(const Config& config, std::uint64_t cache_tokens) {
-    std::uint64_t need = 0;
+    check_model(config, cache_tokens, std::min<std::uint64_t>(cache_tokens, config.max_seq));
+}
+
+void check_model(const Config& config, std::uint64_t cache_tokens, std::uint64_t pass_rows) {
+    ModelMemory need;
     try {
         config.validate();
-        need = checked_add(config.weight_bytes(), config.kv_bytes(cache_tokens), "model memory");
+        need = model_memory(config, cache_tokens, std::max<std::uint64_t>(pass_rows, 1));
     } catch (const std::exception& e) {
         throw UsageError(e.what());
     }
-    if (!fits_in_memory(double(need), 0.5))
-        throw UsageError("this model needs " + format_bytes(need) + " for weights and KV cache, " +
-                         "more than half of this machine's " +
-                         format_bytes(physical_memory_bytes()) +
+    if (!fits_in_memory(double(need.total), 0.5)) {
+        const MemoryLimit have = usable_memory();
+        throw UsageError("this model needs " + need.describe() + ", more than half of " +
+                         have.what + ", " + format_bytes(have.bytes) +
                          "; choose smaller --dim, --layers, --ffn, --vocab or --max-seq");
+    }
 }
 
 }  // namespace kv

@@ -21,16 +21,19 @@ struct OutputOptions {
     std::string plot_dir = "plots";  // where SVG plots go
 };
 
-inline void add_output_flags(Flags& flags, OutputOptions& out) {
+// A program that draws no plot passes plots = false: its --help does not
+// offer --plot-dir (Flags::unlist), though the flag is still taken.
+inline void add_output_flags(Flags& flags, OutputOptions& out, bool plots = true) {
     flags.add("json", out.json, "print the results as one JSON object instead of text");
     flags.add("save-json", out.save_json, "also write the JSON results to this file");
     flags.add("plot-dir", out.plot_dir, "folder for the SVG plots");
+    if (!plots) flags.unlist("plot-dir");
 }
 
 // Saves and/or prints `results` as asked. Returns true when the JSON went
 // to stdout, so the caller skips the text report.
 inline bool emit(const OutputOptions& out, const Json& results) {
-    if (!out.save_json.empty()) write_file(out.save_json, results.str() + "\n");
+    if (!out.save_json.empty()) write_file(out.save_json, results.str() + "\n", "--save-json");
     if (out.json) std::cout << results.str() << "\n";
     return out.json;
 }

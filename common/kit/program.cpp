@@ -2,11 +2,26 @@
 
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
-
 namespace kv {
+
+namespace {
+thread_local std::string failed_allocation;  // set by ~Allocating during a bad_alloc
+}
+
+Allocating::Allocating(std::string what)
+    : what_(std::move(what)), exceptions_(std::uncaught_exceptions()) {
+    failed_allocation.clear();
+}
+
+Allocating::~Allocating() {
+    // Leaving by an exception: the innermost note (the first destroyed) wins.
+    if (std::uncaught_exceptions() > exceptions_ && failed_allocation.empty())
+        failed_allocation = what_;
+}
+
+std::string Allocating::failed() {
+    return failed_allocation;
+}
 
 Progress::Progress(std::string label) : label_(std::move(label)), enabled_(isatty(STDERR_FILENO)) {}
 
@@ -16,14 +31,6 @@ Progress::~Progress() {
 
 void Progress::update(long done, long total) {
     if (enabled_) std::cerr << "\r" << label_ << " " << done << "/" << total << std::flush;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-    const std::filesystem::path p(path);
-    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-    std::ofstream out(p);
-    out << text;
-    if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace kv

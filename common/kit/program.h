@@ -4,16 +4,51 @@
 
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
+
+#include "files.h"  // write_file, check_standard_output
 
 namespace kv {
 
+// Names a large allocation while it is being made:
+//
+//     const Allocating note("the KV cache of " + std::to_string(n) + " positions");
+//     KVCache cache(config, n);
+//
+// If the allocation fails (std::bad_alloc), the note is remembered as the
+// exception leaves its scope, and run_program says what was being allocated.
+class Allocating {
+  public:
+    explicit Allocating(std::string what);
+    ~Allocating();
+    Allocating(const Allocating&) = delete;
+    Allocating& operator=(const Allocating&) = delete;
+
+    // What the innermost note said when a bad_alloc left it; "" if none.
+    static std::string failed();
+
+  private:
+    std::string what_;
+    int exceptions_;  // std::uncaught_exceptions() when the note was made
+};
+
 // Runs body(); any exception becomes "program: message" on stderr and exit
-// status 2. Otherwise returns body's own status.
+// status 2. Otherwise returns body's own status. Standard output is then
+// flushed and checked: anything lost (`ch03 > /dev/full`) is an error too.
 template <class Body>
 int run_program(const char* program, Body&& body) {
     try {
-        return body();
+        const int status = body();
+        check_standard_output();
+        return status;
+    } catch (const std::bad_alloc&) {
+        const std::string what = Allocating::failed();
+        std::cerr << program << ": out of memory"
+                  << (what.empty() ? std::string(" (std::bad_alloc)") : " allocating " + what)
+                  << "; this machine or this process's limits (ulimit -v, cgroup memory.max) "
+                     "cannot hold it: choose a smaller shape or workload\n";
+        return 2;
     } catch (const std::exception& e) {
         std::cerr << program << ": " << e.what() << "\n";
         return 2;
@@ -32,8 +67,5 @@ class Progress {
     std::string label_;
     bool enabled_;
 };
-
-// Writes `text` to `path` (creating the folder), or throws.
-void write_file(const std::string& path, const std::string& text);
 
 }  // namespace kv

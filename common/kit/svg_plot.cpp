@@ -161,7 +161,7 @@ std::string SvgPlot::svg() const {
 }
 
 std::string SvgPlot::write(const std::string& path) const {
-    write_file(path, svg());
+    write_file(path, svg(), "--plot-dir");
     return path;
 }
 

@@ -6,13 +6,13 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <span>
 #include <stdexcept>
 
 #include "../core/checked.h"
+#include "../kit/files.h"
+#include "../kit/program.h"  // Allocating
 #include "../kit/report.h"
 
 namespace kv {
@@ -52,16 +52,7 @@ void append_le_float32(std::string& out, float value) {
 }
 
 std::uint64_t regular_file_size(const std::string& path, std::string_view what) {
-    const std::string where = std::string(what) + " " + path + ": ";
-    std::error_code error;
-    const std::filesystem::file_status status = std::filesystem::status(path, error);
-    if (!std::filesystem::exists(status)) throw std::runtime_error(where + "no such file");
-    if (error) throw std::runtime_error(where + error.message());
-    if (!std::filesystem::is_regular_file(status))
-        throw std::runtime_error(where + "not a regular file");
-    const std::uintmax_t size = std::filesystem::file_size(path, error);
-    if (error) throw std::runtime_error(where + error.message());
-    return size;
+    return InputFile(path, what, std::numeric_limits<std::uint64_t>::max()).size();
 }
 
 // ------------------------------------------------------------------ header
@@ -150,15 +141,17 @@ std::uint64_t checkpoint_bytes(const Config& c) {
     return checked_add(header_bytes, checked_mul(floats, sizeof(float), what), what);
 }
 
-Config read_checkpoint_config(const std::string& path) {
-    const std::uint64_t size = regular_file_size(path, "checkpoint");
+namespace {
+
+// Opens the checkpoint, checks its size against its header, and leaves the
+// file at the first weight.
+Config open_checkpoint(const std::string& path, InputFile& in) {
+    const std::uint64_t size = in.size();
     if (size < header_bytes)
         fail(path, "the file has " + std::to_string(size) + " bytes, too few for the " +
                        std::to_string(header_bytes) + "-byte header");
-    std::ifstream in(path, std::ios::binary);
     std::array<unsigned char, header_bytes> header{};
-    if (!in.read(reinterpret_cast<char*>(header.data()), header.size()))
-        fail(path, "cannot read the header");
+    if (!in.read(header.data(), header.size())) fail(path, "the file ended inside the header");
     const Config config = config_from_header(path, header.data());
     const std::uint64_t need = checkpoint_bytes(config);
     if (size < need)
@@ -170,6 +163,15 @@ Config read_checkpoint_config(const std::string& path) {
     return config;
 }
 
+constexpr std::uint64_t any_size = std::numeric_limits<std::uint64_t>::max();  // the header says
+
+}  // namespace
+
+Config read_checkpoint_config(const std::string& path) {
+    InputFile in(path, "checkpoint", any_size);
+    return open_checkpoint(path, in);
+}
+
 // ------------------------------------------------------------------ reading
 
 namespace {
@@ -177,17 +179,14 @@ namespace {
 // Reads float32 tensors one after another, a block of bytes at a time.
 class TensorReader {
   public:
-    TensorReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
-        in_.seekg(std::streamoff(header_bytes));
-        if (!in_) fail(path_, "cannot open for reading");
-    }
+    TensorReader(const std::string& path, InputFile& in) : path_(path), in_(in) {}
 
     void read(std::span<float> out, const std::string& tensor) {
         constexpr std::size_t block = 1 << 16;  // numbers per read
         std::vector<unsigned char> bytes(std::min(out.size(), block) * 4);
         for (std::size_t start = 0; start < out.size(); start += block) {
             const std::size_t n = std::min(block, out.size() - start);
-            if (!in_.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(n * 4)))
+            if (!in_.read(bytes.data(), n * 4))
                 fail(path_, "the file ended while reading " + tensor);
             for (std::size_t i = 0; i < n; ++i) {
                 const float value = le_float32(bytes.data() + 4 * i);
@@ -201,13 +200,12 @@ class TensorReader {
     }
 
     void skip(std::uint64_t floats) {
-        in_.seekg(std::streamoff(floats * 4), std::ios::cur);
-        if (!in_) fail(path_, "the file ended while skipping the RoPE tables");
+        if (!in_.skip(floats * 4)) fail(path_, "the file ended while skipping the RoPE tables");
     }
 
   private:
     std::string path_;
-    std::ifstream in_;
+    InputFile& in_;
 };
 
 std::string of_layer(const char* tensor, int layer) {
@@ -217,11 +215,16 @@ std::string of_layer(const char* tensor, int layer) {
 }  // namespace
 
 Checkpoint read_checkpoint(const std::string& path) {
-    Checkpoint result{read_checkpoint_config(path), {}};
+    InputFile file(path, "checkpoint", any_size);  // one file, opened once
+    Checkpoint result{open_checkpoint(path, file), {}};
     const Config& c = result.config;
     Weights& w = result.weights;
-    w = empty_weights(c);
-    TensorReader in(path);
+    {
+        const Allocating note("the weights of checkpoint " + path + " (" +
+                              format_bytes(c.weight_bytes()) + ")");
+        w = empty_weights(c);
+    }
+    TensorReader in(path, file);
     in.read(w.token_embedding.data, "the token embedding");
     // Each tensor is stored for all layers before the next tensor begins.
     for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].attn_norm, of_layer("attn_norm", l));
@@ -237,6 +240,7 @@ Checkpoint read_checkpoint(const std::string& path) {
     in.skip(std::uint64_t(c.max_seq) * std::uint64_t(c.head_size()));  // RoPE cos and sin
     if (c.shared_output) {
         // The Transformer reads its own output matrix, so it gets a copy.
+        const Allocating note("a copy of the embedding table of checkpoint " + path);
         w.output = w.token_embedding;
     } else {
         in.read(w.output.data, "the output projection");
@@ -287,12 +291,11 @@ void check_shapes(const Config& c, const Weights& w) {
             "from the embedding table; the file would lose it");
 }
 
-// Encodes numbers into a buffer and writes it out a block at a time.
+// Encodes numbers into a buffer and writes it out a block at a time, into
+// a file beside the target that replaces it when finished (OutputFile).
 class TensorWriter {
   public:
-    TensorWriter(const std::string& path) : path_(path), out_(path, std::ios::binary) {
-        if (!out_) throw std::runtime_error("cannot write checkpoint " + path_);
-    }
+    TensorWriter(const std::string& path) : out_(path, "checkpoint") {}
     void int32(std::int32_t value) { append_le_int32(buffer_, value); }
     void floats(std::span<const float> values) {
         for (float v : values) {
@@ -302,17 +305,15 @@ class TensorWriter {
     }
     void finish() {
         flush();
-        out_.close();
-        if (!out_) throw std::runtime_error("cannot write checkpoint " + path_);
+        out_.commit();
     }
 
   private:
     void flush() {
-        out_.write(buffer_.data(), std::streamsize(buffer_.size()));
+        out_.write(buffer_);
         buffer_.clear();
     }
-    std::string path_;
-    std::ofstream out_;
+    OutputFile out_;
     std::string buffer_;
 };
 

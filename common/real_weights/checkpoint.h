@@ -69,7 +69,8 @@ void append_le_int32(std::string& out, std::int32_t value);
 void append_le_float32(std::string& out, float value);
 
 // The size of the regular file at `path`; otherwise throws runtime_error
-// "<what> <path>: ..." (missing, a folder, unreadable).
+// "<what> <path>: <cause>" (missing, a folder, a FIFO, unreadable: the
+// system's own cause, kit/files.h).
 std::uint64_t regular_file_size(const std::string& path, std::string_view what);
 
 }  // namespace kv

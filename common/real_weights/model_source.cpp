@@ -4,6 +4,7 @@
 
 #include "../core/generation.h"
 #include "../kit/model_flags.h"
+#include "../kit/program.h"  // Allocating
 #include "../kit/report.h"
 #include "checkpoint.h"
 
@@ -56,38 +57,84 @@ void check_model_source(const ModelSource& source, const Config& shape) {
         check_model(shape, 0);  // the flags' shape, before anything relies on it
 }
 
+namespace {
+
+// The readers' one-line errors start "checkpoint FILE:" or "tokenizer FILE:";
+// as a flag's error they start "--checkpoint FILE:", "--tokenizer FILE:".
+template <class Read>
+auto named_by_flag(Read&& read) -> decltype(read()) {
+    try {
+        return read();
+    } catch (const UsageError&) {
+        throw;
+    } catch (const std::runtime_error& e) {
+        throw UsageError(std::string("--") + e.what());
+    }
+}
+
+// "--prompt-len" or "the prompt's N tokens", then " + --answer-len - 1"
+// where an answer is asked for (chapter 04 decodes from the prompt alone
+// and has no --answer-len).
+std::string positions_text(const ModelSource& source, std::int64_t prompt_tokens, int answer_len) {
+    std::string text = source.prompt.empty()
+                           ? std::string("--prompt-len ") + std::to_string(prompt_tokens)
+                           : "the prompt's " + std::to_string(prompt_tokens) + " tokens";
+    if (answer_len > 1) text += " + --answer-len " + std::to_string(answer_len) + " - 1";
+    return text;
+}
+
+}  // namespace
+
 LoadedModel load_model(const ModelSource& source, const Config& shape, std::uint64_t seed,
                        int prompt_len, int answer_len) {
     check_model_source(source, shape);
     const bool from_file = !source.checkpoint.empty();
     Config config = shape;
-    if (from_file) config = read_checkpoint_config(source.checkpoint);  // the header only, for now
+    if (from_file)  // the header only, for now
+        config = named_by_flag([&] { return read_checkpoint_config(source.checkpoint); });
+    const std::string context =
+        (from_file ? "the checkpoint's seq_len " : "--max-seq ") + std::to_string(config.max_seq);
 
     std::optional<Tokenizer> tokenizer;
-    if (!source.tokenizer.empty()) tokenizer = read_tokenizer(source.tokenizer, config.vocab_size);
+    if (!source.tokenizer.empty())
+        tokenizer =
+            named_by_flag([&] { return read_tokenizer(source.tokenizer, config.vocab_size); });
     std::vector<int> prompt;
-    if (!source.prompt.empty()) prompt = tokenizer->encode(source.prompt, true, false);
+    if (!source.prompt.empty()) {
+        // Encoding takes time quadratic in the text: first the bound its
+        // length alone sets (Tokenizer::fewest_tokens).
+        const std::uint64_t fewest = tokenizer->fewest_tokens(source.prompt, true, false);
+        if (fewest + std::uint64_t(answer_len) - 1 > std::uint64_t(config.max_seq))
+            throw UsageError(
+                "--prompt: its " + with_commas(source.prompt.size()) + " bytes make at least " +
+                with_commas(fewest) + " tokens (with BOS; no token is longer than " +
+                std::to_string(tokenizer->max_token_length()) + " bytes), and " +
+                (answer_len > 1 ? "with --answer-len " + std::to_string(answer_len) + " - 1 "
+                                : std::string()) +
+                "they exceed " + context);
+        prompt = tokenizer->encode(source.prompt, true, false);
+    }
 
     // The cache must hold the prompt and every answer token but the last.
     const std::int64_t prompt_tokens = source.prompt.empty() ? prompt_len : std::ssize(prompt);
     const std::int64_t positions = prompt_tokens + answer_len - 1;
     if (positions > config.max_seq)
-        throw UsageError((source.prompt.empty()
-                              ? std::string("--prompt-len")
-                              : "the prompt's " + std::to_string(prompt_tokens) + " tokens") +
-                         " + --answer-len - 1 = " + std::to_string(positions) + " exceeds " +
-                         (from_file ? "the checkpoint's seq_len " : "--max-seq ") +
-                         std::to_string(config.max_seq));
+        throw UsageError(positions_text(source, prompt_tokens, answer_len) +
+                         (answer_len > 1 ? " = " + std::to_string(positions) : std::string()) +
+                         " exceeds " + context);
     // A shared output table is held twice in memory (the reader copies it).
     Config in_memory = config;
     in_memory.shared_output = false;
-    check_model(in_memory, std::uint64_t(prompt_tokens + answer_len));
+    check_model(in_memory, std::uint64_t(prompt_tokens + answer_len), std::uint64_t(prompt_tokens));
     if (source.prompt.empty()) prompt = fixed_prompt(prompt_len, config.vocab_size, seed);
 
-    if (!from_file)
+    if (!from_file) {
+        const Allocating note("the random weights (" + format_bytes(config.weight_bytes()) + ")");
         return {Transformer(config, seed), std::move(prompt), std::move(tokenizer),
                 "random (seed " + std::to_string(seed) + ")"};
-    Checkpoint checkpoint = read_checkpoint(source.checkpoint);
+    }
+    Checkpoint checkpoint = named_by_flag([&] { return read_checkpoint(source.checkpoint); });
+    const Allocating note("the model's working memory");
     return {Transformer(checkpoint.config, std::move(checkpoint.weights)), std::move(prompt),
             std::move(tokenizer), source.checkpoint};
 }

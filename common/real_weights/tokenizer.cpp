@@ -1,10 +1,11 @@
 #include "tokenizer.h"
 
 #include <cmath>
-#include <fstream>
+#include <limits>
 #include <stdexcept>
 
 #include "../core/checked.h"
+#include "../kit/files.h"
 #include "checkpoint.h"  // little-endian numbers and file sizes
 
 namespace kv {
@@ -116,6 +117,12 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_bos, bool add
     return tokens;
 }
 
+std::uint64_t Tokenizer::fewest_tokens(std::string_view text, bool add_bos, bool add_eos) const {
+    const std::uint64_t covered = text.size() + (!text.empty() && lookup_.contains(" ") ? 1 : 0);
+    const std::uint64_t longest = std::uint64_t(max_token_length_);
+    return (covered + longest - 1) / longest + (add_bos ? 1 : 0) + (add_eos ? 1 : 0);
+}
+
 // ---------------------------------------------------------------- the file
 
 namespace {
@@ -131,10 +138,12 @@ constexpr int longest_allowed_token = 1024;  // Llama 2's longest is 27 bytes
 Tokenizer read_tokenizer(const std::string& path, int vocab_size) {
     if (vocab_size <= 0)
         throw std::invalid_argument("read_tokenizer: vocab_size " + std::to_string(vocab_size));
-    const std::uint64_t size = regular_file_size(path, "tokenizer");
-    std::ifstream in(path, std::ios::binary);
+    // A regular file, opened and readable; its size is bounded below, from
+    // its header, before the rest is read.
+    InputFile in(path, "tokenizer", std::numeric_limits<std::uint64_t>::max());
+    const std::uint64_t size = in.size();
     unsigned char header[4];
-    if (size < sizeof header || !in.read(reinterpret_cast<char*>(header), sizeof header))
+    if (size < sizeof header || !in.read(header, sizeof header))
         fail(path,
              "the file has " + std::to_string(size) + " bytes, too few for its 4-byte header");
     const std::int32_t max_length = le_int32(header);
@@ -151,7 +160,7 @@ Tokenizer read_tokenizer(const std::string& path, int vocab_size) {
                        " tokens can fill: made for a larger vocabulary than the model's?");
 
     std::string bytes(size - sizeof header, '\0');
-    if (!in.read(bytes.data(), std::streamsize(bytes.size()))) fail(path, "cannot read the file");
+    if (!in.read(bytes.data(), bytes.size())) fail(path, "the file ended while it was read");
     const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
     std::vector<std::string> pieces;
     std::vector<float> scores;
@@ -190,10 +199,9 @@ void write_tokenizer(const std::string& path, const Tokenizer& tokenizer) {
         append_le_int32(bytes, static_cast<std::int32_t>(piece.size()));
         bytes += piece;
     }
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.close();
-    if (!out) throw std::runtime_error("cannot write tokenizer " + path);
+    OutputFile out(path, "tokenizer");  // replaced whole, or left as it was
+    out.write(bytes);
+    out.commit();
 }
 
 // ------------------------------------------------- a tokenizer for random models

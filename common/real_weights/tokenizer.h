@@ -12,6 +12,7 @@
 // File errors are std::runtime_error whose one line starts "tokenizer FILE:".
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -48,6 +49,14 @@ class Tokenizer {
     // adjacent pair whose joined piece has the highest score is merged, again
     // and again, until no pair joins into a token. BOS and EOS on request.
     std::vector<int> encode(std::string_view text, bool bos, bool eos) const;
+
+    // The fewest tokens encode(text, bos, eos) can give, known from the
+    // text's length alone, before any (quadratic) merging: every token after
+    // BOS covers at least one byte of the text (or of the space put in front
+    // of it) and at most max_token_length() bytes (a piece is never shorter
+    // than the bytes it stands for: "<0x41>" is 6 bytes for one). A text
+    // whose fewest tokens do not fit a context is refused without encoding.
+    std::uint64_t fewest_tokens(std::string_view text, bool bos, bool eos) const;
 
   private:
     int byte_token(unsigned char byte) const;  // 3 + byte, checked to be "<0xHH>"
