@@ -4,6 +4,9 @@
 # drift from its code. `make test` and `bash .ci/run` are skipped (CI runs
 # them itself; running them from here would recurse), and so are commands
 # that run the exercises' tests with --no-skip, which fail until solved.
+# Then tests/check_readme_numbers.sh compares the deterministic lines the
+# files quote with what the programs print, and shows by a self-test that
+# a changed number fails.
 #
 #   tests/check_readme_commands.sh        (after make, from the repo root)
 set -u
@@ -41,4 +44,10 @@ for file in "${files[@]}"; do
 done
 
 echo "README commands: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+
+# The numbers the files quote, against what the programs print now, and
+# the proof that this check bites (a changed number must fail it).
+numbers=0
+bash tests/check_readme_numbers.sh || numbers=1
+bash tests/check_readme_numbers.sh --self-test || numbers=1
+[ "$failed" = 0 ] && [ "$numbers" = 0 ]

@@ -1,0 +1,160 @@
+#!/bin/bash
+# Checks that the deterministic lines the book quotes are what the programs
+# print now: token and position counts, parameter counts, memory figures,
+# FLOPs per byte, the models' shapes, and chapter 05's queue under
+# `--cost-model analytic`. Timings are left out: they belong to the
+# reader's machine.
+#
+# How it reads a file: every ```text block is taken as the output of the
+# last `./build/chNN ...` command written before it in that file (in a ```sh
+# block or in `inline code`), or of the command on a `$ ./build/...` line
+# inside the block; a chapter's text block with no command before it is
+# taken as the output of `./build/chNN`. Where that guess is wrong, the
+# file says so just before the block: `<!-- output of: COMMAND -->`, or
+# `<!-- not checked -->`. A block that shows commands (a line with
+# ./build/, make or vllm) or JSON is not an output and is skipped, and so
+# is chapter 06's table (it reads the other chapters' saved runs); on the
+# front page only a marked block is checked. Each command runs once, and every
+# line of the block that is deterministic must appear in its output,
+# word for word (spacing aside). A line is deterministic unless it holds a
+# time, a rate, a percentage, a plot path or a machine's own figure (its
+# caches, its resident memory); a table row of bare numbers (chapter 04's)
+# is left out too. Chapters 05 and 07 are checked only where the command
+# has `--cost-model analytic` (their other costs are measured).
+#
+#   tests/check_readme_numbers.sh              the book's files, against ./build
+#   tests/check_readme_numbers.sh DIR          the files under DIR (same layout)
+#   tests/check_readme_numbers.sh --self-test  shows that a changed number fails
+set -u
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+
+if [ "${1:-}" = "--self-test" ]; then
+    # A copy of chapter 01's README passes; the same copy with one quoted
+    # count changed (1,896 token-positions -> 1,897) must fail.
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    mkdir -p "$tmp/chapters/01_naive_decoding"
+    readme=chapters/01_naive_decoding/README.md
+    cp "$readme" "$tmp/$readme"
+    if ! bash "$0" "$tmp" >/dev/null; then
+        echo "self-test FAILED: the unchanged copy of $readme does not pass"
+        exit 1
+    fi
+    sed -i 's/^token-positions processed: 1,896 for 48 new tokens$/token-positions processed: 1,897 for 48 new tokens/' \
+        "$tmp/$readme"
+    if cmp -s "$readme" "$tmp/$readme"; then
+        echo "self-test FAILED: the line to change was not found in $readme"
+        exit 1
+    fi
+    if bash "$0" "$tmp" >/dev/null; then
+        echo "self-test FAILED: a changed number in $readme was not caught"
+        exit 1
+    fi
+    echo "README numbers self-test: a changed number fails, the unchanged file passes"
+    exit 0
+fi
+
+root="${1:-$repo}"
+exec python3 - "$root" "$repo" <<'PYTHON'
+import os, re, subprocess, sys, glob
+
+root, repo = sys.argv[1], sys.argv[2]
+files = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "chapters/*/*.md"))) \
+    + sorted(glob.glob(os.path.join(root, "chapters/*/solutions/*.md")))
+files = [f for f in files if os.path.isfile(f)]
+
+command_re = re.compile(r"(\./build/ch\d\d(?: [^`#]*)?)")
+# Lines that hold what varies with the machine or the moment.
+varies = re.compile(
+    r"\d(?: ?)(?:ms|us|ns|µs|s)\b|GB/s|GFLOP|tokens/s|tok/s|\d x\b|%|plot|"
+    r"CPU cache|roof|ridge|attain|below it a step|resident|difference:|expected:|grew|"
+    r"pages? of|measured|calibrat|seconds|fit error|warning|per second|meets")
+shows_commands = re.compile(r"\./build/|^\s*make |vllm |^\s*[{\[]")
+marker = re.compile(r"<!--\s*(output of:\s*(.*?)|not checked)\s*-->")
+numbers_only = re.compile(r"^[\s\d.,+-]+$")
+
+def normal(line):
+    return " ".join(line.split())
+
+outputs = {}
+def run(command):
+    if command not in outputs:
+        result = subprocess.run(["bash", "-c", command], cwd=repo, capture_output=True, text=True,
+                                timeout=600)
+        outputs[command] = {normal(l) for l in (result.stdout + result.stderr).splitlines()}
+    return outputs[command]
+
+checked = failed = 0
+for path in files:
+    rel = os.path.relpath(path, root)
+    chapter = re.match(r"chapters/(\d\d)_", rel)
+    default = "./build/ch" + chapter.group(1) if chapter else None
+    if chapter and chapter.group(1) == "06":
+        continue  # its table is built from the other chapters' saved runs
+    last_command = None
+    override = None  # from a marker comment just before a block
+    block = None  # lines of the text block being read
+    in_other = False
+    for number, line in enumerate(open(path, encoding="utf-8"), 1):
+        line = line.rstrip("\n")
+        if block is None and not in_other:
+            if line.startswith("```text"):
+                block, block_start = [], number
+                block_override, override = override, None
+                continue
+            found_marker = marker.search(line)
+            if found_marker:
+                override = "skip" if found_marker.group(2) is None else found_marker.group(2).strip()
+                continue
+            if line.strip():
+                override = None
+            if line.startswith("```"):
+                in_other = True
+            for found in command_re.findall(line):
+                last_command = found.strip()
+            continue
+        if in_other:
+            if line.startswith("```"):
+                in_other = False
+            else:
+                for found in command_re.findall(line):
+                    last_command = found.strip()
+            continue
+        if not line.startswith("```"):
+            block.append((number, line))
+            continue
+        # The end of a text block: check it.
+        command = last_command or default
+        if not chapter:
+            command = None  # the front page: only blocks it marks are outputs
+        if block_override:
+            command = block_override
+        if command == "skip" or any(shows_commands.search(t) for _, t in block if not t.startswith("$ ")):
+            block = None
+            continue
+        lines = []
+        for n, text in block:
+            if text.startswith("$ "):
+                command = text[2:].strip()
+                continue
+            if text.strip() and not varies.search(text) and not numbers_only.match(text):
+                lines.append((n, text))
+        block = None
+        if not command or not lines or "--help" in command:
+            continue
+        if re.match(r"\./build/ch0[57]", command) and "--cost-model analytic" not in command:
+            continue
+        printed = run(command)
+        print(f"==> {rel}:{block_start}: {len(lines)} lines against `{command}`")
+        for n, text in lines:
+            checked += 1
+            if normal(text) not in printed:
+                failed += 1
+                print(f"FAILED: {rel}:{n} (block at line {block_start}, from `{command}`) quotes")
+                print(f"    {text.strip()}")
+                print("  which the program no longer prints")
+
+print(f"README numbers: {checked} lines checked against {len(outputs)} commands, {failed} differ")
+sys.exit(1 if failed else 0)
+PYTHON
