@@ -2,28 +2,18 @@
 // costs, then replays the queue under six policies (serial, static and
 // continuous batching, each without and with the KV cache) and reports
 // what the people in the queue experienced.
-#include <iostream>
-
-#include "../../common/kit/flags.h"
-#include "../../common/kit/output.h"
-#include "../../common/kit/program.h"
+//
+// The lesson is workload.h, memory_manager.h, step_plan.h, scheduler.h,
+// cost_model.h and metrics.h; experiment.h sets its parameters and runs
+// it; report.h prints what it found.
+#include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"
 
-using namespace kv;
-
 int main(int argc, char** argv) {
-    return run_program("05_queue_simulation", [&] {
-        ch05::Experiment experiment;
-        OutputOptions output;
-        Flags flags("05_queue_simulation",
-                    "A queue of requests served with and without the cache, serially and in "
-                    "batches.");
-        experiment.add_flags(flags);
-        add_output_flags(flags, output);
-        if (!flags.parse(argc, argv)) return 0;
-        experiment.check();
-        ch05::report(experiment.run(), output, std::cout);
-        return 0;
-    });
+    kv::ch05::Experiment experiment;  // 1,000 requests at once, batch 32, 16 MiB of KV cache
+    return kv::run_chapter(argc, argv, "05_queue_simulation",
+                           "A queue of requests served with and without the cache, serially and "
+                           "in batches.",
+                           experiment, kv::ch05::report);
 }

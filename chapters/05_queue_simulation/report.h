@@ -5,8 +5,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -384,11 +384,11 @@ inline void print_report(std::ostream& out, const Results& run, const Plots& plo
     out << "\n" << headline(run) << "\n";
 }
 
-// The plots, then the JSON (with --json) or the text.
-inline void report(const Results& run, const OutputOptions& options, std::ostream& out) {
+// The plots, then the JSON (with --json) or the text. Returns the exit status.
+inline int report(const Results& run, const OutputOptions& options) {
     const Plots plots = write_plots(run, options.plot_dir);
-    if (emit(options, to_json(run, plots))) return;
-    print_report(out, run, plots);
+    if (!emit(options, to_json(run, plots))) print_report(std::cout, run, plots);
+    return 0;
 }
 
 }  // namespace kv::ch05

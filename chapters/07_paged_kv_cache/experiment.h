@@ -147,7 +147,7 @@ struct Experiment {
         Transformer model(queue.model, queue.seed);
         time_the_indirection(r, model);
         r.swap_bytes_per_second =
-            queue.cost_model == "analytic" ? kAnalyticBytesPerSecond : measure_swap_rate(model);
+            queue.cost_model == "analytic" ? kAnalyticBytesPerSecond : measure_swap_rate();
         Progress progress("the queue on the real engine, run");
         const int total = engine_requests > 0 ? 6 : 0;  // engine runs: 2 at the budget, 4 tight
         int done = 0;
@@ -242,13 +242,12 @@ struct Experiment {
     }
 
     // The copy rate of a swap: blocks out to host memory and back, timed.
-    double measure_swap_rate(Transformer& model) const {
+    double measure_swap_rate() const {
         const Config& c = queue.model;
         BlockPool pool(c, block_size, std::max(1, c.max_seq / block_size));
         PagedKVCache seq(pool, c.max_seq);
         seq.reserve(pool.blocks() * block_size);
         seq.commit(pool.blocks() * block_size);
-        (void)model;
         std::vector<double> rates;
         for (int rep = 0; rep < 5; ++rep) {
             const double start = thread_cpu_seconds();

@@ -32,13 +32,14 @@ class PagedExecutor : public RealExecutor {
 
     // Preempted by swap: the blocks go to host memory, then back to the pool.
     void release(const Request& r) override {
-        KVStore* cache = cache_of(r);
+        PagedKVCache* cache = paged(r);
         if (cache && r.status != RequestStatus::finished && preemption_ == Preemption::swap) {
             if (swapped_.size() <= std::size_t(r.id)) swapped_.resize(std::size_t(r.id) + 1);
-            swapped_[std::size_t(r.id)] = static_cast<PagedKVCache*>(cache)->swap_out();
+            swapped_[std::size_t(r.id)] = cache->swap_out();
             bytes_swapped_ += swapped_[std::size_t(r.id)].bytes();
         }
-        RealExecutor::release(r);
+        if (std::size_t(r.id) < paged_.size()) paged_[std::size_t(r.id)] = nullptr;
+        RealExecutor::release(r);  // frees the cache, and with it any block still held
     }
 
   protected:
@@ -52,12 +53,20 @@ class PagedExecutor : public RealExecutor {
             bytes_swapped_ += saved.bytes();
             saved = SwappedBlocks{};
         }
+        if (paged_.size() <= std::size_t(r.id)) paged_.resize(std::size_t(r.id) + 1, nullptr);
+        paged_[std::size_t(r.id)] = cache.get();
         return cache;
     }
 
   private:
     BlockPool& pool_;
     Preemption preemption_;
+    // The request's block table, which the base class owns as a KVStore.
+    PagedKVCache* paged(const Request& r) const {
+        return std::size_t(r.id) < paged_.size() ? paged_[std::size_t(r.id)] : nullptr;
+    }
+
+    std::vector<PagedKVCache*> paged_;    // (requests) each running request's block table
     std::vector<SwappedBlocks> swapped_;  // (requests) blocks waiting in host memory
     std::uint64_t bytes_swapped_ = 0;
 };

@@ -112,7 +112,6 @@ inline int report(const Results& r, const OutputOptions& out) {
         fixed(before.summary.ttft_median, 1) + " s -> " + fixed(after.summary.ttft_median, 1) +
         " s";
 
-    Json runs_json;
     std::vector<std::string> each;
     for (const QueueRun& q : r.runs) each.push_back(queue_json(q).str());
     std::string list = "[";
