@@ -376,3 +376,31 @@ TEST_CASE("the ridge point divides the best arithmetic rate by batch 1's weight 
     CHECK(r.batch() == doctest::Approx(8.0));
     CHECK(ch04::best_throughput(timings).batch == 16);
 }
+
+TEST_CASE("the roofline is the lower of the peak and intensity times the memory roof") {
+    Roofline roofs;
+    roofs.peak_flops = 100e9;
+    roofs.last_level_bytes_per_second = 25e9;
+    roofs.dram_bytes_per_second = 10e9;
+    CHECK(roofs.attainable(0.5, roofs.dram_bytes_per_second) == doctest::Approx(5e9));
+    CHECK(roofs.attainable(2.0, roofs.last_level_bytes_per_second) == doctest::Approx(50e9));
+    CHECK(roofs.attainable(64.0, roofs.dram_bytes_per_second) == doctest::Approx(100e9));
+    CHECK(roofs.ridge(roofs.last_level_bytes_per_second) == doctest::Approx(4.0));
+    CHECK(roofs.ridge(roofs.dram_bytes_per_second) == doctest::Approx(10.0));
+    // float32 weights: B/2 FLOPs per byte, so 4 FLOPs per byte is batch 8;
+    // 16-bit weights: B FLOPs per byte, batch 4.
+    CHECK(batch_at_intensity(4.0, 4) == doctest::Approx(8.0));
+    CHECK(batch_at_intensity(4.0, 2) == doctest::Approx(4.0));
+}
+
+TEST_CASE("a width's memory roof is the last-level cache's only if its weights fit the probe") {
+    Roofline roofs;
+    roofs.last_level_bytes_per_second = 25e9;
+    roofs.dram_bytes_per_second = 10e9;
+    const Config c = test::tiny_config();
+    const std::uint64_t bytes = weight_bytes_per_step(c);
+    CHECK(ch04::reads_from_last_level(c, bytes));
+    CHECK(ch04::memory_roof(roofs, bytes, c) == 25e9);
+    CHECK_FALSE(ch04::reads_from_last_level(c, bytes - 1));
+    CHECK(ch04::memory_roof(roofs, bytes - 1, c) == 10e9);
+}

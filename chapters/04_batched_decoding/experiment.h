@@ -1,7 +1,8 @@
 // Chapter 04's experiment: one decode step timed for batches of 1, 2, 4,
 // ... ragged sequences, at the demo width and at a width whose weights do
 // not fit in the CPU's cache; every batched step of the demo width checked
-// against the same sequences decoded alone; and this core's memory speed.
+// against the same sequences decoded alone; and this core's roofs: its peak
+// arithmetic and how fast it reads from its last-level cache and from DRAM.
 #pragma once
 
 #include <cstdint>
@@ -10,12 +11,13 @@
 
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
+#include "../../common/kit/machine_probes.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"
 #include "../../common/kit/report.h"
 #include "../../common/real_weights/model_source.h"
 #include "batch_benchmark.h"
-#include "memory_bandwidth.h"
+#include "roofline.h"
 
 namespace kv::ch04 {
 
@@ -36,10 +38,22 @@ struct Results {
     double max_logit_difference;      // over those sequence-steps
     long rows_compared;               // sequence-steps compared
     std::vector<int> answer0;         // sequence 0's answer decoded alone
-    std::uint64_t cache_bytes;        // the largest CPU cache (0: unknown)
-    std::uint64_t probe_bytes;        // the buffer the memory probe streams
-    double memory_bytes_per_second;   // what the probe measured
+    std::uint64_t cache_bytes;        // the largest CPU cache, as Linux reports it (0: unknown)
+    Roofline roofs;                   // this thread's peak arithmetic and read bandwidths
+    std::uint64_t last_level_probe_bytes;  // the buffer the last-level probe reads
+    std::uint64_t dram_probe_bytes;        // the buffer the DRAM probe reads
 };
+
+// The roofs, measured by the kit's probes (the bench's): the best of three
+// runs each. The last-level probe reads a buffer the size of the demo
+// model's weights, the working set its roof is for.
+inline Roofline measure_roofs(std::uint64_t last_level_bytes, std::uint64_t dram_bytes) {
+    Roofline roofs;
+    roofs.peak_flops = peak_multiply_then_add_flops();
+    roofs.last_level_bytes_per_second = ReadBandwidthProbe(last_level_bytes).bytes_per_second();
+    roofs.dram_bytes_per_second = ReadBandwidthProbe(dram_bytes).bytes_per_second();
+    return roofs;
+}
 
 // Throws UsageError, starting with `flag_prefix`, if the model's shape is
 // wrong or its weights plus bench_bytes() would take more than half of the
@@ -125,9 +139,11 @@ struct Experiment {
             Transformer wide_model(wide, model.seed);
             widths.push_back({wide, time_batches(wide_model, prompts, sizes)});
         }
-        const std::uint64_t cache_bytes = last_level_cache_bytes();
-        const std::uint64_t probe_bytes = streaming_buffer_bytes(cache_bytes);
-        const double memory_speed = streaming_bytes_per_second(probe_bytes, repeats);
+        const CacheSizes caches = cache_sizes();
+        const std::uint64_t llc_bytes =
+            last_level_probe_bytes(caches, weight_bytes_per_step(config));
+        const std::uint64_t dram_bytes = dram_probe_bytes(caches);
+        const Roofline roofs = measure_roofs(llc_bytes, dram_bytes);
         return {std::move(loaded),
                 max_batch,
                 longest,
@@ -138,9 +154,10 @@ struct Experiment {
                 alone.largest_difference(),
                 alone.rows_compared(),
                 alone.answer(0),
-                cache_bytes,
-                probe_bytes,
-                memory_speed};
+                caches.last_level,
+                roofs,
+                llc_bytes,
+                dram_bytes};
     }
 
   private:

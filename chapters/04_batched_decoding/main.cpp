@@ -4,7 +4,7 @@
 // same sequences decoded alone.
 //
 // The lessons are batched_decoding.h, arithmetic_intensity.h and
-// memory_bandwidth.h; batch_benchmark.h times them; experiment.h sets the
+// roofline.h; batch_benchmark.h times them; experiment.h sets the
 // parameters and runs it; report.h prints what it measured.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"

@@ -17,12 +17,17 @@
 #include "arithmetic_intensity.h"
 #include "batch_benchmark.h"
 #include "experiment.h"
+#include "roofline.h"
 
 namespace kv::ch04 {
 
-inline Table batch_table(const std::vector<BatchTiming>& timings) {
+// One row per batch size. `roof_bytes_per_second` is the memory roof the
+// width's weights are read from; "roof GFLOP/s" is what the roofline
+// allows at the row's intensity (the lower of the two roofs).
+inline Table batch_table(const std::vector<BatchTiming>& timings, const Roofline& roofs,
+                         double roof_bytes_per_second) {
     Table table({"batch", "step (ms)", "per token (ms)", "tokens/s", "speed-up per token",
-                 "GFLOP per step", "FLOPs/byte", "GFLOP/s", "GB/s of weights"});
+                 "GFLOP per step", "FLOPs/byte", "GFLOP/s", "roof GFLOP/s", "GB/s of weights"});
     const double base = timings.front().seconds_per_token();
     for (const BatchTiming& t : timings) {
         const StepArithmetic& a = t.arithmetic;
@@ -30,9 +35,23 @@ inline Table batch_table(const std::vector<BatchTiming>& timings) {
                        Cell(t.tokens_per_second(), 0), Cell(base / t.seconds_per_token(), 2),
                        Cell(a.flops() / 1e9, 3), Cell(a.flops_per_byte(), 1),
                        Cell(a.flops() / t.step_seconds / 1e9, 1),
+                       Cell(roofs.attainable(a.flops_per_byte(), roof_bytes_per_second) / 1e9, 1),
                        Cell(a.weight_bytes / t.step_seconds / 1e9, 1)});
     }
     return table;
+}
+
+// The memory roof of a width: the last-level cache's if its weights fit in
+// the buffer the last-level probe read (they stay there between steps),
+// DRAM's otherwise.
+inline bool reads_from_last_level(const Config& c, std::uint64_t last_level_probe_bytes) {
+    return weight_bytes_per_step(c) <= last_level_probe_bytes;
+}
+
+inline double memory_roof(const Roofline& roofs, std::uint64_t last_level_probe_bytes,
+                          const Config& c) {
+    return reads_from_last_level(c, last_level_probe_bytes) ? roofs.last_level_bytes_per_second
+                                                            : roofs.dram_bytes_per_second;
 }
 
 // The batch size with the most tokens per second.
@@ -43,12 +62,12 @@ inline const BatchTiming& best_throughput(const std::vector<BatchTiming>& timing
     return *best;
 }
 
-// Where a step stops waiting for weights and starts waiting for arithmetic
-// (the ridge point of the roofline model), from two measured rates: how
-// fast batch 1 streams weights, and the fastest arithmetic of any batch. A
-// step whose intensity is below their ratio is limited by memory; above
-// it, by arithmetic. The weight products do B/2 FLOPs per byte, so the
-// batch size at the ridge is about twice the ratio.
+// Where these kernels stop waiting for weights and start waiting for
+// arithmetic, from two measured rates: how fast batch 1 streams weights,
+// and the fastest arithmetic of any batch. It is the roofline's ridge with
+// the kernels' own best rate in place of the machine's peak (the machine's
+// ridge is Roofline::ridge). The weight products do B/2 FLOPs per byte, so
+// the batch size at the ridge is about twice the ratio.
 struct Ridge {
     double bytes_per_second = 0;  // weights streamed at batch 1
     double flops_per_second = 0;  // the best arithmetic rate of any batch
@@ -69,26 +88,34 @@ inline Ridge ridge_point(const std::vector<BatchTiming>& timings) {
 }
 
 // The table of one width, headed by its weight bytes against the CPU's
-// cache, and followed by its ridge point.
-inline void print_width(std::ostream& out, const WidthResult& w, std::uint64_t cache_bytes,
-                        double memory_bytes_per_second) {
+// cache, and followed by its roofline: the machine's ridge and the kernels'.
+inline void print_width(std::ostream& out, const WidthResult& w, const Results& r) {
     const std::uint64_t bytes = weight_bytes_per_step(w.config);
     out << "\ndim " << w.config.dim << ", ffn " << w.config.ffn_dim << ": "
         << with_commas(multiplied_parameters(w.config)) << " multiplied weights, "
         << format_bytes(bytes) << " read per step";
-    if (cache_bytes > 0)
-        out << " (" << (bytes <= cache_bytes ? "fit" : "do not fit") << " in the "
-            << format_bytes(cache_bytes) << " largest CPU cache)";
+    if (r.cache_bytes > 0)
+        out << " (" << (bytes <= r.cache_bytes ? "fit" : "do not fit") << " in the "
+            << format_bytes(r.cache_bytes) << " largest CPU cache)";
     out << "\n";
-    batch_table(w.timings).print(out);
-    const Ridge r = ridge_point(w.timings);
-    out << "  batch 1 reads weights at " << fixed(r.bytes_per_second / 1e9, 1) << " GB/s ("
-        << fixed(100 * r.bytes_per_second / memory_bytes_per_second, 0)
-        << "% of what this core streams from memory);\n  arithmetic peaks at "
-        << fixed(r.flops_per_second / 1e9, 1) << " GFLOP/s (batch " << r.at_batch
-        << "). The two balance at " << fixed(r.flops_per_byte(), 1)
-        << " FLOPs per byte,\n  about batch " << fixed(r.batch(), 0)
-        << ": below it a step waits for weights, above it for arithmetic.\n";
+    const bool llc = reads_from_last_level(w.config, r.last_level_probe_bytes);
+    const double roof = memory_roof(r.roofs, r.last_level_probe_bytes, w.config);
+    batch_table(w.timings, r.roofs, roof).print(out);
+    const Ridge k = ridge_point(w.timings);
+    const double machine_ridge = r.roofs.ridge(roof);
+    out << "  memory roof: " << (llc ? "the last-level cache" : "DRAM") << ", "
+        << fixed(roof / 1e9, 1) << " GB/s; batch 1 reads weights at "
+        << fixed(k.bytes_per_second / 1e9, 1) << " GB/s ("
+        << fixed(100 * k.bytes_per_second / roof, 0) << "% of it)\n"
+        << "  the machine's ridge: " << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s / "
+        << fixed(roof / 1e9, 1) << " GB/s = " << fixed(machine_ridge, 1)
+        << " FLOPs per byte, about batch " << fixed(batch_at_intensity(machine_ridge, 4), 0)
+        << "\n  these kernels attain at most " << fixed(k.flops_per_second / 1e9, 1)
+        << " GFLOP/s (batch " << k.at_batch << ", "
+        << fixed(100 * k.flops_per_second / r.roofs.peak_flops, 0)
+        << "% of the peak);\n  their line meets batch 1's rate at " << fixed(k.flops_per_byte(), 1)
+        << " FLOPs per byte, about batch " << fixed(k.batch(), 0)
+        << ":\n  below it a step waits for weights, above it for arithmetic.\n";
 }
 
 // Tokens per second against batch size, one line per width; with
@@ -113,15 +140,21 @@ inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths, bool rela
 }
 
 // One width's numbers for --json, each key starting with `prefix`.
-inline void add_width_json(Json& json, const std::string& prefix, const WidthResult& w) {
+inline void add_width_json(Json& json, const std::string& prefix, const WidthResult& w,
+                           const Results& r) {
     const BatchTiming& best = best_throughput(w.timings);
+    const double roof = memory_roof(r.roofs, r.last_level_probe_bytes, w.config);
     json.add(prefix + "model", w.config.describe())
         .add(prefix + "weight_bytes_per_step", weight_bytes_per_step(w.config))
-        .add(prefix + "batches", batch_table(w.timings))
+        .add(prefix + "batches", batch_table(w.timings, r.roofs, roof))
+        .add(prefix + "memory_roof", reads_from_last_level(w.config, r.last_level_probe_bytes)
+                                         ? "last_level_cache"
+                                         : "dram")
         .add(prefix + "tokens_per_second_batch1", w.timings.front().tokens_per_second())
         .add(prefix + "tokens_per_second_best", best.tokens_per_second())
         .add(prefix + "best_batch", best.batch)
-        .add(prefix + "ridge_flops_per_byte", ridge_point(w.timings).flops_per_byte());
+        .add(prefix + "ridge_flops_per_byte", ridge_point(w.timings).flops_per_byte())
+        .add(prefix + "machine_ridge_flops_per_byte", r.roofs.ridge(roof));
 }
 
 // Writes the plots, then the JSON or the text. Returns the exit status: 1
@@ -144,13 +177,17 @@ inline int report(const Results& r, const OutputOptions& out) {
         .add("mean_prompt", r.mean_prompt)
         .add("repeats", r.repeats)
         .add("last_level_cache_bytes", r.cache_bytes)
-        .add("memory_bytes_per_second", r.memory_bytes_per_second)
+        .add("peak_flops", r.roofs.peak_flops)
+        .add("last_level_bytes_per_second", r.roofs.last_level_bytes_per_second)
+        .add("last_level_probe_bytes", r.last_level_probe_bytes)
+        .add("dram_bytes_per_second", r.roofs.dram_bytes_per_second)
+        .add("dram_probe_bytes", r.dram_probe_bytes)
         .add("same_tokens", r.same_tokens)
         .add("max_logit_difference", r.max_logit_difference)
         .add("weights", loaded.weights);
     if (has_text) json.add("answer_text", answer_text);
-    add_width_json(json, "", r.widths[0]);  // the closing table's keys: the demo model
-    if (r.widths.size() > 1) add_width_json(json, "wide_", r.widths[1]);
+    add_width_json(json, "", r.widths[0], r);  // the closing table's keys: the demo model
+    if (r.widths.size() > 1) add_width_json(json, "wide_", r.widths[1], r);
     if (emit(out, json.add("plot", plot_path).add("speedup_plot", speedup_path))) return status;
 
     std::cout << "Chapter 04: batched decoding\n\n"
@@ -161,15 +198,17 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "), one new token each per decode step\n"
               << "times: median of " << r.repeats << " steps; the batch sizes take turns in "
               << std::min(kRounds, r.repeats) << " rounds, each with a warm-up step\n"
-              << "memory: this core streams " << fixed(r.memory_bytes_per_second / 1e9, 1)
-              << " GB/s from main memory (measured: a sum over " << format_bytes(r.probe_bytes)
-              << ")\n";
-    for (const WidthResult& w : r.widths)
-        print_width(std::cout, w, r.cache_bytes, r.memory_bytes_per_second);
+              << "roofs (this thread, the kit's machine probes): multiply then add "
+              << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s; reads "
+              << fixed(r.roofs.last_level_bytes_per_second / 1e9, 1)
+              << " GB/s from the last-level cache (over " << format_bytes(r.last_level_probe_bytes)
+              << "), " << fixed(r.roofs.dram_bytes_per_second / 1e9, 1) << " GB/s from DRAM (over "
+              << format_bytes(r.dram_probe_bytes) << ")\n";
+    for (const WidthResult& w : r.widths) print_width(std::cout, w, r);
     std::cout << "\nEach step reads every weight once and does 2 FLOPs with it per sequence:"
-              << " the weight\nproducts do B/2 FLOPs per byte. Attention adds 4 x layers x dim"
-              << " FLOPs per cached\nposition of each sequence, on keys and values no other"
-              << " sequence shares.\n\n"
+              << " the weight\nproducts do B/2 FLOPs per byte (B with 16-bit weights)."
+              << " Attention adds 4 x layers x dim\nFLOPs per cached position of each"
+              << " sequence, on keys and values no other sequence shares.\n\n"
               << "batched vs alone (chapter 02's decode_step), " << r.rows_compared
               << " sequence-steps: same tokens " << (r.same_tokens ? "yes" : "NO")
               << ", largest logit difference " << r.max_logit_difference
