@@ -31,7 +31,7 @@ CHAPTERS     = $(foreach d,$(CHAPTER_DIRS),ch$(firstword $(subst _, ,$(notdir $(
 COMMON_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard common/*/*.cpp))
 TEST_OBJ   = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard tests/*.cpp))
 
-.PHONY: all run test sanitize bench clean doctest $(CHAPTERS)
+.PHONY: all run test sanitize bench fuzz clean doctest $(CHAPTERS)
 .SECONDARY:
 all: $(CHAPTERS)
 
@@ -96,6 +96,40 @@ $(BUILD)/bench: $(BENCH_OBJ) $(COMMON_OBJ)
 
 bench: $(BUILD)/bench
 	./$(BUILD)/bench
+
+# ------------------------------------------------------------- fuzzing
+# make fuzz: libFuzzer (Clang: Debian's clang and libclang-rt-dev) on the
+# readers of untrusted input, one harness each in tests/fuzz/: the llama2.c
+# checkpoint reader, the tokenizer reader, chapter 06's JSON reader and the
+# flag parser. Each is built apart in build/fuzz/ with AddressSanitizer and
+# UBSan and runs for FUZZ_SECONDS seconds (20 by default: make fuzz
+# FUZZ_SECONDS=5), one after another, growing its corpus in
+# build/fuzz/NAME.corpus/. The first crash, hang, leak or sanitizer report
+# stops it with a non-zero status; the input is saved as
+# build/fuzz/NAME-crash-... and the end of the log is printed.
+FUZZ_CXX     ?= clang++
+FUZZ_SECONDS ?= 20
+FUZZ_FLAGS    = -std=c++20 -O1 -g -ffp-contract=off -fno-omit-frame-pointer -Wno-psabi \
+                -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_NAMES    = $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/*.cpp))
+FUZZ_COMMON   = $(patsubst %.cpp,build/fuzz/%.o,$(wildcard common/*/*.cpp))
+
+$(FUZZ_COMMON): build/fuzz/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_NAMES:%=build/fuzz/%): build/fuzz/%: tests/fuzz/%.cpp $(FUZZ_COMMON)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_COMMON)
+
+fuzz: $(FUZZ_NAMES:%=build/fuzz/%)
+	@for name in $(FUZZ_NAMES); do \
+	    f=build/fuzz/$$name; mkdir -p $$f.corpus; \
+	    echo "==> $$f for $(FUZZ_SECONDS) s"; \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+	        -artifact_prefix=$$f- $$f.corpus >$$f.log 2>&1 \
+	        || { tail -n 40 $$f.log; echo "FUZZ FAILED: $$name (log: $$f.log)"; exit 1; }; \
+	    grep -E "^Done|^#[0-9]+.*DONE" $$f.log | tail -n 1; \
+	done
 
 clean:
 	rm -rf build plots

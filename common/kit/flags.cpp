@@ -13,8 +13,29 @@ namespace kv {
 
 namespace {
 
+// Control characters written as escapes, so that a message stays one line
+// and "a\r" does not look like "a".
+std::string visible(const std::string& s) {
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '\r')
+            out += "\\r";
+        else if (c == '\t')
+            out += "\\t";
+        else if (u < 0x20 || u == 0x7F)
+            out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+        else
+            out += c;
+    }
+    return out;
+}
+
 std::string quote(const std::string& s) {
-    return "'" + s + "'";
+    return "'" + visible(s) + "'";
 }
 
 // Whole numbers: an optional minus sign, then digits only ("12", not "12k" or "1e3").
@@ -178,7 +199,7 @@ bool Flags::parse(int argc, const char* const* argv) {
         const std::string name =
             arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
         Flag* flag = find(name);
-        if (flag == nullptr) throw UsageError("unknown flag --" + name + " (see --help)");
+        if (flag == nullptr) throw UsageError("unknown flag --" + visible(name) + " (see --help)");
         if (flag->is_switch) {
             if (eq != std::string::npos) throw UsageError("--" + name + " takes no value");
             flag->set("");

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <utility>
+
 namespace kv {
 
 namespace {
@@ -20,7 +22,7 @@ Allocating::~Allocating() {
 }
 
 std::string Allocating::failed() {
-    return failed_allocation;
+    return std::exchange(failed_allocation, std::string());
 }
 
 Progress::Progress(std::string label) : label_(std::move(label)), enabled_(isatty(STDERR_FILENO)) {}

@@ -25,7 +25,8 @@ class Allocating {
     Allocating(const Allocating&) = delete;
     Allocating& operator=(const Allocating&) = delete;
 
-    // What the innermost note said when a bad_alloc left it; "" if none.
+    // What the innermost note said when an exception last left it, and
+    // forgets it; "" if none.
     static std::string failed();
 
   private:
@@ -38,6 +39,7 @@ class Allocating {
 // flushed and checked: anything lost (`ch03 > /dev/full`) is an error too.
 template <class Body>
 int run_program(const char* program, Body&& body) {
+    Allocating::failed();  // nothing from before this program
     try {
         const int status = body();
         check_standard_output();
@@ -50,6 +52,7 @@ int run_program(const char* program, Body&& body) {
                      "cannot hold it: choose a smaller shape or workload\n";
         return 2;
     } catch (const std::exception& e) {
+        Allocating::failed();
         std::cerr << program << ": " << e.what() << "\n";
         return 2;
     }

@@ -1,0 +1,218 @@
+// The kit's file reading and writing (common/kit/files.h): only regular
+// files are read, bounded in size, every failure names its real cause; a
+// write replaces the file whole or leaves the old one; standard output
+// errors and failed allocations end the program with one line.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <new>
+#include <sstream>
+#include <streambuf>
+#include <string>
+
+#include "../common/kit/files.h"
+#include "../common/kit/program.h"
+#include "test_files.h"
+
+using namespace kv;
+using kv::test::TempDir;
+using kv::test::write_bytes;
+
+namespace {
+
+// The message read_file(path, what, max) throws, or "" if it reads.
+std::string read_error(const std::string& path, std::uint64_t max = 1 << 20) {
+    try {
+        read_file(path, "--input", max);
+    } catch (const FileError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::string write_error(const std::string& path, const std::string& text) {
+    try {
+        write_file(path, text, "--output");
+    } catch (const FileError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// A stream buffer whose every write fails, as a full disk's does.
+struct FullDisk : std::streambuf {
+    int overflow(int) override { return traits_type::eof(); }
+    std::streamsize xsputn(const char*, std::streamsize) override { return 0; }
+};
+
+}  // namespace
+
+TEST_CASE("a regular file is read whole") {
+    const TempDir dir;
+    write_bytes(dir.file("a.txt"), std::string("one\ntwo\0three", 13));
+    CHECK(read_file(dir.file("a.txt"), "--input", 100) == std::string("one\ntwo\0three", 13));
+    write_bytes(dir.file("empty.txt"), "");
+    CHECK(read_file(dir.file("empty.txt"), "--input", 100).empty());
+}
+
+TEST_CASE("what is not a regular file is refused at once naming what it is") {
+    const TempDir dir;
+    CHECK(read_error("/dev/zero") == "--input /dev/zero: a character device, not a regular file");
+    CHECK(read_error(dir.path.string()) ==
+          "--input " + dir.path.string() + ": a folder, not a regular file");
+    // A FIFO with no writer: opening it must not wait for one.
+    const std::string fifo = dir.file("fifo");
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(read_error(fifo) == "--input " + fifo + ": a FIFO (named pipe), not a regular file");
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+TEST_CASE("a file that cannot be opened names the system's cause") {
+    const TempDir dir;
+    CHECK(read_error(dir.file("missing")) ==
+          "--input " + dir.file("missing") + ": No such file or directory");
+    // A symbolic link to itself.
+    std::filesystem::create_symlink(dir.file("loop"), dir.file("loop"));
+    CHECK(read_error(dir.file("loop")) ==
+          "--input " + dir.file("loop") + ": Too many levels of symbolic links");
+    const std::string long_name = dir.file(std::string(300, 'a'));
+    CHECK(read_error(long_name) == "--input " + long_name + ": File name too long");
+    CHECK(read_error(dir.file("missing") + "/x") ==
+          "--input " + dir.file("missing") + "/x: No such file or directory");
+    write_bytes(dir.file("file"), "x");
+    CHECK(read_error(dir.file("file") + "/x") ==
+          "--input " + dir.file("file") + "/x: Not a directory");
+    CHECK(read_error("") == "--input : the file name is empty");
+    // Root reads anything; elsewhere a file without read permission.
+    if (geteuid() != 0) {
+        write_bytes(dir.file("secret"), "x");
+        std::filesystem::permissions(dir.file("secret"), std::filesystem::perms::none);
+        CHECK(read_error(dir.file("secret")) ==
+              "--input " + dir.file("secret") + ": Permission denied");
+    }
+}
+
+TEST_CASE("a file larger than the reader takes is refused before it is read") {
+    const TempDir dir;
+    write_bytes(dir.file("big"), std::string(101, 'x'));
+    CHECK(read_error(dir.file("big"), 100) ==
+          "--input " + dir.file("big") +
+              ": the file has 101 bytes, more than the 100 this "
+              "reader takes");
+    CHECK(read_error(dir.file("big"), 101).empty());
+    // A /proc file says it has 0 bytes and then holds more: bounded while read.
+    CHECK(read_error("/proc/self/status", 10).find("more than the 10 bytes") != std::string::npos);
+}
+
+TEST_CASE("InputFile reads exactly, skips, and says when the file ends") {
+    const TempDir dir;
+    write_bytes(dir.file("f"), "abcdefgh");
+    InputFile in(dir.file("f"), "checkpoint", 100);
+    CHECK(in.size() == 8);
+    char two[2];
+    REQUIRE(in.read(two, 2));
+    CHECK(std::string(two, 2) == "ab");
+    CHECK(in.skip(3));
+    CHECK(in.read_rest() == "fgh");
+    CHECK_FALSE(in.read(two, 1));
+    CHECK_FALSE(in.skip(1));
+    CHECK_THROWS_WITH_AS(in.fail("bad"), ("checkpoint " + dir.file("f") + ": bad").c_str(),
+                         FileError);
+}
+
+TEST_CASE("a written file replaces the old one whole, or leaves it") {
+    const TempDir dir;
+    const std::string path = dir.file("out.json");
+    write_file(path, "old\n", "--output");
+    CHECK(read_file(path, "", 100) == "old\n");
+    write_file(path, "new\n", "--output");
+    CHECK(read_file(path, "", 100) == "new\n");
+    // Nothing is left beside it.
+    int files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
+        (void)entry;
+        ++files;
+    }
+    CHECK(files == 1);
+
+    // A write that fails half-way (an exception before commit) leaves the old file.
+    {
+        OutputFile out(path, "--output");
+        out.write("half of a n");
+    }
+    CHECK(read_file(path, "", 100) == "new\n");
+
+    // write_file makes the folder it writes into; OutputFile alone does not.
+    write_file(dir.file("sub/dir/plot.svg"), "<svg/>", "--plot-dir");
+    CHECK(read_file(dir.file("sub/dir/plot.svg"), "", 100) == "<svg/>");
+    CHECK_THROWS_WITH_AS(
+        OutputFile(dir.file("none/x.bin"), "checkpoint"),
+        ("checkpoint " + dir.file("none/x.bin") + ": cannot create: No such file or directory")
+            .c_str(),
+        FileError);
+    // A link is followed: the file it names is replaced, the link stays.
+    std::filesystem::create_symlink(path, dir.file("link.json"));
+    write_file(dir.file("link.json"), "through the link\n");
+    CHECK(std::filesystem::is_symlink(dir.file("link.json")));
+    CHECK(read_file(path, "", 100) == "through the link\n");
+}
+
+TEST_CASE("a write that cannot be done names its flag and its cause") {
+    const TempDir dir;
+    CHECK(write_error("/dev/full", "x") ==
+          "--output /dev/full: cannot write: No space left on device");
+    CHECK(write_error(dir.path.string(), "x") ==
+          "--output " + dir.path.string() + ": a folder, not a file");
+    CHECK(write_error("", "x") == "--output: the file name is empty");
+    write_bytes(dir.file("file"), "x");
+    CHECK(write_error(dir.file("file") + "/x.json", "x").find("cannot create the folder") !=
+          std::string::npos);
+    // A device is written in place, never renamed over.
+    write_file("/dev/null", "nothing", "--output");
+    struct stat st {};
+    REQUIRE(stat("/dev/null", &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+}
+
+TEST_CASE("lost standard output ends the program with one line and status 2") {
+    std::ostringstream captured;
+    std::streambuf* old_err = std::cerr.rdbuf(captured.rdbuf());
+    FullDisk full;
+    std::streambuf* old_out = std::cout.rdbuf(&full);
+    const int status = run_program("t", [] {
+        std::cout << "a table nobody will see\n";
+        return 0;
+    });
+    std::cout.rdbuf(old_out);
+    std::cout.clear();
+    std::cerr.rdbuf(old_err);
+    CHECK(status == 2);
+    const std::string text = captured.str();
+    CHECK(text.rfind("t: cannot write standard output", 0) == 0);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+}
+
+TEST_CASE("a failed allocation ends the program naming what was allocated") {
+    std::ostringstream captured;
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+    const int named = run_program("t", []() -> int {
+        const Allocating note("the KV cache of 99 positions");
+        throw std::bad_alloc();
+    });
+    const int bare = run_program("t", []() -> int { throw std::bad_alloc(); });
+    std::cerr.rdbuf(old);
+    CHECK(named == 2);
+    CHECK(bare == 2);
+    const std::string text = captured.str();
+    INFO(text);
+    CHECK(text.find("t: out of memory allocating the KV cache of 99 positions;") == 0);
+    CHECK(text.find("t: out of memory (std::bad_alloc);") != std::string::npos);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 2);
+}
