@@ -149,11 +149,11 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
     return logits_;
 }
 
-// RoPE turns each new query and key by its absolute position (a token must
-// be rotated by where it really is, not by where it is in this pass); the
-// rotated keys and the values are then written into the cache at
-// positions length()..length()+n-1. forward() commits them once every
-// layer has written its own.
+// The new positions' keys, turned by RoPE to their absolute positions (a
+// key must be rotated by where its token really is, not by where it sits
+// in this pass), and their values are written into the cache at positions
+// length()..length()+n-1. forward() commits them once every layer has
+// written its own.
 void Transformer::append_to_cache(const SequenceInput& input, int first_row, int layer) {
     const int kv_dim = config_.kv_dim();
     const int start = input.cache->length();
@@ -161,7 +161,6 @@ void Transformer::append_to_cache(const SequenceInput& input, int first_row, int
     for (int t = 0; t < static_cast<int>(input.tokens.size()); ++t) {
         const int pos = start + t;
         const int row = first_row + t;
-        rope_.apply(q_.row_span(row), pos);
         rope_.apply(k_.row_span(row), pos);
         std::copy(k_.row(row), k_.row(row) + kv_dim, cache.key(layer, pos));
         std::copy(v_.row(row), v_.row(row) + kv_dim, cache.value(layer, pos));
@@ -180,6 +179,9 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
     const int start = input.cache->length();
     const int n_new = static_cast<int>(input.tokens.size());
     input.cache->runs(layer, start + n_new, runs_);
+    // The queries turn by their positions too, so that q.k sees only the
+    // distance between the two tokens.
+    for (int t = 0; t < n_new; ++t) rope_.apply(q_.row_span(first_row + t), start + t);
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
     for (int t = 0; t < n_new; ++t) {
