@@ -68,10 +68,11 @@ inline constexpr double kAnalyticBytesPerSecond = 40e9;  // from memory to the c
 // so the analytic model never flatters a policy.
 inline CostModel analytic_cost_model(const Config& c) {
     const double F = kAnalyticFlopsPerSecond, B = kAnalyticBytesPerSecond;
-    const double layer_flops =
-        2.0 * c.n_layers *  // per row: wq, wo, wk, wv, w1, w2, w3
-        (2.0 * c.dim * c.dim + 2.0 * c.dim * c.kv_dim() + 3.0 * c.dim * c.ffn_dim);
+    // A multiply and an add per multiplied weight (Config::multiplied_parameters):
+    // the layers' wq, wk, wv, wo, w1, w2, w3 for every row, the output
+    // projection only for the row whose logits are wanted.
     const double output_flops = 2.0 * c.vocab_size * c.dim;  // logits of one row
+    const double layer_flops = 2.0 * double(c.multiplied_parameters()) - output_flops;
     // Every weight but a lookup-only embedding is read once per pass.
     const double weights_read = double(c.weight_bytes_read_per_pass());
     // One query against one cached position: scores and weighted values in
