@@ -28,16 +28,16 @@ namespace kv::ch05 {
 
 // "452 s", "23.9 s", "1.25 s": three significant figures or whole seconds.
 inline std::string seconds_text(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, s >= 100 ? "%.0f s" : s >= 10 ? "%.1f s" : "%.2f s", s);
-    return buf;
+    return fixed(s, s >= 100 ? 0 : s >= 10 ? 1 : 2) + " s";
 }
 
 // "+4.2%" for an error with its sign; "4.2%" without.
 inline std::string percent(double fraction, bool with_sign = true) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, with_sign ? "%+.1f%%" : "%.1f%%", 100 * fraction);
-    return buf;
+    const double p = 100 * fraction;
+    std::string text = with_sign && !std::signbit(p) ? "+" : "";
+    text += fixed(p, 1);
+    text += '%';
+    return text;
 }
 
 inline std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests) {
@@ -49,38 +49,28 @@ inline std::string describe_workload(const WorkloadOptions& w, std::span<const R
         longest = std::max(longest, r.answer_len);
     }
     const double n = double(requests.size());
-    char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "workload: %s requests %s (seed %llu); prompts uniform in %d..%d tokens (mean "
-                  "%.1f); answers %s around %d, capped at %d (mean %.1f, longest %d)",
-                  with_commas(requests.size()).c_str(),
-                  w.rate > 0
-                      ? ("arriving at " + json_number(w.rate) + " per second (Poisson)").c_str()
-                      : "all at time 0",
-                  static_cast<unsigned long long>(w.seed), w.prompt_min, w.prompt_max, prompt / n,
-                  w.answer_dist.c_str(), w.answer_len, w.answer_max, answer / n, longest);
-    return buf;
+    return "workload: " + with_commas(requests.size()) + " requests " +
+           (w.rate > 0 ? "arriving at " + json_number(w.rate) + " per second (Poisson)"
+                       : std::string("all at time 0")) +
+           " (seed " + std::to_string(w.seed) + "); prompts uniform in " +
+           std::to_string(w.prompt_min) + ".." + std::to_string(w.prompt_max) + " tokens (mean " +
+           fixed(prompt / n, 1) + "); answers " + w.answer_dist + " around " +
+           std::to_string(w.answer_len) + ", capped at " + std::to_string(w.answer_max) +
+           " (mean " + fixed(answer / n, 1) + ", longest " + std::to_string(longest) + ")";
 }
 
 inline std::string describe_budget(const MemoryBudget& b, const Concurrency& fit, int batch) {
-    char buf[512];
+    const std::string budget =
+        "memory: KV budget " + format_bytes(b.bytes) + " = " + with_commas(b.tokens) +
+        " positions of " + format_bytes(b.bytes_per_token) + " (chapter 03's bytes per token); ";
     if (b.reserve == Reservation::whole_context)
-        std::snprintf(buf, sizeof buf,
-                      "memory: KV budget %s = %s positions of %s (chapter 03's bytes per token); "
-                      "charging each request its longest context (prompt + cap - 1), %llu fit at "
-                      "once if all are longest, %.1f on average; batch size %d",
-                      format_bytes(b.bytes).c_str(), with_commas(b.tokens).c_str(),
-                      format_bytes(b.bytes_per_token).c_str(),
-                      static_cast<unsigned long long>(fit.fewest), fit.average, batch);
-    else
-        std::snprintf(buf, sizeof buf,
-                      "memory: KV budget %s = %s positions of %s (chapter 03's bytes per token); "
-                      "charging only what each cache holds, %.1f average requests fit at their "
-                      "last step, more before it (the newest is preempted when the next step "
-                      "would not fit); batch size %d",
-                      format_bytes(b.bytes).c_str(), with_commas(b.tokens).c_str(),
-                      format_bytes(b.bytes_per_token).c_str(), fit.average_held, batch);
-    return buf;
+        return budget + "charging each request its longest context (prompt + cap - 1), " +
+               std::to_string(fit.fewest) + " fit at once if all are longest, " +
+               fixed(fit.average, 1) + " on average; batch size " + std::to_string(batch);
+    return budget + "charging only what each cache holds, " + fixed(fit.average_held, 1) +
+           " average requests fit at their last step, more before it (the newest is preempted "
+           "when the next step would not fit); batch size " +
+           std::to_string(batch);
 }
 
 inline Table policy_table(const std::vector<Policy>& policies, const std::vector<Summary>& rows) {
@@ -99,9 +89,7 @@ inline Table policy_table(const std::vector<Policy>& policies, const std::vector
 
 inline void print_cost_model(std::ostream& out, const CostModel& m, const Calibration* cal) {
     auto ms = [](double s) {  // attention's coefficients are fractions of a microsecond
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.1f ns", s * 1e9);
-        return s > 0 && s < 1e-6 ? std::string(buf) : format_duration(s);
+        return s > 0 && s < 1e-6 ? fixed(s * 1e9, 1) + " ns" : format_duration(s);
     };
     out << "cost model: " << m.source;
     if (cal) {
@@ -121,10 +109,8 @@ inline void print_cost_model(std::ostream& out, const CostModel& m, const Calibr
             << " requests, another sample) ran each kind of step with the cache at:";
         for (std::size_t i = 0; i < cal->queue.size(); ++i) {
             const QueueLevel& q = cal->queue[i];
-            char buf[96];
-            std::snprintf(buf, sizeof buf, "%s x%.3f (%d)", q.what.c_str(),
-                          q.priced > 0 ? q.measured / q.priced : 1.0, q.steps);
-            out << (i ? "; " : " ") << buf;
+            out << (i ? "; " : " ") << q.what << " x"
+                << fixed(q.priced > 0 ? q.measured / q.priced : 1.0, 3) << " (" << q.steps << ")";
         }
     }
     out << "\n  pass over whole sequences (prefill; every step without the cache):\n"
