@@ -6,6 +6,9 @@
 // logits a plain scalar forward pass in this file works out on its own.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <filesystem>
@@ -506,4 +509,74 @@ TEST_CASE("the random model saved and loaded again is the same model") {
     ModelSource save_small;
     save_small.save_tokenizer = dir.file("small.bin");
     CHECK_THROWS_AS(save_model_files(save_small, small), UsageError);
+}
+
+TEST_CASE("a checkpoint path that is not a regular file is refused at once") {
+    TempDir dir;
+    expect_error([&] { read_checkpoint_config("/dev/zero"); }, "/dev/zero",
+                 "a character device, not a regular file");
+    const std::string fifo = dir.file("fifo.bin");
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    expect_error([&] { read_checkpoint(fifo); }, fifo, "a FIFO (named pipe), not a regular file");
+    std::filesystem::create_symlink(dir.file("loop.bin"), dir.file("loop.bin"));
+    expect_error([&] { read_checkpoint(dir.file("loop.bin")); }, dir.file("loop.bin"),
+                 "Too many levels of symbolic links");
+    const std::string long_name = dir.file(std::string(300, 'm'));
+    expect_error([&] { read_checkpoint(long_name); }, long_name, "File name too long");
+}
+
+TEST_CASE("load_model names the flag of a file it cannot read") {
+    TempDir dir;
+    ModelSource source;
+    source.checkpoint = "/dev/zero";
+    CHECK_THROWS_WITH_AS(load_model(source, Config{}, 1, 4, 4),
+                         "--checkpoint /dev/zero: a character device, not a regular file",
+                         UsageError);
+    source = ModelSource{};
+    source.tokenizer = dir.path.string();
+    CHECK_THROWS_WITH_AS(
+        load_model(source, small_text_model(), 1, 4, 4),
+        ("--tokenizer " + dir.path.string() + ": a folder, not a regular file").c_str(),
+        UsageError);
+}
+
+TEST_CASE("a prompt too long for the context is refused before it is encoded") {
+    TempDir dir;
+    const Config c = small_text_model();  // max_seq 40
+    ModelSource source;
+    source.tokenizer = dir.file("tokenizer.bin");
+    write_tokenizer(source.tokenizer, byte_level_tokenizer(c.vocab_size));
+    source.prompt = std::string(120'000, 'a');
+    // Encoding 120,000 characters takes minutes; the bound takes nothing.
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH_AS(load_model(source, c, 1, 4, 4),
+                         doctest::Contains("--prompt: its 120,000 bytes make at least"),
+                         UsageError);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+    // Near the bound, the encoded length decides, with the same flags named.
+    source.prompt = "hello world";
+    CHECK_THROWS_WITH_AS(
+        load_model(source, c, 1, 4, 38),
+        doctest::Contains("the prompt's 13 tokens + --answer-len 38 - 1 = 50 exceeds"), UsageError);
+}
+
+TEST_CASE("without an answer the context error names no --answer-len") {
+    // Chapter 04 decodes from its prompts and has no --answer-len.
+    ModelSource source;
+    const Config c = small_text_model();
+    CHECK_THROWS_WITH_AS(load_model(source, c, 1, 41, 1), "--prompt-len 41 exceeds --max-seq 40",
+                         UsageError);
+}
+
+TEST_CASE("a checkpoint written over an old one replaces it whole") {
+    TempDir dir;
+    const Config c = small_text_model();
+    const std::string path = dir.file("model.bin");
+    write_bytes(path, "an old file");
+    write_checkpoint(path, c, random_weights(c, 4));
+    CHECK(std::filesystem::file_size(path) == checkpoint_bytes(c));
+    CHECK(read_checkpoint_config(path).describe() == c.describe());
+    CHECK_THROWS_WITH_AS(write_checkpoint(dir.file("none/model.bin"), c, random_weights(c, 4)),
+                         doctest::Contains("No such file or directory"), std::runtime_error);
+    CHECK_FALSE(std::filesystem::exists(dir.file("none")));
 }

@@ -2,6 +2,7 @@
 // saved_results.h must read, nested values and all.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -78,5 +79,92 @@ TEST_CASE("the closing table reads each figure and derives the ratios from it") 
     CHECK(r.shapes[1].measured == 15.0);
     CHECK(r.shapes[2].measured == 2.0);
     experiment.results_dir = dir.file("missing");
+    CHECK_THROWS_AS(experiment.run(), std::runtime_error);
+}
+
+namespace {
+
+// The message parse() throws for `text`, or "" if it reads.
+std::string parse_error(const std::string& text) {
+    try {
+        SavedResults::parse("r.json", text);
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("saved results take JSON numbers only") {
+    for (const char* number : {"0", "-0", "12", "-3.25", "1e5", "1E+5", "2.5e-3", "0.5"}) {
+        INFO(number);
+        CHECK(parse_error(std::string("{\"a\": ") + number + "}") == "");
+    }
+    for (const char* number : {"NaN", "nan", "Infinity", "-Infinity", "inf", "0x10", "+5", ".5",
+                               "5.", "01", "1e", "1e+", "--1", "1.5.2", "5abc", "1 2"}) {
+        INFO(number);
+        CHECK(parse_error(std::string("{\"a\": ") + number + "}")
+                  .find("r.json is not a JSON object") == 0);
+    }
+    CHECK(SavedResults::parse("r", "{\"a\": -3.25e1}").number("a") == -32.5);
+    // Too large for a double is refused, not read as infinity.
+    CHECK_THROWS_WITH_AS(SavedResults::parse("r", "{\"a\": 1e999}").number("a"),
+                         "r: \"a\" = 1e999 is too large for a double", std::runtime_error);
+}
+
+TEST_CASE("saved results refuse what follows the object and malformed values anywhere") {
+    CHECK(parse_error("{\"a\": 1} x") ==
+          "r.json is not a JSON object: text after the object at byte 9");
+    CHECK(parse_error("{\"a\": 1}{}").find("text after the object") != std::string::npos);
+    CHECK(parse_error("{\"a\": 1}\n  \n") == "");
+    CHECK(parse_error("{\"a\": 1, \"a\": 2}").find("\"a\" appears twice") != std::string::npos);
+    CHECK(parse_error("{\"n\": {\"a\": NaN}}") != "");  // nested values are checked too
+    CHECK(parse_error("{\"n\": [1, 2,]}") != "");
+    CHECK(parse_error("{\"n\": [true, false, null, \"\\u00e9\\n\"]}") == "");
+    CHECK(parse_error("{\"n\": tru}") != "");
+    CHECK(parse_error("{\"s\": \"\\q\"}") != "");
+    CHECK(parse_error("{\"s\": \"a\nb\"}") != "");  // a raw newline inside a string
+    CHECK(parse_error(std::string(100, '[')).find("nested more than") == std::string::npos);
+    CHECK(parse_error("{\"n\": " + std::string(100, '[') + std::string(100, ']') + "}")
+              .find("nested more than 64 deep") != std::string::npos);
+}
+
+TEST_CASE("a results path that is not a regular file names what it is") {
+    const test::TempDir dir;
+    std::filesystem::create_directories(dir.file("ch02.json"));
+    try {
+        SavedResults::load(dir.file("ch02.json"));
+        FAIL("a folder was read");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()) ==
+              dir.file("ch02.json") + ": a folder, not a regular file (run `make run` first)");
+    }
+    CHECK_THROWS_WITH_AS(SavedResults::load("/dev/zero"),
+                         doctest::Contains("a character device, not a regular file"),
+                         std::runtime_error);
+}
+
+TEST_CASE("the closing table needs every figure finite and above zero") {
+    const test::TempDir dir;
+    write_file(dir.file("ch03.json"), Json()
+                                          .add("bytes_per_token", std::uint64_t(131072))
+                                          .add("bytes_per_conversation", std::uint64_t(1) << 29)
+                                          .str());
+    write_file(dir.file("ch05.json"), Json()
+                                          .add("median_ttft_no_cache_s", 300.0)
+                                          .add("median_ttft_cache_s", 20.0)
+                                          .add("median_ttft_continuous_s", 10.0)
+                                          .str());
+    ch06::Experiment experiment;
+    experiment.results_dir = dir.file("");
+    for (const char* bad : {"0", "-5", "-0.0"}) {
+        write_file(dir.file("ch02.json"),
+                   std::string("{\"naive_answer_ms\": ") + bad + ", \"cached_answer_ms\": 50}");
+        CHECK_THROWS_WITH_AS(experiment.run(),
+                             doctest::Contains("\"naive_answer_ms\" must be above zero, got"),
+                             std::runtime_error);
+    }
+    write_file(dir.file("ch02.json"), "{\"naive_answer_ms\": NaN, \"cached_answer_ms\": 50}");
     CHECK_THROWS_AS(experiment.run(), std::runtime_error);
 }

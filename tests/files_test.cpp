@@ -16,9 +16,11 @@
 #include <streambuf>
 #include <string>
 
+#include "../chapters/05_queue_simulation/experiment.h"
 #include "../common/kit/files.h"
 #include "../common/kit/program.h"
 #include "test_files.h"
+#include "tiny_models.h"
 
 using namespace kv;
 using kv::test::TempDir;
@@ -215,4 +217,80 @@ TEST_CASE("a failed allocation ends the program naming what was allocated") {
     CHECK(text.find("t: out of memory allocating the KV cache of 99 positions;") == 0);
     CHECK(text.find("t: out of memory (std::bad_alloc);") != std::string::npos);
     CHECK(std::count(text.begin(), text.end(), '\n') == 2);
+}
+
+// ------------------------------------------ a file of the book's own: chapter 05's cost model
+
+namespace {
+
+std::string cost_model_error(const std::string& path, const kv::Config& c) {
+    try {
+        kv::ch05::load_cost_model(path, c);
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("chapter 05's cost model file: every key once, Windows lines read, causes named") {
+    const TempDir dir;
+    const kv::Config c = test::tiny_config();
+    const std::string path = dir.file("cost.txt");
+    kv::ch05::save_cost_model(kv::analytic_cost_model(c), path);
+    const std::string good = read_file(path, "", 1 << 20);
+    REQUIRE(cost_model_error(path, c) == "");
+
+    // Windows line endings: every line ends "\r\n". Read as "\n".
+    std::string windows;
+    for (char ch : good) windows += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+    write_file(path, windows);
+    CHECK(cost_model_error(path, c) == "");
+    CHECK(kv::ch05::load_cost_model(path, c).pass_fixed ==
+          kv::ch05::load_cost_model(path, c).pass_fixed);
+
+    // A key given twice is named with both lines.
+    write_file(path, good + "step_fixed 1\n");
+    CHECK(cost_model_error(path, c).find("'step_fixed' is given twice, on lines") !=
+          std::string::npos);
+    // A key left out is named, not read as 0.
+    std::string without = good;
+    const std::size_t at = without.find("step_per_context");
+    without.erase(at, without.find('\n', at) + 1 - at);
+    write_file(path, without);
+    CHECK(cost_model_error(path, c) ==
+          "--calibration " + path + ": it has no 'step_per_context' line");
+    // A stray \r inside a line is shown, so the two strings do not look the same.
+    std::string stray = good;
+    stray.insert(stray.find('\n', stray.find("model ")), "\r\r");
+    write_file(path, stray);
+    CHECK(cost_model_error(path, c).find(c.describe() + "\\r', not '" + c.describe() + "'") !=
+          std::string::npos);
+    write_file(path, good + "pass_fixed\x01 1\n");
+    CHECK(cost_model_error(path, c).find("'pass_fixed\\x01 1'") != std::string::npos);
+    // Numbers are decimal, as the flags' are.
+    for (const char* number : {"0x10", "+5", "inf", "nan", "1e400", "-1", "1 2"}) {
+        std::string text = good;
+        const std::size_t line = text.find("pass_fixed ");
+        text.replace(line, text.find('\n', line) - line, std::string("pass_fixed ") + number);
+        write_file(path, text);
+        INFO(number);
+        CHECK(cost_model_error(path, c).find("'pass_fixed' must be a non-negative decimal") !=
+              std::string::npos);
+    }
+    // Not a regular file, or too large.
+    CHECK(cost_model_error("/dev/zero", c) ==
+          "--calibration /dev/zero: a character device, not a regular file");
+    write_file(path, std::string((1 << 20) + 1, '#'));
+    CHECK(cost_model_error(path, c).find("more than the 1048576 this reader takes") !=
+          std::string::npos);
+    // Saving: a failure names --save-calibration and leaves the old file.
+    write_file(path, good);
+    CHECK_THROWS_WITH_AS(kv::ch05::save_cost_model(kv::analytic_cost_model(c), "/dev/full"),
+                         "--save-calibration /dev/full: cannot write: No space left on device",
+                         UsageError);
+    CHECK_THROWS_WITH_AS(
+        kv::ch05::save_atomically(dir.file("none/w.jsonl"), "x", "--save-workload"),
+        doctest::Contains("--save-workload"), UsageError);
 }

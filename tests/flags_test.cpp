@@ -108,7 +108,7 @@ TEST_CASE("model flags validate the shape and refuse what cannot fit") {
     CHECK_THROWS_WITH_AS(check_model(c, 1), "heads (4) must divide dim (30)", UsageError);
     const Config huge{.dim = 1 << 16, .n_heads = 1024, .n_kv_heads = 1024, .vocab_size = 1 << 20};
     CHECK_THROWS_WITH_AS(check_model(huge, 1),  // 512 GiB of embeddings
-                         doctest::Contains("more than half of this machine's"), UsageError);
+                         doctest::Contains("more than half of "), UsageError);
 }
 
 TEST_CASE("run_program turns any error into exit status 2") {
@@ -121,8 +121,8 @@ TEST_CASE("run_program turns any error into exit status 2") {
     CHECK(captured.str() == "t: --x: bad\nt: full\n");
 }
 
-TEST_CASE("fits_in_memory compares with a share of the machine's memory") {
-    const double have = double(physical_memory_bytes());
+TEST_CASE("fits_in_memory compares with a share of the memory this process may use") {
+    const double have = double(usable_memory().bytes);
     CHECK(fits_in_memory(0, 0.5));
     if (have > 0) {
         CHECK(fits_in_memory(have / 2, 0.5));
@@ -196,4 +196,101 @@ TEST_CASE("run_chapter parses, checks, runs and reports, and bad input exits 2")
     std::cerr.rdbuf(old_err);
     CHECK(help.str().find("--json") != std::string::npos);  // the output flags come along
     CHECK(captured.str() == "toy: --size 7 is unlucky\ntoy: --size: must be in 1..10, got 11\n");
+}
+
+TEST_CASE("numbers are decimal for whole and float flags alike") {
+    Parsed p;
+    // Hexadecimal, a plus sign, a bare point, inf and nan are refused by both.
+    for (const char* text : {"0x10", "+5", ".5", "5.", "inf", "nan", " 1", "1 ", "1e", "--1"}) {
+        INFO(text);
+        CHECK(parse({"--rate", text}, p).find("--rate: expected a decimal number, got '") == 0);
+        CHECK(parse({"--layers", text}, p).find("--layers: ") == 0);
+    }
+    CHECK(parse({"--layers", "0x10"}, p) == "--layers: expected a whole number, got '0x10'");
+    // Every in-range value is accepted, however small or written.
+    for (const char* text : {"1e-310", "4.9e-324", "0", "-0", "1E1", "2.5e+0", "0.000001"}) {
+        INFO(text);
+        CHECK(parse({"--rate", text}, p) == "");
+    }
+    CHECK(p.rate == 1e-6);
+    CHECK(parse({"--rate", "1e-400"}, p) == "");  // rounds to 0, in range
+    CHECK(parse({"--rate", "1e400"}, p) == "--rate: must be in 0..10, got 1e400");
+    CHECK(parse({"--rate", "-1e-310"}, p) == "--rate: must be in 0..10, got -1e-310");
+    CHECK(is_decimal_number("12"));
+    CHECK(is_decimal_number("-0.5e-3"));
+    CHECK_FALSE(is_decimal_number(""));
+    CHECK_FALSE(is_decimal_number("1,5"));
+}
+
+TEST_CASE("an empty string flag is an error naming the flag") {
+    Parsed p;
+    CHECK(parse({"--plot-dir="}, p) == "--plot-dir: needs a value, got an empty one");
+    CHECK(parse({"--plot-dir", ""}, p) == "--plot-dir: needs a value, got an empty one");
+    CHECK(p.dir == "plots");
+}
+
+TEST_CASE("a message stays one line whatever the argument holds") {
+    Parsed p;
+    CHECK(parse({"--policy", "a\r\nb"}, p) ==
+          "--policy: expected one of serial | static | continuous, got 'a\\r\\nb'");
+    CHECK(parse({"--no\nsuch"}, p) == "unknown flag --no\\nsuch (see --help)");
+}
+
+TEST_CASE("an unlisted flag is taken but not offered") {
+    std::string dir = "plots";
+    Flags flags("prog", "does things");
+    flags.add("plot-dir", dir, "dir");
+    flags.unlist("plot-dir");
+    std::ostringstream out;
+    flags.print_help(out);
+    CHECK(out.str().find("plot-dir") == std::string::npos);
+    const char* argv[] = {"prog", "--plot-dir", "x"};
+    CHECK(flags.parse(3, argv));
+    CHECK(dir == "x");
+    CHECK_THROWS_AS(flags.unlist("none"), std::logic_error);
+}
+
+TEST_CASE("the memory check counts every large allocation and names each size") {
+    const Config c{};  // the demo model
+    const ModelMemory m = model_memory(c, 100, 100);
+    CHECK(m.weights == c.weight_bytes());
+    CHECK(m.kv_cache == c.kv_bytes(100));
+    CHECK(m.rope_table == std::uint64_t(c.max_seq) * c.head_size() * 4);
+    const std::uint64_t per_row = 5 * c.dim + 2 * c.kv_dim() + 2 * c.ffn_dim;
+    CHECK(m.pass_scratch == (100 * per_row + c.max_seq + c.vocab_size) * 4);
+    CHECK(m.total == m.weights + m.kv_cache + m.rope_table + m.pass_scratch);
+    // A prefill of a million tokens of a small model: the scratch, not the
+    // weights, is what does not fit.
+    const Config wide{.dim = 4096,
+                      .n_heads = 32,
+                      .n_kv_heads = 32,
+                      .ffn_dim = 1 << 17,
+                      .vocab_size = 256,
+                      .max_seq = 1 << 20};
+    const ModelMemory big = model_memory(wide, 1, 1 << 20);
+    CHECK(big.pass_scratch > 1000 * big.weights / 1000);
+    const std::string message = [&] {
+        try {
+            check_model(wide, 1, 1 << 20);
+        } catch (const UsageError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    }();
+    if (usable_memory().bytes > 0 && usable_memory().bytes < big.total * 2) {
+        INFO(message);
+        CHECK(message.find("RoPE table") != std::string::npos);
+        CHECK(message.find("a pass's scratch") != std::string::npos);
+        CHECK(message.find(format_bytes(big.pass_scratch)) != std::string::npos);
+        CHECK(message.find(usable_memory().what) != std::string::npos);
+    }
+}
+
+TEST_CASE("the memory a process may use is at most the machine's") {
+    const MemoryLimit limit = usable_memory();
+    CHECK_FALSE(limit.what.empty());
+    if (physical_memory_bytes() > 0) {
+        CHECK(limit.bytes > 0);
+        CHECK(limit.bytes <= physical_memory_bytes());
+    }
 }

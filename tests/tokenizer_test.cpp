@@ -273,3 +273,51 @@ TEST_CASE("display text is valid UTF-8 without control characters") {
     CHECK(display_text("\xC2\x9B"
                        "x") == "x");  // U+009B, a C1 control
 }
+
+TEST_CASE("the fewest tokens a text can give bound what encode gives") {
+    const TinyVocabulary v;
+    const Tokenizer t(v.pieces, v.scores);
+    REQUIRE(t.max_token_length() == 6);  // "<0xHH>" and 日本
+    for (const std::string text : {"", "a", "the cat", " the the the", "\xE6\x97\xA5\xE6\x9C\xAC",
+                                   "zzzz", "\x01\x02\x03", "the cat sat on the mat"}) {
+        INFO(text);
+        for (bool bos : {false, true})
+            for (bool eos : {false, true})
+                CHECK(t.fewest_tokens(text, bos, eos) <= t.encode(text, bos, eos).size());
+    }
+    // 日本 (6 bytes, one token) after the space: 7 bytes, so at least 2 tokens.
+    CHECK(t.fewest_tokens("\xE6\x97\xA5\xE6\x9C\xAC", false, false) == 2);
+    CHECK(t.encode("\xE6\x97\xA5\xE6\x9C\xAC", false, false).size() == 2);
+    CHECK(t.fewest_tokens("", true, true) == 2);
+    // A long text is bounded at once, without encoding it.
+    CHECK(t.fewest_tokens(std::string(120'000, 'a'), true, false) == 20'002);
+}
+
+TEST_CASE("a tokenizer path that cannot be read names its real cause") {
+    TempDir dir;
+    const TinyVocabulary v;
+    const int n = static_cast<int>(v.pieces.size());
+    auto message = [&](const std::string& path) {
+        try {
+            read_tokenizer(path, n);
+        } catch (const std::runtime_error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(message("/dev/zero") == "tokenizer /dev/zero: a character device, not a regular file");
+    CHECK(message(dir.path.string()) ==
+          "tokenizer " + dir.path.string() + ": a folder, not a regular file");
+    std::filesystem::create_symlink(dir.file("loop"), dir.file("loop"));
+    CHECK(message(dir.file("loop")) ==
+          "tokenizer " + dir.file("loop") + ": Too many levels of symbolic links");
+    if (geteuid() != 0) {  // root reads anything
+        write_bytes(dir.file("secret.bin"), v.file_bytes());
+        std::filesystem::permissions(dir.file("secret.bin"), std::filesystem::perms::none);
+        CHECK(message(dir.file("secret.bin")) ==
+              "tokenizer " + dir.file("secret.bin") + ": Permission denied");
+    }
+    // The writer replaces a file whole and names a folder it cannot write in.
+    CHECK_THROWS_WITH_AS(write_tokenizer(dir.file("none/t.bin"), Tokenizer(v.pieces, v.scores)),
+                         doctest::Contains("No such file or directory"), std::runtime_error);
+}
