@@ -284,3 +284,24 @@ TEST_CASE("a swap round trip restores the cache bit for bit") {
     CHECK_THROWS_AS(late.swap_in(big), std::length_error);
     CHECK(late.length() == 0);
 }
+
+TEST_CASE("a pass the pool cannot hold undoes a copy on write too") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 14);
+    BlockPool pool(c, 4, 4);
+    PagedKVCache first(pool, 40);
+    model.forward(std::vector<int>{1, 2, 3, 4, 5, 6}, first);  // 2 blocks, the second half full
+    PagedKVCache twin = first.fork();
+    PagedKVCache hungry(pool, 40);
+    // twin's token needs a private copy of the half-full block (1 of the 2
+    // free blocks); hungry's 8 tokens need 2 more: the pass cannot run.
+    const int token = 7;
+    const std::vector<int> eight(8, 3);
+    const std::vector<SequenceInput> inputs = {{std::span(&token, 1), &twin}, {eight, &hungry}};
+    CHECK_THROWS_AS(model.forward(inputs), std::length_error);
+    CHECK(twin.block_table() == first.block_table());  // shares again
+    CHECK(twin.copies_on_write() == 0);
+    CHECK(pool.free_blocks() == 2);
+    CHECK(pool.owners(first.block_table()[1]) == 2);
+    CHECK(hungry.length() == 0);
+}

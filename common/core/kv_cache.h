@@ -43,6 +43,7 @@ class KVCache final : public KVStore {
     // Throws std::length_error if n more positions do not fit.
     void check_room(int n) const override;
     void reserve(int n) override { check_room(n); }  // the room is there from the start
+    void unreserve() override {}                     // and stays
     void commit(int n) override;
     // Keep positions 0..n-1 and forget the rest (their memory stays
     // allocated): a preempted request's cache, or a context rebuilt to a

@@ -37,6 +37,10 @@ class KVStore {
     // (a paged store takes blocks from its pool here). Throws, storing
     // nothing, if they do not fit.
     virtual void reserve(int n) = 0;
+    // Undoes the last reserve() before anything was committed, exactly: a
+    // pass that fails after some of its sequences reserved leaves them as
+    // they were.
+    virtual void unreserve() { truncate(length()); }
     // Where the forward pass writes position pos (length() <= pos <
     // length() + reserved) of one layer: kv_dim numbers each.
     virtual float* key(int layer, int pos) = 0;

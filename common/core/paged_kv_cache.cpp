@@ -117,6 +117,7 @@ void PagedKVCache::check_room(int n) const {
 
 void PagedKVCache::reserve(int n) {
     check_room(n);  // after this, every allocate below succeeds
+    last_copy_ = {};
     if (n > 0 && last_block_shared()) {
         // Copy-on-write: the positions already in the shared block are
         // copied into a block of our own, and the new ones go there.
@@ -128,9 +129,10 @@ void PagedKVCache::reserve(int n) {
             std::copy_n(pool_->keys(shared, l), numbers, pool_->keys(own, l));
             std::copy_n(pool_->values(shared, l), numbers, pool_->values(own, l));
         }
-        pool_->release(shared);
+        pool_->release(shared);  // still held by the others: it was shared
         table_[slot] = own;
         ++copies_;
+        last_copy_ = {int(slot), shared, own};
     }
     while (static_cast<int>(table_.size()) < blocks_for(length_ + n))
         table_.push_back(pool_->allocate());
@@ -146,7 +148,19 @@ float* PagedKVCache::value(int layer, int pos) {
            std::size_t(pos % block_size()) * kv_dim();
 }
 
+void PagedKVCache::unreserve() {
+    truncate(length_);  // the new blocks go back
+    if (last_copy_.slot >= 0) {
+        pool_->share(last_copy_.shared);
+        table_[std::size_t(last_copy_.slot)] = last_copy_.shared;
+        pool_->release(last_copy_.own);
+        --copies_;
+        last_copy_ = {};
+    }
+}
+
 void PagedKVCache::commit(int n) {
+    last_copy_ = {};
     if (n < 0 || blocks_for(length_ + n) > static_cast<int>(table_.size()) ||
         length_ + n > capacity_)
         throw std::length_error("commit: " + std::to_string(n) + " positions were not reserved");

@@ -75,6 +75,9 @@ class PagedKVCache final : public KVStore {
     // shared last block); throws std::length_error, taking none, if the
     // pool has too few free.
     void reserve(int n) override;
+    // Gives back the blocks the last reserve took, and shares again a block
+    // it had copied on write.
+    void unreserve() override;
     float* key(int layer, int pos) override;
     float* value(int layer, int pos) override;
     void commit(int n) override;
@@ -93,6 +96,10 @@ class PagedKVCache final : public KVStore {
     int capacity_;
     int length_ = 0;
     int copies_ = 0;
+    struct CopyOnWrite {
+        int slot = -1;  // table entry the last reserve copied; -1 if none
+        int shared = -1, own = -1;
+    } last_copy_;
     std::vector<int> table_;  // (blocks_for(length) or more) block id of positions b*B..b*B+B-1
 };
 

@@ -80,7 +80,7 @@ void Transformer::reserve(std::span<const SequenceInput> inputs) {
         for (; done < inputs.size(); ++done)
             inputs[done].cache->reserve(static_cast<int>(inputs[done].tokens.size()));
     } catch (...) {
-        for (std::size_t i = 0; i < done; ++i) inputs[i].cache->truncate(inputs[i].cache->length());
+        for (std::size_t i = 0; i < done; ++i) inputs[i].cache->unreserve();
         throw;
     }
 }
