@@ -12,6 +12,7 @@
 #include "../chapters/07_paged_kv_cache/conversations_that_fit.h"
 #include "../chapters/07_paged_kv_cache/paged_executor.h"
 #include "../chapters/07_paged_kv_cache/paged_memory.h"
+#include "../chapters/07_paged_kv_cache/swap_priced_executor.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -199,4 +200,23 @@ TEST_CASE("paging fits more conversations and wastes less than a block each") {
             blocks += std::uint64_t((positions_at_last_step(queue[std::size_t(i)]) + B - 1) / B);
         CHECK(paged.positions_charged == blocks * std::uint64_t(B));
     }
+}
+
+TEST_CASE("the simulator charges each swapped block's bytes to the step it moves in") {
+    const std::vector<Request> queue = small_queue(14);
+    const CostModel cost = analytic_cost_model(small_model());
+    const PagedMemoryOptions o{.blocks = 12, .block_size = 4, .preemption = Preemption::swap};
+    const double rate = 1e6;  // slow enough that every swap shows
+    const std::uint64_t per_block = 4096;
+    PagedMemory priced_memory(o), free_memory(o);
+    SwapPricedExecutor priced(cost, priced_memory, per_block, rate);
+    SimulatedExecutor unpriced(cost);
+    const Trace with = run(queue, priced_memory, priced);
+    const Trace without = run(queue, free_memory, unpriced);
+    REQUIRE(priced_memory.blocks_swapped_out() > 0);
+    CHECK(with.batch_rows == without.batch_rows);  // time changes, decisions do not
+    const double moved =
+        double(priced_memory.blocks_swapped_out() + priced_memory.blocks_swapped_in());
+    CHECK(with.schedule.end_s - without.schedule.end_s ==
+          doctest::Approx(moved * double(per_block) / rate).epsilon(1e-9));
 }

@@ -16,7 +16,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@
 #include "../../common/core/paged_kv_cache.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
+#include "../../common/kit/machine.h"
 #include "../../common/kit/machine_probes.h"
 #include "../../common/kit/program.h"
 #include "../../common/kit/timing.h"
@@ -78,13 +81,14 @@ struct Results {
     const FitCount& paged_at(int block_size) const {
         for (const FitCount& f : paged)
             if (f.block_size == block_size) return f;
-        return paged.front();
+        throw std::logic_error("no fit counted at block size " + std::to_string(block_size));
     }
     // The headline's two runs: chapter 05's reservation and paging, at its budget.
     const QueueRun& run(const std::string& memory, std::uint64_t mib, bool engine) const {
         for (const QueueRun& q : runs)
             if (q.memory == memory && q.budget_mib == mib && q.engine == engine) return q;
-        return runs.front();
+        throw std::logic_error("no queue run of '" + memory + "' at " + std::to_string(mib) +
+                               " MiB");
     }
 };
 
@@ -128,12 +132,24 @@ struct Experiment {
         // or it would wait forever.
         const std::uint64_t blocks = std::uint64_t((longest + block_size - 1) / block_size);
         const std::uint64_t need = blocks * BlockPool::bytes_per_block(c, block_size);
+        if (tight_budget_mib >= queue.kv_budget_mib)
+            throw UsageError("--tight-budget-mib " + std::to_string(tight_budget_mib) +
+                             " must be below --kv-budget-mib " +
+                             std::to_string(queue.kv_budget_mib));
         for (const auto& [flag, mib] : {std::pair{"--kv-budget-mib", queue.kv_budget_mib},
-                                        std::pair{"--tight-budget-mib", tight_budget_mib}})
+                                        std::pair{"--tight-budget-mib", tight_budget_mib}}) {
+            // The pool is real memory, and its blocks are counted in an int.
+            const std::uint64_t pool_blocks =
+                (mib << 20) / BlockPool::bytes_per_block(c, block_size);
+            if (pool_blocks > std::uint64_t(std::numeric_limits<int>::max()) ||
+                !fits_in_memory(double(mib << 20), 0.5))
+                throw UsageError(std::string(flag) + " " + std::to_string(mib) +
+                                 " MiB of blocks would not fit in half of this machine's memory");
             if ((mib << 20) < need)
                 throw UsageError(std::string(flag) + " " + std::to_string(mib) +
                                  " cannot hold one request at its longest in blocks of " +
                                  std::to_string(block_size) + " (" + format_bytes(need) + ")");
+        }
         check_model(c, std::uint64_t(indirection_batch) * std::uint64_t(c.max_seq) * 2);
     }
 
@@ -196,8 +212,10 @@ struct Experiment {
     void count_what_fits(Results& r) const {
         const std::uint64_t bytes = queue.kv_budget_mib << 20;
         r.reserved = fit_reserving(r.queue.queue, bytes / queue.model.kv_bytes_per_token());
-        for (int b : kFitBlockSizes)
-            r.paged.push_back(fit_paged(queue.model, bytes, b, r.queue.queue));
+        std::vector<int> sizes = kFitBlockSizes;
+        if (std::find(sizes.begin(), sizes.end(), block_size) == sizes.end())
+            sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), block_size), block_size);
+        for (int b : sizes) r.paged.push_back(fit_paged(queue.model, bytes, b, r.queue.queue));
     }
 
     // Decode steps of the same batch, contiguous caches and paged ones, taking
@@ -211,16 +229,23 @@ struct Experiment {
                            indirection_batch * ((c.max_seq + block_size - 1) / block_size));
             std::vector<PagedKVCache> paged;
             for (int i = 0; i < indirection_batch; ++i) paged.emplace_back(pool, c.max_seq);
+            // The caches are marked filled (reserve, commit): a step costs the
+            // same whatever numbers they hold. The paged ones grow a block at a
+            // time, taking turns, so their blocks lie scattered through the
+            // pool as on a busy server.
             std::vector<KVStore*> a, b;
             for (int i = 0; i < indirection_batch; ++i) {
                 a.push_back(&contiguous[std::size_t(i)]);
                 b.push_back(&paged[std::size_t(i)]);
-                for (KVStore* s : {a.back(), b.back()}) {
-                    s->reserve(context);
-                    s->commit(
-                        context);  // marked filled: the step costs the same whatever they hold
-                }
+                a.back()->reserve(context);
+                a.back()->commit(context);
             }
+            for (int filled = 0; filled < context; filled += block_size)
+                for (KVStore* s : b) {
+                    const int n = std::min(block_size, context - filled);
+                    s->reserve(n);
+                    s->commit(n);
+                }
             const int token = 1;
             auto step_inputs = [&](const std::vector<KVStore*>& caches) {
                 std::vector<SequenceInput> inputs;

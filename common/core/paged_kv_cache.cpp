@@ -77,6 +77,10 @@ void PagedKVCache::swap_in(const SwappedBlocks& saved) {
                                 std::to_string(saved.blocks) + " blocks, " +
                                 std::to_string(pool_->available_blocks()) + " are free");
     const std::size_t per_layer = std::size_t(block_size()) * kv_dim();
+    const std::size_t numbers = std::size_t(saved.blocks) * std::size_t(n_layers()) * per_layer;
+    if (saved.keys.size() != numbers || saved.values.size() != numbers ||
+        blocks_for(saved.positions) != saved.blocks)
+        throw std::invalid_argument("swap_in: the saved blocks were made for another pool shape");
     std::size_t at = 0;
     for (int b = 0; b < saved.blocks; ++b) {
         const int block = pool_->allocate();
