@@ -70,7 +70,9 @@ class PagedMemory : public MemoryManager {
     }
 
     // Swap: a request coming back finds its computed positions in host
-    // memory; they are copied in, not prefilled again.
+    // memory; they are copied in, not prefilled again. (Chapter 05's seam
+    // means "positions whose keys and values need not be computed"; here
+    // they come back from host memory, in chapter 08 from a shared prefix.)
     int cached_prefix(const Request& r) const override {
         return std::size_t(r.id) < swapped_.size() ? swapped_[std::size_t(r.id)] : 0;
     }

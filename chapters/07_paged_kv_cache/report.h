@@ -167,8 +167,9 @@ inline int report(const Results& r, const OutputOptions& out) {
     std::cout << "\nThe queue at " << r.tight_budget_mib
               << " MiB, where memory runs out (times in s):\n";
     tight.print(std::cout);
-    std::cout << "swaps priced at " << fixed(r.swap_bytes_per_second / 1e9, 1)
-              << " GB/s in the simulator; recomputed: positions prefilled again\n"
+    std::cout << "batch: mean requests per decode step; recomputed: positions prefilled again;\n"
+              << "swapped: bytes moved out and back in, priced in the simulator at "
+              << fixed(r.swap_bytes_per_second / 1e9, 1) << " GB/s\n"
               << "plot: " << plot_ttft << "\n\n"
               << "the waits below: " << (engine_ran_all ? "the real engine's" : "the simulator's")
               << ", continuous batching at " << mib << " MiB\n"
