@@ -2,6 +2,7 @@
 // status 2, and progress lines that appear only on a terminal.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -59,16 +60,22 @@ int run_program(const char* program, Body&& body) {
 }
 
 // Progress for long runs: rewritten in place on stderr, and only when stderr
-// is a terminal, so logs and pipes stay clean.
+// is a terminal, so logs and pipes stay clean. Nothing shows for the first
+// second, so quick runs do not flicker.
 class Progress {
   public:
     explicit Progress(std::string label);
     ~Progress();
-    void update(long done, long total);
+    void update(long done, long total);                           // "label done/total"
+    void update(long done, long total, const std::string& note);  // "label done/total note"
 
   private:
+    void show(const std::string& text);
     std::string label_;
     bool enabled_;
+    bool shown_ = false;
+    std::chrono::steady_clock::time_point start_;
+    std::size_t width_ = 0;  // of the longest line shown
 };
 
 }  // namespace kv
