@@ -11,9 +11,15 @@
 
 namespace kv::fuzz {
 
+// The file, removed when the fuzzer exits.
+struct InputPath {
+    std::string path = "/tmp/kv_book_fuzz_" + std::to_string(getpid()) + ".bin";
+    ~InputPath() { unlink(path.c_str()); }
+};
+
 inline const std::string& input_path() {
-    static const std::string path = "/tmp/kv_book_fuzz_" + std::to_string(getpid()) + ".bin";
-    return path;
+    static const InputPath file;
+    return file.path;
 }
 
 inline const std::string& as_file(const std::uint8_t* data, std::size_t size) {
