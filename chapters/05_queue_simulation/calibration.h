@@ -194,24 +194,58 @@ inline Probe decode_probe(Transformer& model, int batch, int context) {
 // once per round, round after round: a burst of other work on the machine
 // then slows one run of many shapes, not every run of one shape, and the
 // median per shape ignores it. After each round, on_round(rounds done, of).
-inline Calibration calibrate(Transformer& model, int longest, int largest_batch,
-                             const std::function<void(int, int)>& on_round = {}) {
-    const auto start = Clock::now();
+// The shapes calibrate() times: passes (sequences, length) and decode
+// steps (batch, context), for sequences up to `longest` positions and
+// batches up to `largest_batch` (at most kMostCalibratedBatch).
+struct CalibrationShapes {
+    std::vector<std::pair<int, int>> passes;  // (count, length)
+    std::vector<int> batches;
+    std::vector<int> contexts;  // positions cached before the step
+
+    // Cache positions held at once: every decode probe keeps its caches
+    // (context + 1 positions a sequence), and one pass at a time its own.
+    std::uint64_t cache_positions() const {
+        std::uint64_t held = 0, widest_pass = 0;
+        for (int b : batches)
+            for (int c : contexts) held += std::uint64_t(b) * std::uint64_t(c + 1);
+        for (const auto& [count, length] : passes)
+            widest_pass = std::max(widest_pass, std::uint64_t(count) * std::uint64_t(length));
+        return held + widest_pass;
+    }
+    // The most rows one forward pass carries.
+    std::uint64_t widest_pass_rows() const {
+        std::uint64_t rows = batches.empty() ? 0 : std::uint64_t(batches.back());
+        for (const auto& [count, length] : passes)
+            rows = std::max(rows, std::uint64_t(count) * std::uint64_t(length));
+        return rows;
+    }
+};
+
+inline CalibrationShapes calibration_shapes(int longest, int largest_batch) {
     const int widest = std::clamp(largest_batch, 1, kMostCalibratedBatch);
-    std::vector<std::pair<int, int>> passes = {{1, 8},       {1, 32}, {1, 96}, {1, longest / 2},
-                                               {1, longest}, {4, 32}, {8, 48}, {3, longest / 2}};
-    std::vector<int> batches = {1, 2, 4, 8, 16, widest};
-    std::vector<int> contexts = {16, longest / 2, longest - 1};
-    for (auto& [count, length] : passes) length = std::clamp(length, 1, longest);
-    for (int& b : batches) b = std::min(b, widest);
-    for (int& c : contexts) c = std::clamp(c, 0, longest - 1);  // the cache holds context + 1
+    CalibrationShapes s;
+    s.passes = {{1, 8},       {1, 32}, {1, 96}, {1, longest / 2},
+                {1, longest}, {4, 32}, {8, 48}, {3, longest / 2}};
+    s.batches = {1, 2, 4, 8, 16, widest};
+    s.contexts = {16, longest / 2, longest - 1};
+    for (auto& [count, length] : s.passes) length = std::clamp(length, 1, longest);
+    for (int& b : s.batches) b = std::min(b, widest);
+    for (int& c : s.contexts) c = std::clamp(c, 0, longest - 1);  // the cache holds context + 1
     auto unique = [](auto& v) {
         std::sort(v.begin(), v.end());
         v.erase(std::unique(v.begin(), v.end()), v.end());
     };
-    unique(passes);
-    unique(batches);
-    unique(contexts);
+    unique(s.passes);
+    unique(s.batches);
+    unique(s.contexts);
+    return s;
+}
+
+inline Calibration calibrate(Transformer& model, int longest, int largest_batch,
+                             const std::function<void(int, int)>& on_round = {}) {
+    const auto start = Clock::now();
+    const CalibrationShapes shapes = calibration_shapes(longest, largest_batch);
+    const auto& [passes, batches, contexts] = shapes;
 
     std::vector<Probe> probes;
     for (const auto& [count, length] : passes) probes.push_back(pass_probe(model, count, length));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -253,8 +254,10 @@ struct Experiment {
         };
         need(calibration_file.empty() || cost_model != "analytic",
              "--calibration " + calibration_file + " and --cost-model analytic exclude each other");
-        // The calibration's widest batch, each sequence at the longest context.
-        check_model(model, std::uint64_t(model.max_seq) * kMostCalibratedBatch);
+        // What the calibration holds at once (its probes' caches and its
+        // widest pass), at the longest context the model allows.
+        const CalibrationShapes probes = calibration_shapes(model.max_seq, std::max(batch, 1));
+        check_model(model, probes.cache_positions(), probes.widest_pass_rows());
         const WorkloadOptions& w = workload;
         need(w.requests >= 1, "--requests must be at least 1, got " + std::to_string(w.requests));
         need(w.prompt_min >= 1,
@@ -285,6 +288,15 @@ struct Experiment {
         // forever: refuse the whole run at the door.
         const MemoryBudget b = budget();
         const std::vector<Request> queue = make_workload(workload_with_seed());
+        // A rate so small that the clock, a double in seconds, could no
+        // longer tell one step from the next: beyond 2^52 microseconds it
+        // cannot keep whole microseconds.
+        const double last = queue.back().arrival_s;
+        need(std::isfinite(last) && last < 0x1p52 * 1e-6,
+             "--rate " + json_number(w.rate) + " spreads " + std::to_string(w.requests) +
+                 " arrivals over " +
+                 (std::isfinite(last) ? json_number(last) + " s" : "more than 1e308 s") +
+                 ": beyond 4.5e9 s the clock cannot keep microseconds");
         if (const Request* r = first_that_never_fits(queue, b))
             throw UsageError("--kv-budget-mib " + std::to_string(b.bytes >> 20) + " holds " +
                              with_commas(b.tokens) + " positions of KV cache (" +
@@ -371,7 +383,9 @@ struct Experiment {
     // The simulation: every policy over the same queue.
     static void simulate_every_policy(Results& results) {
         const auto start = Clock::now();
+        Progress progress("simulating the queue, policy");  // shown on a terminal after a second
         for (const Policy& p : results.policies) {
+            progress.update(long(results.summaries.size()), long(results.policies.size()));
             SimulatedExecutor executor(results.cost);
             const Schedule s = run_schedule(results.queue, p, results.budget, executor);
             results.summaries.push_back(summarize(s));
