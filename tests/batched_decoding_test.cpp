@@ -400,7 +400,7 @@ TEST_CASE("a width's memory roof is the last-level cache's only if its weights f
     const Config c = test::tiny_config();
     const std::uint64_t bytes = weight_bytes_per_step(c);
     CHECK(ch04::reads_from_last_level(c, bytes));
-    CHECK(ch04::memory_roof(roofs, bytes, c) == 25e9);
+    CHECK(ch04::memory_roof(roofs, ch04::reads_from_last_level(c, bytes)) == 25e9);
     CHECK_FALSE(ch04::reads_from_last_level(c, bytes - 1));
-    CHECK(ch04::memory_roof(roofs, bytes - 1, c) == 10e9);
+    CHECK(ch04::memory_roof(roofs, ch04::reads_from_last_level(c, bytes - 1)) == 10e9);
 }

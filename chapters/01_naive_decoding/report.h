@@ -2,6 +2,7 @@
 // formula, the step plot and the headline; or all of it as one JSON object.
 #pragma once
 
+#include <cstdint>
 #include <iostream>
 #include <string>
 
@@ -24,11 +25,13 @@ inline int report(const Results& r, const OutputOptions& out) {
     const bool has_text = r.loaded.tokenizer.has_value();
     const std::string prompt_text = r.loaded.prompt_text();
     const std::string answer_text = r.loaded.answer_text(r.naive.tokens);
+    const std::string model = config.describe();
+    const std::uint64_t parameters = config.parameter_count();
 
     Json json = Json()
                     .add("chapter", "01_naive_decoding")
-                    .add("model", config.describe())
-                    .add("parameters", config.parameter_count())
+                    .add("model", model)
+                    .add("parameters", parameters)
                     .add("prompt_len", prompt_len)
                     .add("answer_len", r.answer_len)
                     .add("naive_answer_ms", r.naive.answer_seconds * 1e3)
@@ -42,9 +45,9 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (emit(out, json)) return 0;
 
     std::cout << "Chapter 01: naive decoding\n\n"
-              << "model: " << config.describe() << "\n";
+              << "model: " << model << "\n";
     if (r.from_checkpoint) std::cout << "weights: " << r.loaded.weights << "\n";
-    std::cout << "parameters: " << with_commas(config.parameter_count()) << " ("
+    std::cout << "parameters: " << with_commas(parameters) << " ("
               << format_bytes(config.weight_bytes()) << " of float32 weights)\n"
               << "prompt: " << prompt_len << " tokens, answer: " << r.answer_len
               << " tokens, median of " << r.repeats << " runs after a warm-up\n\n"

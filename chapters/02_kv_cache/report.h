@@ -30,11 +30,13 @@ inline int report(const Results& r, const OutputOptions& out) {
     const std::string prompt_text = r.loaded.prompt_text();
     const std::string naive_text = r.loaded.answer_text(r.naive.tokens);
     const std::string cached_text = r.loaded.answer_text(r.cached.tokens);
+    const bool same_text = naive_text == cached_text;
+    const std::string model = config.describe();
     const int status = same_tokens ? 0 : 1;
 
     Json json = Json()
                     .add("chapter", "02_kv_cache")
-                    .add("model", config.describe())
+                    .add("model", model)
                     .add("prompt_len", prompt_len)
                     .add("answer_len", r.answer_len)
                     .add("naive_answer_ms", r.naive.answer_seconds * 1e3)
@@ -54,11 +56,11 @@ inline int report(const Results& r, const OutputOptions& out) {
         json.add("prompt_text", prompt_text)
             .add("naive_text", naive_text)
             .add("cached_text", cached_text)
-            .add("same_text", naive_text == cached_text);
+            .add("same_text", same_text);
     if (emit(out, json)) return status;
 
     std::cout << "Chapter 02: the KV cache\n\n"
-              << "model: " << config.describe() << "\n";
+              << "model: " << model << "\n";
     if (r.from_checkpoint) std::cout << "weights: " << r.loaded.weights << "\n";
     std::cout << r.saved << "prompt: " << prompt_len << " tokens, answer: " << r.answer_len
               << " tokens, median of " << r.repeats << " runs per method after a warm-up\n\n";
@@ -80,7 +82,7 @@ inline int report(const Results& r, const OutputOptions& out) {
         std::cout << "prompt text: " << prompt_text << "\n"
                   << "answer without the cache: " << naive_text << "\n"
                   << "answer with the cache:    " << cached_text << "\n"
-                  << "same text: " << (naive_text == cached_text ? "yes" : "NO") << "\n\n";
+                  << "same text: " << (same_text ? "yes" : "NO") << "\n\n";
     std::cout << r.answer_len << "-token answer: " << format_duration(r.naive.answer_seconds)
               << " without the cache -> " << format_duration(r.cached.answer_seconds)
               << " with it (" << fixed(r.speedup(), 1) << " x faster)\n";

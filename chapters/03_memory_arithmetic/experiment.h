@@ -50,6 +50,13 @@ inline std::string price_flags_text(const PriceOptions& o) {
            std::to_string(o.shape.bytes_per_number) + " --context " + std::to_string(o.context);
 }
 
+// The shape a layout and a width give the priced shape.
+inline CacheShape with_layout(CacheShape s, std::uint64_t kv_heads, std::uint64_t bytes) {
+    s.kv_heads = kv_heads;
+    s.bytes_per_number = bytes;
+    return s;
+}
+
 // Throws UsageError, naming the flags and values, for anything the program
 // could not price: KV heads that do not divide the query heads, a mean
 // longer than the context, or any byte count the tables will print that
@@ -64,11 +71,8 @@ inline void check_price_options(const PriceOptions& o) {
                          " is longer than --context " + std::to_string(o.context));
     for (const AttentionLayout& layout : attention_layouts(o.heads, o.shape.kv_heads))
         for (std::uint64_t bytes : number_widths(o.shape.bytes_per_number)) {
-            CacheShape s = o.shape;
-            s.kv_heads = layout.kv_heads;
-            s.bytes_per_number = bytes;
             try {
-                cache_bytes(s, o.context);
+                cache_bytes(with_layout(o.shape, layout.kv_heads, bytes), o.context);
             } catch (const std::overflow_error& e) {
                 throw UsageError(std::string(e.what()) + " (" + layout.name + ", " +
                                  std::to_string(8 * bytes) + "-bit): " + price_flags_text(o));
@@ -76,15 +80,47 @@ inline void check_price_options(const PriceOptions& o) {
         }
 }
 
+// The price factor by factor (price_factors), then times the context: the
+// last two products are bytes per token and bytes per conversation.
+inline std::vector<PriceFactor> derivation(const CacheShape& s, std::uint64_t context) {
+    std::vector<PriceFactor> steps = price_factors(s);
+    steps.push_back({context, "tokens of context", cache_bytes(s, context), "bytes"});
+    return steps;
+}
+
+// What the budget holds of one attention layout at the chosen width.
+struct LayoutFit {
+    AttentionLayout layout;
+    BudgetFit fit;  // conversations the budget holds, both ways
+};
+
+// Every layout's fit at the chosen width, the chosen layout among them.
+inline std::vector<LayoutFit> fit_layouts(const PriceOptions& o, std::uint64_t budget_bytes) {
+    std::vector<LayoutFit> fits;
+    for (const AttentionLayout& layout : attention_layouts(o.heads, o.shape.kv_heads)) {
+        const CacheShape s = with_layout(o.shape, layout.kv_heads, o.shape.bytes_per_number);
+        fits.push_back({layout, fit_budget(s, budget_bytes, o.context, o.mean_tokens)});
+    }
+    return fits;
+}
+
 struct Results {
-    PriceOptions price;                  // the shape priced, its context and the budget
-    std::uint64_t budget;                // the budget in bytes
-    std::uint64_t per_token;             // bytes_per_token(price.shape)
-    std::uint64_t per_conversation;      // cache_bytes(price.shape, price.context)
-    BudgetFit fit;                       // conversations the budget holds, both ways
-    Config demo;                         // the book's demo model
-    std::vector<CacheReading> readings;  // its cache against the formula while decoding
-    ResidentGrowth resident;             // the process's memory when a cache is filled
+    PriceOptions price;                   // the shape priced, its context and the budget
+    std::uint64_t budget;                 // the budget in bytes
+    std::uint64_t per_token;              // bytes_per_token(price.shape)
+    std::uint64_t per_conversation;       // cache_bytes(price.shape, price.context)
+    std::vector<PriceFactor> derivation;  // how per_token and per_conversation come about
+    std::vector<LayoutFit> fits;          // the budget's count for every layout
+    Config demo;                          // the book's demo model
+    std::vector<CacheReading> readings;   // its cache against the formula while decoding
+    ResidentGrowth resident;              // the process's memory when a cache is filled
+
+    // The budget's count for the priced shape's own layout.
+    const BudgetFit& fit() const {
+        for (const LayoutFit& f : fits)
+            if (f.layout.kv_heads == price.shape.kv_heads) return f.fit;
+        throw std::logic_error("the priced shape's layout is missing from the budget table");
+    }
 
     bool all_agree() const {
         for (const CacheReading& r : readings)
@@ -125,7 +161,8 @@ struct Experiment {
                 budget,
                 bytes_per_token(price.shape),
                 cache_bytes(price.shape, price.context),
-                fit_budget(price.shape, budget, price.context, price.mean_tokens),
+                derivation(price.shape, price.context),
+                fit_layouts(price, budget),
                 demo,
                 std::move(readings),
                 resident};

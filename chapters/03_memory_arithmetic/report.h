@@ -37,20 +37,11 @@ inline std::string bits_name(std::uint64_t bytes_per_number) {
     return std::to_string(8 * bytes_per_number) + "-bit";
 }
 
-// The shape a layout and a width give the priced shape.
-inline CacheShape with_layout(CacheShape s, std::uint64_t kv_heads, std::uint64_t bytes) {
-    s.kv_heads = kv_heads;
-    s.bytes_per_number = bytes;
-    return s;
-}
-
 // ------------------------------------------------------------ derivation
 
-// Prints the price factor by factor, then times the context:
+// Prints the derivation (Results::derivation), one step a line:
 //         x 32  layers    ->     64 vectors
-inline void print_derivation(std::ostream& out, const CacheShape& s, std::uint64_t context) {
-    std::vector<PriceFactor> steps = price_factors(s);
-    steps.push_back({context, "tokens of context", cache_bytes(s, context), "bytes"});
+inline void print_derivation(std::ostream& out, const std::vector<PriceFactor>& steps) {
     std::size_t factor_width = 0, meaning_width = 0;
     for (const PriceFactor& f : steps) {
         factor_width = std::max(factor_width, with_commas(f.factor).size() + 2);
@@ -71,10 +62,10 @@ inline void print_derivation(std::ostream& out, const CacheShape& s, std::uint64
     }
 }
 
-inline Table derivation_table(const CacheShape& s) {
+// The same steps for --json.
+inline Table derivation_table(const std::vector<PriceFactor>& steps) {
     Table table({"factor", "meaning", "product", "unit"});
-    for (const PriceFactor& f : price_factors(s))
-        table.add_row({f.factor, f.meaning, f.product, f.unit});
+    for (const PriceFactor& f : steps) table.add_row({f.factor, f.meaning, f.product, f.unit});
     return table;
 }
 
@@ -92,18 +83,15 @@ inline Table layout_table(const PriceOptions& o) {
     return table;
 }
 
-// Conversations the budget holds, per layout at the chosen width, reserving
-// the whole context vs holding only the mean tokens.
-inline Table budget_table(const PriceOptions& o, std::uint64_t budget_bytes) {
+// Conversations the budget holds (Results::fits), per layout at the chosen
+// width, reserving the whole context vs holding only the mean tokens.
+inline Table budget_table(const std::vector<LayoutFit>& fits) {
     Table table({"layout", "KV heads", "reserved each", "fit reserved", "held each", "fit held",
                  "unused (%)"});
-    for (const AttentionLayout& layout : attention_layouts(o.heads, o.shape.kv_heads)) {
-        const CacheShape s = with_layout(o.shape, layout.kv_heads, o.shape.bytes_per_number);
-        const BudgetFit fit = fit_budget(s, budget_bytes, o.context, o.mean_tokens);
+    for (const auto& [layout, fit] : fits)
         table.add_row({layout.name, layout.kv_heads, size_cell(fit.reserved_bytes),
                        fit.fit_reserving, size_cell(fit.held_bytes), fit.fit_holding,
                        Cell(fit.waste_percent, 1)});
-    }
     return table;
 }
 
@@ -205,7 +193,8 @@ inline int report(const Results& r, const OutputOptions& out) {
     const bool all_agree = r.all_agree();
     const int status = all_agree ? 0 : 1;
     const Table layouts = layout_table(price);
-    const Table budgets = budget_table(price, r.budget);
+    const Table budgets = budget_table(r.fits);
+    const BudgetFit& fit = r.fit();
     const Table demo_readings = reading_table(r.readings);
     const std::string plot_path =
         write_price_plot(price, r.budget, out.plot_dir + "/03_cache_bytes.svg");
@@ -220,7 +209,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                       .add("context", price.context)
                       .add("bytes_per_token", r.per_token)
                       .add("bytes_per_conversation", r.per_conversation)
-                      .add("derivation", derivation_table(price.shape))
+                      .add("derivation", derivation_table(r.derivation))
                       .add("layouts", layouts)
                       .add("budget_bytes", r.budget)
                       .add("mean_len", price.mean_tokens)
@@ -239,7 +228,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               << price.shape.head_size << ", " << bits_name(price.shape.bytes_per_number)
               << " numbers, context " << with_commas(price.context) << " tokens\n\n"
               << "Bytes of cache per token, one factor at a time, then per conversation:\n";
-    print_derivation(std::cout, price.shape, price.context);
+    print_derivation(std::cout, r.derivation);
     std::cout << "\nEvery attention layout and number width, context " << with_commas(price.context)
               << " tokens:\n";
     layouts.print(std::cout);
@@ -247,12 +236,12 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "A conversation may use " << with_commas(price.context)
               << " tokens; on average it holds " << with_commas(price.mean_tokens) << ".\n";
     budgets.print(std::cout);
-    std::cout << "Reserving the whole context, " << with_commas(r.fit.fit_reserving)
-              << " conversations fit; holding only their tokens, " << with_commas(r.fit.fit_holding)
+    std::cout << "Reserving the whole context, " << with_commas(fit.fit_reserving)
+              << " conversations fit; holding only their tokens, " << with_commas(fit.fit_holding)
               << ".\n"
               << "A reservation of " << with_commas(price.context) << " positions holds "
               << with_commas(price.mean_tokens)
-              << " tokens on average: " << fixed(r.fit.waste_percent, 1)
+              << " tokens on average: " << fixed(fit.waste_percent, 1)
               << "% of it unused.\nEither way the count is capped: "
               << "every conversation in a batch keeps its cache in memory\nwhile it runs, "
               << "and the budget holds only so many.\nThis cap is why a server cannot "

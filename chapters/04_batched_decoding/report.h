@@ -48,10 +48,8 @@ inline bool reads_from_last_level(const Config& c, std::uint64_t last_level_prob
     return weight_bytes_per_step(c) <= last_level_probe_bytes;
 }
 
-inline double memory_roof(const Roofline& roofs, std::uint64_t last_level_probe_bytes,
-                          const Config& c) {
-    return reads_from_last_level(c, last_level_probe_bytes) ? roofs.last_level_bytes_per_second
-                                                            : roofs.dram_bytes_per_second;
+inline double memory_roof(const Roofline& roofs, bool from_last_level) {
+    return from_last_level ? roofs.last_level_bytes_per_second : roofs.dram_bytes_per_second;
 }
 
 // The batch size with the most tokens per second.
@@ -87,29 +85,52 @@ inline Ridge ridge_point(const std::vector<BatchTiming>& timings) {
     return ridge;
 }
 
+// What the report says about one width, each fact made once and then
+// printed as text or added to the JSON.
+struct WidthFacts {
+    const WidthResult& width;
+    std::uint64_t weight_bytes;  // weights read per step
+    bool from_last_level;        // its memory roof: the last-level cache's, or DRAM's
+    double roof;                 // that roof, bytes per second
+    double machine_ridge;        // the machine's ridge at that roof, FLOPs per byte
+    Ridge kernels;               // the kernels' ridge
+    const BatchTiming& best;     // the batch size with the most tokens per second
+    Table batches;               // one row per batch size
+};
+
+inline WidthFacts width_facts(const WidthResult& w, const Results& r) {
+    const bool llc = reads_from_last_level(w.config, r.last_level_probe_bytes);
+    const double roof = memory_roof(r.roofs, llc);
+    return {w,
+            weight_bytes_per_step(w.config),
+            llc,
+            roof,
+            r.roofs.ridge(roof),
+            ridge_point(w.timings),
+            best_throughput(w.timings),
+            batch_table(w.timings, r.roofs, roof)};
+}
+
 // The table of one width, headed by its weight bytes against the CPU's
 // cache, and followed by its roofline: the machine's ridge and the kernels'.
-inline void print_width(std::ostream& out, const WidthResult& w, const Results& r) {
-    const std::uint64_t bytes = weight_bytes_per_step(w.config);
-    out << "\ndim " << w.config.dim << ", ffn " << w.config.ffn_dim << ": "
-        << with_commas(multiplied_parameters(w.config)) << " multiplied weights, "
-        << format_bytes(bytes) << " read per step";
+inline void print_width(std::ostream& out, const WidthFacts& f, const Results& r) {
+    const Config& c = f.width.config;
+    out << "\ndim " << c.dim << ", ffn " << c.ffn_dim << ": "
+        << with_commas(multiplied_parameters(c)) << " multiplied weights, "
+        << format_bytes(f.weight_bytes) << " read per step";
     if (r.cache_bytes > 0)
-        out << " (" << (bytes <= r.cache_bytes ? "fit" : "do not fit") << " in the "
+        out << " (" << (f.weight_bytes <= r.cache_bytes ? "fit" : "do not fit") << " in the "
             << format_bytes(r.cache_bytes) << " largest CPU cache)";
     out << "\n";
-    const bool llc = reads_from_last_level(w.config, r.last_level_probe_bytes);
-    const double roof = memory_roof(r.roofs, r.last_level_probe_bytes, w.config);
-    batch_table(w.timings, r.roofs, roof).print(out);
-    const Ridge k = ridge_point(w.timings);
-    const double machine_ridge = r.roofs.ridge(roof);
-    out << "  memory roof: " << (llc ? "the last-level cache" : "DRAM") << ", "
-        << fixed(roof / 1e9, 1) << " GB/s; batch 1 reads weights at "
+    f.batches.print(out);
+    const Ridge& k = f.kernels;
+    out << "  memory roof: " << (f.from_last_level ? "the last-level cache" : "DRAM") << ", "
+        << fixed(f.roof / 1e9, 1) << " GB/s; batch 1 reads weights at "
         << fixed(k.bytes_per_second / 1e9, 1) << " GB/s ("
-        << fixed(100 * k.bytes_per_second / roof, 0) << "% of it)\n"
+        << fixed(100 * k.bytes_per_second / f.roof, 0) << "% of it)\n"
         << "  the machine's ridge: " << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s / "
-        << fixed(roof / 1e9, 1) << " GB/s = " << fixed(machine_ridge, 1)
-        << " FLOPs per byte, about batch " << fixed(batch_at_intensity(machine_ridge, 4), 0)
+        << fixed(f.roof / 1e9, 1) << " GB/s = " << fixed(f.machine_ridge, 1)
+        << " FLOPs per byte, about batch " << fixed(batch_at_intensity(f.machine_ridge, 4), 0)
         << "\n  these kernels attain at most " << fixed(k.flops_per_second / 1e9, 1)
         << " GFLOP/s (batch " << k.at_batch << ", "
         << fixed(100 * k.flops_per_second / r.roofs.peak_flops, 0)
@@ -140,21 +161,16 @@ inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths, bool rela
 }
 
 // One width's numbers for --json, each key starting with `prefix`.
-inline void add_width_json(Json& json, const std::string& prefix, const WidthResult& w,
-                           const Results& r) {
-    const BatchTiming& best = best_throughput(w.timings);
-    const double roof = memory_roof(r.roofs, r.last_level_probe_bytes, w.config);
-    json.add(prefix + "model", w.config.describe())
-        .add(prefix + "weight_bytes_per_step", weight_bytes_per_step(w.config))
-        .add(prefix + "batches", batch_table(w.timings, r.roofs, roof))
-        .add(prefix + "memory_roof", reads_from_last_level(w.config, r.last_level_probe_bytes)
-                                         ? "last_level_cache"
-                                         : "dram")
-        .add(prefix + "tokens_per_second_batch1", w.timings.front().tokens_per_second())
-        .add(prefix + "tokens_per_second_best", best.tokens_per_second())
-        .add(prefix + "best_batch", best.batch)
-        .add(prefix + "ridge_flops_per_byte", ridge_point(w.timings).flops_per_byte())
-        .add(prefix + "machine_ridge_flops_per_byte", r.roofs.ridge(roof));
+inline void add_width_json(Json& json, const std::string& prefix, const WidthFacts& f) {
+    json.add(prefix + "model", f.width.config.describe())
+        .add(prefix + "weight_bytes_per_step", f.weight_bytes)
+        .add(prefix + "batches", f.batches)
+        .add(prefix + "memory_roof", f.from_last_level ? "last_level_cache" : "dram")
+        .add(prefix + "tokens_per_second_batch1", f.width.timings.front().tokens_per_second())
+        .add(prefix + "tokens_per_second_best", f.best.tokens_per_second())
+        .add(prefix + "best_batch", f.best.batch)
+        .add(prefix + "ridge_flops_per_byte", f.kernels.flops_per_byte())
+        .add(prefix + "machine_ridge_flops_per_byte", f.machine_ridge);
 }
 
 // Writes the plots, then the JSON or the text. Returns the exit status: 1
@@ -169,6 +185,8 @@ inline int report(const Results& r, const OutputOptions& out) {
     const bool has_text = loaded.tokenizer.has_value();
     const std::string prompt_text = loaded.prompt_text();
     const std::string answer_text = loaded.answer_text(r.answer0);
+    std::vector<WidthFacts> widths;
+    for (const WidthResult& w : r.widths) widths.push_back(width_facts(w, r));
 
     Json json;
     json.add("chapter", "04_batched_decoding")
@@ -186,8 +204,8 @@ inline int report(const Results& r, const OutputOptions& out) {
         .add("max_logit_difference", r.max_logit_difference)
         .add("weights", loaded.weights);
     if (has_text) json.add("answer_text", answer_text);
-    add_width_json(json, "", r.widths[0], r);  // the closing table's keys: the demo model
-    if (r.widths.size() > 1) add_width_json(json, "wide_", r.widths[1], r);
+    add_width_json(json, "", widths[0]);  // the closing table's keys: the demo model
+    if (widths.size() > 1) add_width_json(json, "wide_", widths[1]);
     if (emit(out, json.add("plot", plot_path).add("speedup_plot", speedup_path))) return status;
 
     std::cout << "Chapter 04: batched decoding\n\n"
@@ -204,7 +222,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               << " GB/s from the last-level cache (over " << format_bytes(r.last_level_probe_bytes)
               << "), " << fixed(r.roofs.dram_bytes_per_second / 1e9, 1) << " GB/s from DRAM (over "
               << format_bytes(r.dram_probe_bytes) << ")\n";
-    for (const WidthResult& w : r.widths) print_width(std::cout, w, r);
+    for (const WidthFacts& f : widths) print_width(std::cout, f, r);
     std::cout << "\nEach step reads every weight once and does 2 FLOPs with it per sequence:"
               << " the weight\nproducts do B/2 FLOPs per byte (B with 16-bit weights)."
               << " Attention adds 4 x layers x dim\nFLOPs per cached position of each"
@@ -219,10 +237,10 @@ inline int report(const Results& r, const OutputOptions& out) {
                   << "sequence 0, answer (the same alone and in every batch): " << answer_text
                   << "\n\n";
     std::cout << "tokens per second, batch 1 -> best batch:";
-    for (const WidthResult& w : r.widths) {
-        const BatchTiming& best = best_throughput(w.timings);
-        const double one = w.timings.front().tokens_per_second();
-        std::cout << (&w == &r.widths[0] ? "" : ";") << " dim " << w.config.dim << ": "
+    for (const WidthFacts& f : widths) {
+        const BatchTiming& best = f.best;
+        const double one = f.width.timings.front().tokens_per_second();
+        std::cout << (&f == &widths[0] ? "" : ";") << " dim " << f.width.config.dim << ": "
                   << with_commas(std::llround(one)) << " -> "
                   << with_commas(std::llround(best.tokens_per_second())) << " at batch "
                   << best.batch << " (" << fixed(best.tokens_per_second() / one, 1) << " x)";
