@@ -1,11 +1,11 @@
 #!/bin/bash
-# Checks the shape every chapter keeps (../README.md, "How a chapter reads"):
+# Checks the shape every chapter keeps (README.md, the section "How a chapter reads"):
 #   - main.cpp only wires the experiment and the report: under 40 lines;
 #   - experiment.h and report.h are there (chapter 06, which only reads
 #     the others' results, has no lesson, so it needs no lesson header);
 #   - a lesson header (any other .h but exercises.h) holds the idea only:
-#     it names no flag, prints nothing, shows no progress, writes no file,
-#     and includes nothing from the program kit but timing.
+#     it names no flag, prints nothing, shows no progress, reads or writes
+#     no file, and includes nothing from the program kit but timing.
 #   - common/core/ includes nothing from common/kit/ or common/real_weights/.
 #
 #   tests/check_layout.sh        (from anywhere)
@@ -17,8 +17,9 @@ ok()   { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
 
 # What a lesson header may not contain: a flag's name in a string ("--batch"),
-# printing, progress lines, file output, and the kit's flags/output/program.
-forbidden='"--[a-z]|std::cout|std::cerr|printf|Progress|ofstream|fopen|write_file|kit/flags\.h|kit/output\.h|kit/program\.h|kit/report\.h|kit/svg_plot\.h|kit/model_flags\.h|UsageError'
+# printing, progress lines, file input and output, and the kit's
+# flags/output/program.
+forbidden='"--[a-z]|std::cout|std::cerr|printf|Progress|ofstream|ifstream|fstream|fopen|write_file|kit/flags\.h|kit/output\.h|kit/program\.h|kit/report\.h|kit/svg_plot\.h|kit/model_flags\.h|UsageError'
 
 for dir in chapters/*/; do
     dir="${dir%/}"
