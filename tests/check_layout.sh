@@ -19,7 +19,7 @@ fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
 # What a lesson header may not contain: a flag's name in a string ("--batch"),
 # printing, progress lines, file input and output, and the kit's
 # flags/output/program.
-forbidden='"--[a-z]|std::cout|std::cerr|printf|Progress|ofstream|ifstream|fstream|fopen|write_file|kit/flags\.h|kit/output\.h|kit/program\.h|kit/report\.h|kit/svg_plot\.h|kit/model_flags\.h|UsageError'
+forbidden='"--[a-z]|read_file|kit/files\.h|std::cout|std::cerr|printf|Progress|ofstream|ifstream|fstream|fopen|write_file|kit/flags\.h|kit/output\.h|kit/program\.h|kit/report\.h|kit/svg_plot\.h|kit/model_flags\.h|UsageError'
 
 for dir in chapters/*/; do
     dir="${dir%/}"

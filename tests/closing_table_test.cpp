@@ -19,7 +19,7 @@ namespace {
 SavedResults save_and_load(const std::string& text) {
     const test::TempDir dir;
     write_file(dir.file("ch02.json"), text);
-    return SavedResults::load(dir.file("ch02.json"));
+    return ch06::load_saved_results(dir.file("ch02.json"));
 }
 
 }  // namespace
@@ -49,7 +49,7 @@ TEST_CASE("saved results refuse files that are not one JSON object") {
     CHECK_THROWS_AS(save_and_load("{\"a\": 1"), std::runtime_error);
     CHECK_THROWS_AS(save_and_load("{\"a\" 1}"), std::runtime_error);
     CHECK_THROWS_AS(save_and_load(""), std::runtime_error);
-    CHECK_THROWS_AS(SavedResults::load("/nonexistent/ch02.json"), std::runtime_error);
+    CHECK_THROWS_AS(ch06::load_saved_results("/nonexistent/ch02.json"), std::runtime_error);
     CHECK_THROWS_AS(save_and_load("{}").number("x"), std::runtime_error);
 }
 
@@ -134,13 +134,13 @@ TEST_CASE("a results path that is not a regular file names what it is") {
     const test::TempDir dir;
     std::filesystem::create_directories(dir.file("ch02.json"));
     try {
-        SavedResults::load(dir.file("ch02.json"));
+        ch06::load_saved_results(dir.file("ch02.json"));
         FAIL("a folder was read");
     } catch (const std::runtime_error& e) {
         CHECK(std::string(e.what()) ==
               dir.file("ch02.json") + ": a folder, not a regular file (run `make run` first)");
     }
-    CHECK_THROWS_WITH_AS(SavedResults::load("/dev/zero"),
+    CHECK_THROWS_WITH_AS(ch06::load_saved_results("/dev/zero"),
                          doctest::Contains("a character device, not a regular file"),
                          std::runtime_error);
 }

@@ -3,14 +3,32 @@
 // --save-json (`make run` saves them in build/results/).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "../../common/kit/files.h"
 #include "../../common/kit/flags.h"
 #include "saved_results.h"
 
 namespace kv::ch06 {
+
+// A results file is a few kilobytes; anything past this is not one.
+inline constexpr std::uint64_t kMostResultBytes = 16 << 20;
+
+// Reads a chapter's saved results; throws std::runtime_error naming the
+// file if it is missing, not a regular file, too large, or not one JSON
+// object.
+inline SavedResults load_saved_results(const std::string& path) {
+    std::string text;
+    try {
+        text = read_file(path, "", kMostResultBytes);
+    } catch (const FileError& e) {
+        throw std::runtime_error(std::string(e.what()) + " (run `make run` first)");
+    }
+    return SavedResults::parse(path, text);
+}
 
 // The published figures the book answers to (README.md lists them).
 struct Published {
@@ -71,7 +89,7 @@ struct Experiment {
         Results r;
         for (const Published& p : kPublished) {
             if (!saved.count(p.file))
-                saved.emplace(p.file, SavedResults::load(results_dir + "/" + p.file + ".json"));
+                saved.emplace(p.file, load_saved_results(results_dir + "/" + p.file + ".json"));
             // Every figure is a time or a size: finite and above zero, or
             // the ratios below would print "nan x" or "-inf x".
             const double measured = saved.at(p.file).positive_number(p.key) * p.scale;

@@ -19,30 +19,16 @@
 #include <string>
 #include <string_view>
 
-#include "../../common/kit/files.h"
-
 namespace kv {
 
 class SavedResults {
   public:
-    // A results file is a few kilobytes; anything past this is not one.
-    static constexpr std::uint64_t kMostBytes = 16 << 20;
     // Nesting deeper than this is refused rather than followed.
     static constexpr int kDeepest = 64;
 
-    // Reads `path`; throws std::runtime_error naming the file if it is
-    // missing, not a regular file, too large, or not one JSON object.
-    static SavedResults load(const std::string& path) {
-        std::string text;
-        try {
-            text = read_file(path, "", kMostBytes);
-        } catch (const FileError& e) {
-            throw std::runtime_error(std::string(e.what()) + " (run `make run` first)");
-        }
-        return parse(path, text);
-    }
-
-    // The results held by `text`, as if read from `path`.
+    // The results held by `text`, read from `path` (experiment.h reads
+    // the file); throws std::runtime_error naming the file if it is not
+    // one JSON object.
     static SavedResults parse(const std::string& path, std::string_view text) {
         SavedResults r;
         r.path_ = path;
