@@ -95,26 +95,6 @@ inline void save_cost_model(const CostModel& m, const std::string& path) {
     }
 }
 
-// A line from a file as it can be shown in a message: control characters
-// (a Windows line's \r among them) written as escapes, so that two strings
-// that differ only in them do not look the same.
-inline std::string visible(std::string_view text) {
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '\r')
-            out += "\\r";
-        else if (c == '\t')
-            out += "\\t";
-        else if (u < 0x20 || u == 0x7F)
-            out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-        else
-            out += c;
-    }
-    return out;
-}
-
 // Reads a file written by save_cost_model for the model `config`. Anything
 // wrong is a UsageError naming the flag: not a regular file or larger than
 // 1 MiB (kit/files.h), a line it does not know, a key given twice or not at

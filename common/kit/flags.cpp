@@ -1,5 +1,7 @@
 #include "flags.h"
 
+#include "report.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -12,27 +14,6 @@
 namespace kv {
 
 namespace {
-
-// Control characters written as escapes, so that a message stays one line
-// and "a\r" does not look like "a".
-std::string visible(const std::string& s) {
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '\n')
-            out += "\\n";
-        else if (c == '\r')
-            out += "\\r";
-        else if (c == '\t')
-            out += "\\t";
-        else if (u < 0x20 || u == 0x7F)
-            out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-        else
-            out += c;
-    }
-    return out;
-}
 
 std::string quote(const std::string& s) {
     return "'" + visible(s) + "'";

@@ -62,6 +62,10 @@ std::string json_number(double value);  // shortest text that reads back exactly
 
 // The book's number formatting, one set for every program:
 // "3.14": a number with `decimals` digits after the point (printf's %.*f).
+// Control characters written as escapes (\n, \r, \t, \x1b), so that a
+// message stays one line and "a\r" does not look like "a".
+std::string visible(const std::string& s);
+
 std::string fixed(double value, int decimals);
 // "12.3 ms", "1.20 s": a duration in seconds, in the unit a person reads best.
 std::string format_duration(double seconds);
