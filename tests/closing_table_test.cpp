@@ -53,10 +53,8 @@ TEST_CASE("saved results refuse files that are not one JSON object") {
     CHECK_THROWS_AS(save_and_load("{}").number("x"), std::runtime_error);
 }
 
-TEST_CASE("the closing table reads each figure and derives the ratios from it") {
-    const test::TempDir dir;
-    write_file(dir.file("ch02.json"),
-               Json().add("naive_answer_ms", 400.0).add("cached_answer_ms", 50.0).str());
+// Chapters 03 and 05's saved figures, as a run would leave them.
+static void write_memory_and_queue(const test::TempDir& dir) {
     write_file(dir.file("ch03.json"), Json()
                                           .add("bytes_per_token", std::uint64_t(131072))
                                           .add("bytes_per_conversation", std::uint64_t(1) << 29)
@@ -66,6 +64,13 @@ TEST_CASE("the closing table reads each figure and derives the ratios from it") 
                                           .add("median_ttft_cache_s", 20.0)
                                           .add("median_ttft_continuous_s", 10.0)
                                           .str());
+}
+
+TEST_CASE("the closing table reads each figure and derives the ratios from it") {
+    const test::TempDir dir;
+    write_file(dir.file("ch02.json"),
+               Json().add("naive_answer_ms", 400.0).add("cached_answer_ms", 50.0).str());
+    write_memory_and_queue(dir);
     ch06::Experiment experiment;
     experiment.results_dir = dir.file("");
     const ch06::Results r = experiment.run();
@@ -147,15 +152,7 @@ TEST_CASE("a results path that is not a regular file names what it is") {
 
 TEST_CASE("the closing table needs every figure finite and above zero") {
     const test::TempDir dir;
-    write_file(dir.file("ch03.json"), Json()
-                                          .add("bytes_per_token", std::uint64_t(131072))
-                                          .add("bytes_per_conversation", std::uint64_t(1) << 29)
-                                          .str());
-    write_file(dir.file("ch05.json"), Json()
-                                          .add("median_ttft_no_cache_s", 300.0)
-                                          .add("median_ttft_cache_s", 20.0)
-                                          .add("median_ttft_continuous_s", 10.0)
-                                          .str());
+    write_memory_and_queue(dir);
     ch06::Experiment experiment;
     experiment.results_dir = dir.file("");
     for (const char* bad : {"0", "-5", "-0.0"}) {
@@ -167,4 +164,15 @@ TEST_CASE("the closing table needs every figure finite and above zero") {
     }
     write_file(dir.file("ch02.json"), "{\"naive_answer_ms\": NaN, \"cached_answer_ms\": 50}");
     CHECK_THROWS_AS(experiment.run(), std::runtime_error);
+}
+
+TEST_CASE("the closing table refuses a ratio too large to print") {
+    const test::TempDir dir;
+    write_memory_and_queue(dir);
+    write_file(dir.file("ch02.json"),
+               Json().add("naive_answer_ms", 1.0).add("cached_answer_ms", 1e-320).str());
+    ch06::Experiment experiment;
+    experiment.results_dir = dir.file("");
+    CHECK_THROWS_WITH_AS(experiment.run(), doctest::Contains("too large to print"),
+                         std::runtime_error);
 }

@@ -3,8 +3,10 @@
 // --save-json (`make run` saves them in build/results/).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -97,8 +99,13 @@ struct Experiment {
             ours[p.key] = measured;
             r.figures.push_back({p, measured});
         }
+        // Two finite figures can still divide past the doubles (1 / 1e-320).
         auto ratio = [&](const char* what, const std::string& slow, const std::string& fast) {
-            r.shapes.push_back({what, published[slow] / published[fast], ours[slow] / ours[fast]});
+            const double here = ours[slow] / ours[fast];
+            if (!std::isfinite(here))
+                throw std::runtime_error(std::string(what) + ": " + slow + " / " + fast +
+                                         " is too large to print");
+            r.shapes.push_back({what, published[slow] / published[fast], here});
         };
         ratio("cache speed-up on one answer", "naive_answer_ms", "cached_answer_ms");
         ratio("median wait: no cache / cache", "median_ttft_no_cache_s", "median_ttft_cache_s");
