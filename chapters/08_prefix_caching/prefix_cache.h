@@ -13,7 +13,7 @@
 //
 // A new request takes the longest chain of cached blocks its prompt starts
 // with, and prefills only the rest. The cache keeps one reference of its
-// own on every block it names (BlockPool counts owners), so a block
+// own on every block it names (the ledger counts owners), so a block
 // outlives the request that filled it. A block only the cache holds is
 // kept while there is room; when the pool runs out, the least recently
 // used of them goes first (a leaf of the chain: a block whose continuation
@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <span>
 #include <utility>
@@ -32,8 +33,11 @@ namespace kv {
 
 class PrefixCache : public BlockReclaimer {
   public:
-    // Caches blocks of `pool`, and gives them back when it runs out.
-    explicit PrefixCache(BlockPool& pool) : pool_(pool) { pool_.set_reclaimer(this); }
+    static constexpr int kNoLimit = std::numeric_limits<int>::max();
+
+    // Caches blocks of `pool` (the engine's BlockPool, or a simulator's
+    // ledger alone), and gives them back when it runs out.
+    explicit PrefixCache(BlockLedger& pool) : pool_(pool) { pool_.set_reclaimer(this); }
     ~PrefixCache() override {
         pool_.set_reclaimer(nullptr);
         for (const Entry& e : entries_)
@@ -45,12 +49,28 @@ class PrefixCache : public BlockReclaimer {
     int block_size() const { return pool_.block_size(); }
     int entries() const { return live_; }
 
+    // How many whole blocks of the longest cached chain `tokens` starts
+    // with, at most `most`: a look that changes nothing.
+    int cached_blocks(std::span<const int> tokens, int most = kNoLimit) const {
+        int n = 0, parent = kRoot;
+        for (std::size_t first = 0; n < most && first + block_size() <= tokens.size();
+             first += block_size(), ++n) {
+            const auto it = index_.find(key(parent, tokens.subspan(first, block_size())));
+            if (it == index_.end()) break;
+            parent = it->second;
+        }
+        return n;
+    }
+
     // The blocks of the longest cached chain `tokens` starts with, in
-    // order: whole blocks only. They become the most recently used.
-    std::vector<int> match(std::span<const int> tokens) {
+    // order, at most `most`: whole blocks only. They become the most
+    // recently used.
+    std::vector<int> match(std::span<const int> tokens, int most = kNoLimit) {
         std::vector<int> blocks;
         int parent = kRoot;
-        for (std::size_t first = 0; first + block_size() <= tokens.size(); first += block_size()) {
+        for (std::size_t first = 0;
+             int(blocks.size()) < most && first + block_size() <= tokens.size();
+             first += block_size()) {
             const auto it = index_.find(key(parent, tokens.subspan(first, block_size())));
             if (it == index_.end()) break;
             parent = it->second;
@@ -151,7 +171,7 @@ class PrefixCache : public BlockReclaimer {
         --live_;
     }
 
-    BlockPool& pool_;
+    BlockLedger& pool_;
     std::map<Key, int> index_;  // (parent entry, tokens) -> entry
     std::vector<Entry>
         entries_;  // every entry ever made, parents first; given-back ones have block -1

@@ -7,17 +7,21 @@
 
 namespace kv {
 
-BlockPool::BlockPool(const Config& config, int block_size, int blocks)
-    : n_layers_(config.n_layers),
-      kv_dim_(config.kv_dim()),
-      block_size_(block_size),
-      blocks_(blocks) {
+BlockLedger::BlockLedger(int block_size, int blocks) : block_size_(block_size), blocks_(blocks) {
     if (block_size < 1)
         throw std::invalid_argument("block size must be at least 1, got " +
                                     std::to_string(block_size));
     if (blocks < 1)
         throw std::invalid_argument("a block pool needs at least 1 block, got " +
                                     std::to_string(blocks));
+    owners_.assign(std::size_t(blocks), 0);
+    // Handed out from the back: block 0 first, then 1, 2, ... while none
+    // has come back, which keeps a fresh pool's tables easy to read.
+    for (int b = blocks - 1; b >= 0; --b) free_.push_back(b);
+}
+
+BlockPool::BlockPool(const Config& config, int block_size, int blocks)
+    : BlockLedger(block_size, blocks), n_layers_(config.n_layers), kv_dim_(config.kv_dim()) {
     const std::uint64_t numbers =
         checked_mul(std::uint64_t(blocks),
                     checked_mul(std::uint64_t(n_layers_) * std::uint64_t(block_size),
@@ -25,10 +29,6 @@ BlockPool::BlockPool(const Config& config, int block_size, int blocks)
                     "block pool size");
     keys_.assign(std::size_t(numbers), 0.0f);
     values_.assign(std::size_t(numbers), 0.0f);
-    owners_.assign(std::size_t(blocks), 0);
-    // Handed out from the back: block 0 first, then 1, 2, ... while none
-    // has come back, which keeps a fresh pool's tables easy to read.
-    for (int b = blocks - 1; b >= 0; --b) free_.push_back(b);
 }
 
 std::uint64_t BlockPool::bytes_per_block(const Config& config, int block_size) {
@@ -36,14 +36,14 @@ std::uint64_t BlockPool::bytes_per_block(const Config& config, int block_size) {
 }
 
 std::uint64_t BlockPool::bytes_per_block() const {
-    return (keys_.size() + values_.size()) / std::size_t(blocks_) * sizeof(float);
+    return (keys_.size() + values_.size()) / std::size_t(blocks()) * sizeof(float);
 }
 
 std::uint64_t BlockPool::bytes_allocated() const {
     return (keys_.size() + values_.size()) * sizeof(float);
 }
 
-int BlockPool::allocate() {
+int BlockLedger::allocate() {
     if (free_.empty() && reclaimer_) reclaimer_->reclaim_one();
     if (free_.empty())
         throw std::length_error("block pool full: all " + std::to_string(blocks_) + " blocks of " +
@@ -54,7 +54,7 @@ int BlockPool::allocate() {
     return block;
 }
 
-void BlockPool::check_in_use(int block, const char* what) const {
+void BlockLedger::check_in_use(int block, const char* what) const {
     if (block < 0 || block >= blocks_)
         throw std::out_of_range(std::string(what) + ": block " + std::to_string(block) +
                                 " is not in the pool of " + std::to_string(blocks_));
@@ -62,12 +62,12 @@ void BlockPool::check_in_use(int block, const char* what) const {
         throw std::logic_error(std::string(what) + ": block " + std::to_string(block) + " is free");
 }
 
-void BlockPool::share(int block) {
+void BlockLedger::share(int block) {
     check_in_use(block, "share");
     ++owners_[std::size_t(block)];
 }
 
-void BlockPool::release(int block) {
+void BlockLedger::release(int block) {
     check_in_use(block, "release");
     if (--owners_[std::size_t(block)] == 0) free_.push_back(block);
 }

@@ -31,11 +31,17 @@ class BlockReclaimer {
     virtual bool reclaim_one() = 0;       // gives one back to the pool; false if none
 };
 
-class BlockPool {
+// Who holds which block: the free list and each block's owner count, and
+// nothing else. The engine's BlockPool is a ledger with the numbers beside
+// it; a simulator that must make the same decisions as the engine (chapter
+// 08) keeps the ledger alone.
+class BlockLedger {
   public:
-    // `blocks` blocks of `block_size` positions for `config`'s layers and
-    // KV heads, allocated and zeroed now.
-    BlockPool(const Config& config, int block_size, int blocks);
+    // `blocks` blocks of `block_size` positions, all free.
+    BlockLedger(int block_size, int blocks);
+    virtual ~BlockLedger() = default;
+    BlockLedger(const BlockLedger&) = delete;  // a copy would be a second truth
+    BlockLedger& operator=(const BlockLedger&) = delete;
 
     int block_size() const { return block_size_; }
     int blocks() const { return blocks_; }
@@ -47,11 +53,6 @@ class BlockPool {
     }
     // Who gives blocks back when none is free (nullptr: nobody).
     void set_reclaimer(BlockReclaimer* reclaimer) { reclaimer_ = reclaimer; }
-    int n_layers() const { return n_layers_; }
-    int kv_dim() const { return kv_dim_; }
-    std::uint64_t bytes_allocated() const;  // the whole pool
-    std::uint64_t bytes_per_block() const;  // keys and values, every layer
-    static std::uint64_t bytes_per_block(const Config& config, int block_size);
 
     // Takes a free block (its owner count becomes 1), asking the reclaimer
     // for one when none is free; throws std::length_error when there is
@@ -63,6 +64,29 @@ class BlockPool {
     void release(int block);
     int owners(int block) const { return owners_.at(std::size_t(block)); }
 
+  private:
+    void check_in_use(int block, const char* what) const;
+
+    int block_size_;
+    int blocks_;
+    std::vector<int> owners_;  // (blocks) sequences holding each block; 0 = free
+    std::vector<int> free_;    // free block ids; the next one handed out is at the back
+    BlockReclaimer* reclaimer_ = nullptr;
+};
+
+// The ledger, and the keys and values its blocks hold.
+class BlockPool : public BlockLedger {
+  public:
+    // `blocks` blocks of `block_size` positions for `config`'s layers and
+    // KV heads, allocated and zeroed now.
+    BlockPool(const Config& config, int block_size, int blocks);
+
+    int n_layers() const { return n_layers_; }
+    int kv_dim() const { return kv_dim_; }
+    std::uint64_t bytes_allocated() const;  // the whole pool
+    std::uint64_t bytes_per_block() const;  // keys and values, every layer
+    static std::uint64_t bytes_per_block(const Config& config, int block_size);
+
     // The first of block_size consecutive key (value) vectors of one layer.
     float* keys(int block, int layer) { return keys_.data() + offset(block, layer); }
     float* values(int block, int layer) { return values_.data() + offset(block, layer); }
@@ -73,17 +97,11 @@ class BlockPool {
 
   private:
     std::size_t offset(int block, int layer) const {
-        return (std::size_t(block) * n_layers_ + layer) * std::size_t(block_size_) * kv_dim_;
+        return (std::size_t(block) * n_layers_ + layer) * std::size_t(block_size()) * kv_dim_;
     }
-    void check_in_use(int block, const char* what) const;
 
     int n_layers_;
     int kv_dim_;
-    int block_size_;
-    int blocks_;
-    std::vector<int> owners_;  // (blocks) sequences holding each block; 0 = free
-    std::vector<int> free_;    // free block ids; the next one handed out is at the back
-    BlockReclaimer* reclaimer_ = nullptr;
     AlignedFloats keys_;    // (block, layer, block_size, kv_dim)
     AlignedFloats values_;  // (block, layer, block_size, kv_dim)
 };
