@@ -48,18 +48,21 @@ class PrefixCache : public BlockReclaimer {
 
     int block_size() const { return pool_.block_size(); }
     int entries() const { return live_; }
+    std::int64_t evictions() const { return evictions_; }  // blocks given back to the pool
 
-    // How many whole blocks of the longest cached chain `tokens` starts
-    // with, at most `most`: a look that changes nothing.
-    int cached_blocks(std::span<const int> tokens, int most = kNoLimit) const {
-        int n = 0, parent = kRoot;
-        for (std::size_t first = 0; n < most && first + block_size() <= tokens.size();
-             first += block_size(), ++n) {
+    // The blocks of the longest cached chain `tokens` starts with, in
+    // order, at most `most`: whole blocks only. A look that changes nothing.
+    std::vector<int> peek(std::span<const int> tokens, int most = kNoLimit) const {
+        std::vector<int> blocks;
+        for (int parent = kRoot; int(blocks.size()) < most;) {
+            const std::size_t first = blocks.size() * std::size_t(block_size());
+            if (first + block_size() > tokens.size()) break;
             const auto it = index_.find(key(parent, tokens.subspan(first, block_size())));
             if (it == index_.end()) break;
             parent = it->second;
+            blocks.push_back(entries_[std::size_t(parent)].block);
         }
-        return n;
+        return blocks;
     }
 
     // The blocks of the longest cached chain `tokens` starts with, in
@@ -130,6 +133,7 @@ class PrefixCache : public BlockReclaimer {
         }
         if (victim < 0) return false;
         remove_entry(victim);
+        ++evictions_;
         return true;
     }
 
@@ -177,6 +181,7 @@ class PrefixCache : public BlockReclaimer {
         entries_;  // every entry ever made, parents first; given-back ones have block -1
     int live_ = 0;
     std::uint64_t clock_ = 0;
+    std::int64_t evictions_ = 0;
 };
 
 }  // namespace kv

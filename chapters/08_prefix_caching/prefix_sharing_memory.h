@@ -1,0 +1,219 @@
+// Chapter 08: the block manager that shares cached prefixes.
+//
+// Chapter 07's manager counted blocks; this one holds them: a block table
+// per request, kept in a BlockLedger (who owns which block), with a
+// PrefixCache naming every full prompt block once its keys and values are
+// computed. The same manager decides in the simulator (over a ledger alone)
+// and on the real engine (over the engine's BlockPool, whose blocks the
+// executor then fills where the tables say, as vLLM's scheduler hands its
+// workers block ids). The two sides therefore make the same decisions from
+// the same code; the engine proves them right by producing the same tokens
+// as without the cache.
+//   admit: a request takes the longest cached chain of its prompt's blocks
+//     (one more owner on each), and new blocks for the rest of its
+//     sequence; its prefill starts after the cached positions. It joins
+//     only when the request before it has finished its prefill, so that
+//     every block computed before its own prefill can be found: with
+//     chapter 05's one prefill per step this changes no step, only the
+//     moment its memory is taken.
+//   grow: before a step, the blocks its new positions need; a prefill's
+//     full prompt blocks then enter the prefix cache (the step about to run
+//     computes them before anyone else is scheduled).
+//   release: every block of its table loses an owner. A block the prefix
+//     cache still names stays, until the pool needs room and it is the
+//     least recently used (prefix_cache.h).
+// At least one token of every prompt is computed (its logits give the first
+// answer token), so a prompt never takes a cached block that holds its
+// last token: the block after the cached ones is always the request's own,
+// and nothing the cache shares is ever written.
+// Preemption is by recompute, and costs less here: a request coming back
+// finds its own prompt's blocks cached, unless they were evicted meanwhile.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../../common/core/block_pool.h"
+#include "../05_queue_simulation/memory_manager.h"
+#include "../05_queue_simulation/step_plan.h"
+#include "../05_queue_simulation/workload.h"
+#include "prefix_cache.h"
+
+namespace kv {
+
+struct SharingMemoryOptions {
+    double watermark = 0.05;  // share of the pool admission keeps free (chapter 07)
+    bool share = true;        // the prefix cache on, or every request on its own blocks
+};
+
+class PrefixSharingMemory : public MemoryManager {
+  public:
+    PrefixSharingMemory(BlockLedger& ledger, const SharingMemoryOptions& o)
+        : ledger_(ledger),
+          watermark_blocks_(static_cast<int>(o.watermark * ledger.blocks())),
+          owners_(std::size_t(ledger.blocks()), 0) {
+        if (o.share) cache_.emplace(ledger);
+    }
+
+    int block_size() const { return ledger_.block_size(); }
+    int blocks_for(std::int64_t positions) const {
+        return static_cast<int>((positions + block_size() - 1) / block_size());
+    }
+    // Request r's block table: block i holds positions i*B..i*B+B-1.
+    std::span<const int> table(int id) const {
+        return std::size_t(id) < tables_.size() ? std::span<const int>(tables_[std::size_t(id)])
+                                                : std::span<const int>();
+    }
+    const BlockLedger& ledger() const { return ledger_; }
+    const PrefixCache* prefix_cache() const { return cache_ ? &*cache_ : nullptr; }
+
+    // What sharing saved, counted at every admission (a request sent back
+    // and admitted again counts again): positions its sequence had, and how
+    // many of them came from the cache.
+    std::int64_t positions_admitted() const { return admitted_; }
+    std::int64_t positions_from_cache() const { return from_cache_; }
+    // The same, for first admissions only: the prompts as they arrived.
+    std::int64_t prompt_tokens() const { return prompt_tokens_; }
+    std::int64_t prompt_tokens_from_cache() const { return prompt_from_cache_; }
+    std::int64_t positions_recomputed() const { return recomputed_; }
+    // Blocks the running requests' tables name, and blocks they hold: a
+    // block in k tables is named k times and held once. Mean and peak over
+    // the steps.
+    double mean_named_blocks() const { return steps_ ? double(named_sum_) / steps_ : 0; }
+    double mean_held_blocks() const { return steps_ ? double(held_sum_) / steps_ : 0; }
+    int peak_named_blocks() const { return peak_named_; }
+    int peak_held_blocks() const { return peak_held_; }
+
+    bool fits_alone(const Request& r) const override {
+        return blocks_for(std::int64_t(r.prompt_len) + r.answer_cap - 1) <= ledger_.blocks();
+    }
+
+    // Whole cached blocks of r's prompt, stopping short of its last token.
+    int cached_prefix(const Request& r) const override {
+        return int(cached_chain(r).size()) * block_size();
+    }
+
+    // Rule: nobody is still prefilling, and its new blocks fit and leave the
+    // watermark free. Cached blocks only the prefix cache holds are free
+    // for the taking (the pool would evict them), so taking them as hits
+    // uses them up too.
+    bool can_admit(const Request& r, std::span<Request* const> batch) const override {
+        for (const Request* other : batch)
+            if (other->status == RequestStatus::prefilling) return false;
+        const std::vector<int> hits = cached_chain(r);
+        int kept_only_by_cache = 0;
+        for (int b : hits) kept_only_by_cache += ledger_.owners(b) == 1;
+        const int fresh = blocks_for(r.length()) - int(hits.size());
+        return ledger_.available_blocks() - kept_only_by_cache - fresh >= watermark_blocks_;
+    }
+
+    void admit(Request& r) override {
+        MemoryManager::admit(r);
+        std::vector<int>& t = at(r.id);
+        if (cache_) {
+            for (int b : cache_->match(prompt(r), most_blocks(r))) take(t, b, /*shared=*/true);
+        }
+        const std::int64_t hit = std::int64_t(t.size()) * block_size();
+        while (int(t.size()) < blocks_for(r.length())) take(t, ledger_.allocate(), false);
+        admitted_ += r.length();
+        from_cache_ += hit;
+        if (seen_.size() <= std::size_t(r.id)) seen_.resize(std::size_t(r.id) + 1, 0);
+        if (!seen_[std::size_t(r.id)]) {  // its first admission: the prompt as it arrived
+            seen_[std::size_t(r.id)] = 1;
+            prompt_tokens_ += r.prompt_len;
+            prompt_from_cache_ += hit;
+        }
+    }
+
+    // Rule: the blocks the step's new positions need are available.
+    bool can_grow(const StepPlan& plan) const override {
+        int need = 0;
+        for (const StepRow& row : plan.rows)
+            need += blocks_for(row.request->held + row.new_positions()) -
+                    int(table(row.request->id).size());
+        return need <= ledger_.available_blocks();
+    }
+
+    void grow(const StepPlan& plan) override {
+        MemoryManager::grow(plan);
+        for (const StepRow& row : plan.rows) {
+            Request& r = *row.request;
+            std::vector<int>& t = at(r.id);
+            while (int(t.size()) < blocks_for(r.held)) take(t, ledger_.allocate(), false);
+            // The prompt blocks this step fills become findable.
+            const int computed = std::min(r.prompt_len, row.first + row.tokens);
+            if (cache_ && row.first < r.prompt_len)
+                cache_->insert(prompt(r).first(std::size_t(computed)), t);
+        }
+        count_blocks();
+    }
+
+    void release(Request& r) override {
+        if (r.status != RequestStatus::finished) recomputed_ += r.cached;
+        std::vector<int>& t = at(r.id);
+        for (int b : t) {
+            --owners_[std::size_t(b)];
+            if (owners_[std::size_t(b)] == 0) --held_;
+            ledger_.release(b);
+        }
+        named_ -= int(t.size());
+        t.clear();
+        MemoryManager::release(r);
+    }
+
+    // Positions of the blocks requests hold (what the prefix cache keeps
+    // beside them is free for the taking).
+    std::uint64_t charged() const override {
+        return std::uint64_t(held_) * std::uint64_t(block_size());
+    }
+
+  private:
+    static std::span<const int> prompt(const Request& r) {
+        if (int(r.token_ids.size()) < r.prompt_len)
+            throw std::logic_error("prefix sharing: request " + std::to_string(r.id) +
+                                   " came without its prompt's tokens");
+        return std::span<const int>(r.token_ids).first(std::size_t(r.prompt_len));
+    }
+    // At most (length - 1) / B blocks: the last token is always computed.
+    int most_blocks(const Request& r) const { return (r.length() - 1) / block_size(); }
+    std::vector<int> cached_chain(const Request& r) const {
+        return cache_ ? cache_->peek(prompt(r), most_blocks(r)) : std::vector<int>();
+    }
+    std::vector<int>& at(int id) {
+        if (tables_.size() <= std::size_t(id)) tables_.resize(std::size_t(id) + 1);
+        return tables_[std::size_t(id)];
+    }
+    // Block b joins a table; `shared`: it was already in use, one more owner.
+    void take(std::vector<int>& t, int b, bool shared) {
+        if (shared) ledger_.share(b);
+        if (owners_[std::size_t(b)]++ == 0) ++held_;
+        t.push_back(b);
+        ++named_;
+    }
+    void count_blocks() {
+        ++steps_;
+        named_sum_ += named_;
+        held_sum_ += held_;
+        peak_named_ = std::max(peak_named_, named_);
+        peak_held_ = std::max(peak_held_, held_);
+    }
+
+    BlockLedger& ledger_;
+    int watermark_blocks_;
+    std::optional<PrefixCache> cache_;      // none without sharing
+    std::vector<std::vector<int>> tables_;  // (requests) each request's block table
+    std::vector<int> owners_;               // (blocks) tables naming each block
+    std::vector<char> seen_;                // (requests) admitted at least once
+    int named_ = 0, held_ = 0;              // blocks named by tables, and held by them
+    std::int64_t steps_ = 0, named_sum_ = 0, held_sum_ = 0;
+    int peak_named_ = 0, peak_held_ = 0;
+    std::int64_t admitted_ = 0, from_cache_ = 0, prompt_tokens_ = 0, prompt_from_cache_ = 0;
+    std::int64_t recomputed_ = 0;
+};
+
+}  // namespace kv

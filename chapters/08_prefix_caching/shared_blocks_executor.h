@@ -1,0 +1,100 @@
+// Chapter 08: the real engine on blocks the block manager hands out.
+//
+// In chapter 07 each sequence's cache took its own blocks from the pool as
+// it grew. Here the block manager (prefix_sharing_memory.h) holds every
+// table, shared prompt blocks among them, and the engine only fills blocks
+// where a table says, as vLLM's workers fill the block ids its scheduler
+// sends them. A request's cache is a view of its table: positions before
+// r.cached are already there (computed by an earlier request with the same
+// prompt start), and its prefill writes from r.cached on, into blocks of
+// its own.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../../common/core/block_pool.h"
+#include "../../common/core/kv_store.h"
+#include "../05_queue_simulation/real_executor.h"
+#include "prefix_sharing_memory.h"
+
+namespace kv {
+
+// One request's KV cache: the blocks its table in the block manager names.
+// It never takes or gives back a block; the manager does, before the step.
+class BlockTableView final : public KVStore {
+  public:
+    BlockTableView(BlockPool& pool, const PrefixSharingMemory& memory, const Request& r)
+        : pool_(pool),
+          memory_(memory),
+          id_(r.id),
+          length_(r.cached),
+          capacity_(r.prompt_len + r.answer_cap - 1) {}
+
+    int length() const override { return length_; }
+    int capacity() const override { return capacity_; }
+    int n_layers() const override { return pool_.n_layers(); }
+    int kv_dim() const override { return pool_.kv_dim(); }
+
+    // The manager gave the blocks at grow(); a step beyond them is a bug.
+    void check_room(int n) const override {
+        const std::size_t need = std::size_t((length_ + n + B() - 1) / B());
+        if (n < 0 || length_ + n > capacity_ || memory_.table(id_).size() < need)
+            throw std::logic_error("request " + std::to_string(id_) + ": " + std::to_string(n) +
+                                   " more positions after " + std::to_string(length_) +
+                                   " are beyond the blocks its table holds");
+    }
+    void reserve(int n) override { check_room(n); }
+    void unreserve() override {}
+    float* key(int layer, int pos) override { return pool_.keys(block(pos), layer) + slot(pos); }
+    float* value(int layer, int pos) override {
+        return pool_.values(block(pos), layer) + slot(pos);
+    }
+    void commit(int n) override { length_ += n; }
+    void truncate(int n) override { length_ = std::min(length_, n); }
+    void runs(int layer, int positions, std::vector<KVRun>& out) const override {
+        out.clear();
+        for (int first = 0; first < positions; first += B()) {
+            const int b = memory_.table(id_)[std::size_t(first / B())];
+            out.push_back(
+                {pool_.keys(b, layer), pool_.values(b, layer), std::min(B(), positions - first)});
+        }
+    }
+
+  private:
+    int B() const { return pool_.block_size(); }
+    int block(int pos) const { return memory_.table(id_)[std::size_t(pos / B())]; }
+    std::size_t slot(int pos) const { return std::size_t(pos % B()) * std::size_t(kv_dim()); }
+
+    BlockPool& pool_;
+    const PrefixSharingMemory& memory_;
+    int id_;
+    int length_;
+    int capacity_;
+};
+
+class SharedBlocksExecutor : public RealExecutor {
+  public:
+    // `memory` must keep its tables in `pool` (it was made on it).
+    SharedBlocksExecutor(Transformer& model, std::uint64_t seed, BlockPool& pool,
+                         const PrefixSharingMemory& memory, StepClock clock = StepClock::wall)
+        : RealExecutor(model, seed, clock), pool_(pool), memory_(memory) {
+        if (&memory.ledger() != &pool)
+            throw std::invalid_argument(
+                "SharedBlocksExecutor: the block manager keeps another pool");
+    }
+
+  protected:
+    std::unique_ptr<KVStore> make_cache(const Request& r) override {
+        return std::make_unique<BlockTableView>(pool_, memory_, r);
+    }
+
+  private:
+    BlockPool& pool_;
+    const PrefixSharingMemory& memory_;
+};
+
+}  // namespace kv

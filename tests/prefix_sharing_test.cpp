@@ -1,0 +1,190 @@
+// Chapter 08's block manager on the queue: prompts that share their start
+// are prefilled once, the engine's tokens do not change, and the simulator
+// and the engine find the same blocks in the cache.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "../chapters/05_queue_simulation/cost_model.h"
+#include "../chapters/05_queue_simulation/scheduler.h"
+#include "../chapters/08_prefix_caching/prefix_sharing_memory.h"
+#include "../chapters/08_prefix_caching/shared_blocks_executor.h"
+#include "../chapters/08_prefix_caching/shared_workload.h"
+#include "../common/core/block_pool.h"
+#include "../common/core/transformer.h"
+#include "tiny_models.h"
+
+using namespace kv;
+
+namespace {
+
+Config queue_config() {
+    Config c = test::tiny_config();
+    c.max_seq = 128;
+    return c;
+}
+
+// Twenty requests at once with a system prompt of 20 tokens, follow-ups,
+// answers of up to 12 tokens.
+std::vector<Request> shared_queue(const Config& c, const SharingOptions& s) {
+    WorkloadOptions w;
+    w.requests = 20;
+    w.prompt_min = 2;
+    w.prompt_max = 9;
+    w.answer_len = 4;
+    w.answer_max = 12;
+    w.seed = 5;
+    return make_shared_workload(w, s, c.vocab_size, c.max_seq);
+}
+
+struct Run {
+    Schedule schedule;
+    std::int64_t prompt_tokens = 0, from_cache = 0, recomputed = 0;
+    int entries_left = 0, used_left = 0;
+    std::int64_t evictions = 0;
+};
+
+// The queue by continuous batching on `blocks` blocks of 4 positions; on
+// the real engine when `model` is given, else in the simulator.
+Run run_queue(const std::vector<Request>& queue, int blocks, bool share, Transformer* model,
+              int batch = 8) {
+    const Config c = queue_config();
+    const Policy policy{"continuous, cache", batch, true, true};
+    const PrefillFirst steps;
+    Run run;
+    auto tally = [&](const PrefixSharingMemory& memory, const BlockLedger& ledger) {
+        run.prompt_tokens = memory.prompt_tokens();
+        run.from_cache = memory.prompt_tokens_from_cache();
+        run.recomputed = memory.positions_recomputed();
+        run.entries_left = memory.prefix_cache() ? memory.prefix_cache()->entries() : 0;
+        run.used_left = ledger.used_blocks();
+        run.evictions = memory.prefix_cache() ? memory.prefix_cache()->evictions() : 0;
+    };
+    if (model) {
+        BlockPool pool(c, 4, blocks);
+        PrefixSharingMemory memory(pool, {.watermark = 0.05, .share = share});
+        SharedBlocksExecutor executor(*model, 3, pool, memory);
+        run.schedule = run_schedule(queue, policy, memory, steps, executor);
+        tally(memory, pool);
+    } else {
+        BlockLedger ledger(4, blocks);
+        PrefixSharingMemory memory(ledger, {.watermark = 0.05, .share = share});
+        const CostModel cost = analytic_cost_model(c);
+        SimulatedExecutor executor(cost);
+        run.schedule = run_schedule(queue, policy, memory, steps, executor);
+        tally(memory, ledger);
+    }
+    return run;
+}
+
+}  // namespace
+
+TEST_CASE("the shared workload: one system prompt, follow-ups that resend an earlier prompt") {
+    const Config c = queue_config();
+    const SharingOptions s{.system_prompt = 20, .follow_ups = 0.5, .look_back = 4};
+    const std::vector<Request> q = shared_queue(c, s);
+    int follow_ups = 0;
+    for (const Request& r : q) {
+        REQUIRE(int(r.token_ids.size()) == r.prompt_len);
+        CHECK(r.prompt_len + r.answer_cap - 1 <= c.max_seq);
+        CHECK(std::equal(q[0].token_ids.begin(), q[0].token_ids.begin() + 20,
+                         r.token_ids.begin()));  // the system prompt
+        for (const Request& earlier : q) {
+            if (earlier.id >= r.id) break;
+            if (r.prompt_len > earlier.prompt_len + earlier.answer_len &&
+                std::equal(earlier.token_ids.begin(), earlier.token_ids.end(),
+                           r.token_ids.begin())) {
+                ++follow_ups;
+                break;
+            }
+        }
+    }
+    CHECK(follow_ups > 3);
+    CHECK(shared_queue(c, s)[17].token_ids == q[17].token_ids);  // the same draw every time
+}
+
+TEST_CASE("a cache hit changes nothing but time: the engine's tokens with and without sharing") {
+    const Config c = queue_config();
+    Transformer model(c, 11);
+    const std::vector<Request> q =
+        shared_queue(c, {.system_prompt = 20, .follow_ups = 0.5, .look_back = 4});
+    for (int blocks : {200, 20}) {  // with room, and evicting and preempting
+        CAPTURE(blocks);
+        const Run with = run_queue(q, blocks, true, &model),
+                  without = run_queue(q, blocks, false, &model);
+        CHECK(with.from_cache > 0);
+        CHECK(without.from_cache == 0);
+        for (std::size_t i = 0; i < q.size(); ++i) {
+            CAPTURE(i);
+            CHECK(with.schedule.requests[i].token_ids == without.schedule.requests[i].token_ids);
+        }
+    }
+}
+
+TEST_CASE("the simulator finds in the cache what the engine finds, on the same queue") {
+    const Config c = queue_config();
+    Transformer model(c, 11);
+    const std::vector<Request> q =
+        shared_queue(c, {.system_prompt = 20, .follow_ups = 0.5, .look_back = 4});
+    for (int blocks : {200, 20}) {  // ample, and tight enough to evict and preempt
+        CAPTURE(blocks);
+        const Run engine = run_queue(q, blocks, true, &model),
+                  sim = run_queue(q, blocks, true, nullptr);
+        CHECK(engine.from_cache == sim.from_cache);
+        CHECK(engine.prompt_tokens == sim.prompt_tokens);
+        CHECK(engine.recomputed == sim.recomputed);
+        CHECK(engine.schedule.preemptions == sim.schedule.preemptions);
+        CHECK(engine.evictions == sim.evictions);
+        if (blocks == 20) {  // the tight pool did evict and preempt
+            CHECK(engine.evictions > 0);
+            CHECK(engine.schedule.preemptions > 0);
+        }
+        // At the end only the cache holds blocks, one reference each.
+        CHECK(engine.used_left == engine.entries_left);
+        CHECK(sim.used_left == sim.entries_left);
+    }
+}
+
+TEST_CASE("an owner count never goes below zero, and a block is free only at zero") {
+    BlockLedger ledger(4, 3);
+    const int b = ledger.allocate();
+    ledger.share(b);
+    ledger.release(b);
+    CHECK(ledger.owners(b) == 1);
+    CHECK(ledger.free_blocks() == 2);  // still held by its other owner
+    ledger.release(b);
+    CHECK(ledger.free_blocks() == 3);
+    CHECK_THROWS_AS(ledger.release(b), std::logic_error);  // a free block has no owner to lose
+    CHECK_THROWS_AS(ledger.share(b), std::logic_error);
+}
+
+TEST_CASE("eviction never takes a block a request holds") {
+    const Config c = queue_config();
+    const std::vector<Request> q =
+        shared_queue(c, {.system_prompt = 20, .follow_ups = 0.5, .look_back = 4});
+    BlockLedger ledger(4, 20);
+    PrefixSharingMemory memory(ledger, {.watermark = 0.05, .share = true});
+    const CostModel cost = analytic_cost_model(c);
+    SimulatedExecutor executor(cost);
+    int checks = 0;
+    // After every event: each block is owned at least once by every table
+    // naming it, and once more while the prefix cache names it.
+    auto check_owners = [&](const ScheduleEvent&) {
+        std::vector<int> named(std::size_t(ledger.blocks()), 0);
+        for (const Request& r : q)
+            for (int b : memory.table(r.id)) ++named[std::size_t(b)];
+        for (int b = 0; b < ledger.blocks(); ++b)
+            if (named[std::size_t(b)] > 0) {
+                REQUIRE(ledger.owners(b) >= named[std::size_t(b)]);
+                ++checks;
+            }
+    };
+    const Policy policy{"continuous, cache", 8, true, true};
+    const Schedule s = run_schedule(q, policy, memory, PrefillFirst{}, executor, check_owners);
+    CHECK(memory.prefix_cache()->evictions() > 0);
+    CHECK(s.preemptions > 0);
+    CHECK(checks > 100);
+}
