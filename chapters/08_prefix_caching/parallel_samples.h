@@ -1,0 +1,96 @@
+// Chapter 08: n answers to one prompt, sharing its blocks until they differ.
+//
+// Parallel sampling (an API's n) asks for several answers to the same
+// prompt. The prompt's keys and values are the same for all of them, so
+// the prompt is prefilled once and every sample's block table starts with
+// the same blocks (PagedKVCache::fork). The answers then differ from their
+// first token on, and each writes its own. A sample about to write into a
+// block another sample still holds (the prompt's last block, when the
+// prompt does not fill it) copies that block first: copy-on-write. The
+// first n - 1 writers copy; the last finds itself the only holder and
+// writes in place. So the shared prompt costs its full blocks once, and
+// each sample pays for its partial last block and its own answer.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "../../common/core/block_pool.h"
+#include "../../common/core/paged_kv_cache.h"
+#include "../../common/core/transformer.h"
+
+namespace kv {
+
+// ------------------------------------------------------ the arithmetic
+
+// Blocks for n samples of `positions` positions each whose first `prompt`
+// positions are one shared prompt, kept by copy-on-write: the prompt's
+// full blocks once, and for each sample every block after them.
+inline std::int64_t blocks_with_copy_on_write(int prompt, int positions, int n, int B) {
+    const std::int64_t own = (positions + B - 1) / B;
+    if (positions <= prompt) return (prompt + B - 1) / B;  // nobody wrote: all shared
+    const std::int64_t full = prompt / B;
+    return full + std::int64_t(n) * (own - full);
+}
+
+// The same samples, each with its own copy of the prompt's cache.
+inline std::int64_t blocks_copying_the_prompt(int positions, int n, int B) {
+    return std::int64_t(n) * ((positions + B - 1) / B);
+}
+
+// Copies copy-on-write makes: one for each of the first n - 1 samples to
+// write into a prompt's partial last block.
+inline int copies_on_write(int prompt, int positions, int n, int B) {
+    return positions > prompt && prompt % B != 0 ? n - 1 : 0;
+}
+
+// ------------------------------------------------------ on the engine
+
+struct ParallelSamples {
+    std::vector<std::vector<int>> answers;        // (n, answer_len) each sample's tokens
+    int blocks_used = 0;                          // the pool's, once every answer is written
+    int copies_on_write = 0;                      // over every sample's table
+    std::vector<std::vector<float>> last_logits;  // (n, vocab) each sample's at its last step
+};
+
+// Prefills `prompt` once, forks it n - 1 times and decodes n answers of
+// `answer_len` tokens in one batch, with blocks from `pool` (which must be
+// empty). Sample k's first token is the k-th likeliest (as sampling would
+// make them differ; the book draws nothing at random so that every machine
+// gives the same tokens); after it, each takes its likeliest.
+inline ParallelSamples sample_in_parallel(Transformer& model, BlockPool& pool,
+                                          std::span<const int> prompt, int answer_len, int n) {
+    const int capacity = int(prompt.size()) + answer_len - 1;
+    std::vector<PagedKVCache> samples;
+    samples.reserve(std::size_t(n));
+    samples.emplace_back(pool, capacity);
+    const std::span<const float> first = model.forward(prompt, samples[0]);
+    std::vector<int> order(first.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return first[std::size_t(a)] > first[std::size_t(b)]; });
+    for (int k = 1; k < n; ++k) samples.push_back(samples[0].fork());
+
+    ParallelSamples out;
+    out.answers.resize(std::size_t(n));
+    for (int k = 0; k < n; ++k) out.answers[std::size_t(k)].push_back(order[std::size_t(k)]);
+    std::vector<SequenceInput> step(static_cast<std::size_t>(n));
+    for (int t = 1; t < answer_len; ++t) {
+        for (int k = 0; k < n; ++k)
+            step[std::size_t(k)] = {std::span(&out.answers[std::size_t(k)].back(), 1),
+                                    &samples[std::size_t(k)]};
+        const Matrix& logits = model.forward(step);
+        for (int k = 0; k < n; ++k)
+            out.answers[std::size_t(k)].push_back(argmax(logits.row_span(k)));
+        if (t + 1 == answer_len)
+            for (int k = 0; k < n; ++k)
+                out.last_logits.emplace_back(logits.row_span(k).begin(), logits.row_span(k).end());
+    }
+    out.blocks_used = pool.used_blocks();
+    for (const PagedKVCache& s : samples) out.copies_on_write += s.copies_on_write();
+    return out;
+}
+
+}  // namespace kv
