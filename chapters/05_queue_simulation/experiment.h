@@ -192,6 +192,10 @@ struct Experiment {
     int validate = -1;          // requests run for real with the cache; -1: 128 unless analytic
     int validate_no_cache = 0;  // requests run for real without the cache (slow); 0: none
     std::string save_workload = kNotGiven;  // write the queue for vllm bench serve (a .jsonl)
+    // Longest context the measured calibration times; 0: the workload's
+    // longest. A later chapter whose prompts are longer (chapter 08's shared
+    // system prompt) sets it, and no flag does.
+    int calibration_context = 0;
 
     void add_flags(Flags& flags) {
         add_model_flags(flags, model, seed);
@@ -337,8 +341,10 @@ struct Experiment {
             Progress progress("calibrating the cost model, round");
             const auto start = Clock::now();
             results.calibration =
-                calibrate(*engine, workload.prompt_max + workload.answer_max - 1, batch,
-                          [&](int done, int of) { progress.update(done, of); });
+                calibrate(*engine,
+                          calibration_context > 0 ? calibration_context
+                                                  : workload.prompt_max + workload.answer_max - 1,
+                          batch, [&](int done, int of) { progress.update(done, of); });
             level_on_a_queue(results, *engine);
             results.calibration->seconds = seconds_since(start);
             results.cost = results.calibration->cost;
