@@ -4,12 +4,14 @@
 // errors and failed allocations end the program with one line.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <new>
 #include <sstream>
@@ -164,6 +166,71 @@ TEST_CASE("a written file replaces the old one whole, or leaves it") {
     write_file(dir.file("link.json"), "through the link\n");
     CHECK(std::filesystem::is_symlink(dir.file("link.json")));
     CHECK(read_file(path, "", 100) == "through the link\n");
+}
+
+TEST_CASE("the file beside the target has a fresh short name in its folder") {
+    const TempDir dir;
+    // A target whose name has all the 255 bytes a name may have.
+    const std::string longest = dir.file(std::string(255, 'n'));
+    write_file(longest, "whole\n", "--output");
+    CHECK(read_file(longest, "", 100) == "whole\n");
+
+    // A link planted where the old name beside the target (<target>.part<pid>)
+    // would be is never followed: the file it points to stays as it was.
+    const std::string target = dir.file("out.json"), victim = dir.file("victim.txt");
+    write_bytes(victim, "victim\n");
+    std::filesystem::create_symlink(victim, target + ".part" + std::to_string(getpid()));
+    write_file(target, "new\n", "--output");
+    CHECK(read_file(victim, "", 100) == "victim\n");
+    CHECK(read_file(target, "", 100) == "new\n");
+    CHECK_FALSE(std::filesystem::is_symlink(target));
+
+    // The finished file has the permissions open(..., 0666) gives under the umask.
+    const mode_t mask = umask(022);
+    write_file(dir.file("mode.txt"), "x");
+    umask(mask);
+    struct stat st {};
+    REQUIRE(stat(dir.file("mode.txt").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0644);
+}
+
+TEST_CASE("a FIFO that nothing reads is refused at once, one that is read is written") {
+    const TempDir dir;
+    const std::string fifo = dir.file("fifo");
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    auto written = std::async(std::launch::async, [&] { return write_error(fifo, "{}\n"); });
+    const bool at_once = written.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    CHECK(at_once);
+    if (!at_once) {  // it waits for a reader: give it one, so that the test can end
+        const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+        written.wait();
+        close(reader);
+    }
+    CHECK(written.get() == "--output " + fifo +
+                               ": a FIFO (named pipe) that no program is reading: nothing would "
+                               "take the bytes");
+
+    // With a reader, the bytes go to it.
+    const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    REQUIRE(reader >= 0);
+    write_file(fifo, "through the pipe\n", "--output");
+    char got[64] = {};
+    CHECK(read(reader, got, sizeof got) == 17);
+    CHECK(std::string(got) == "through the pipe\n");
+    close(reader);
+}
+
+TEST_CASE("a path with a newline or other control character is shown escaped") {
+    const TempDir dir;
+    const std::string odd = dir.file("two\nlines\x1b");
+    CHECK(read_error(odd) ==
+          "--input " + dir.file("two\\nlines\\x1b") + ": No such file or directory");
+    CHECK(write_error(dir.file("missing\n") + "/" + std::string(300, 'a'), "x").find('\n') ==
+          std::string::npos);
+    write_bytes(dir.file("file"), "x");
+    const std::string under_a_file = write_error(dir.file("file") + "/a\nb/c.json", "x");
+    CHECK(under_a_file.find("cannot create the folder") != std::string::npos);
+    CHECK(under_a_file.find('\n') == std::string::npos);
 }
 
 TEST_CASE("a write that cannot be done names its flag and its cause") {

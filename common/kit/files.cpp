@@ -1,5 +1,7 @@
 #include "files.h"
 
+#include "report.h"  // visible
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,7 +33,10 @@ std::string kind_of(mode_t mode) {
 }  // namespace
 
 std::string file_label(std::string_view what, const std::string& path) {
-    return what.empty() ? path : std::string(what) + " " + path;
+    std::string label(what);
+    if (!label.empty()) label += " ";
+    label += visible(path);
+    return label;
 }
 
 // ------------------------------------------------------------------ reading
@@ -41,7 +46,10 @@ InputFile::InputFile(const std::string& path, std::string_view what, std::uint64
     if (path.empty()) fail("the file name is empty");
     // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
     fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd_ < 0) fail(cause_of(errno));
+    if (fd_ < 0) {
+        const int e = errno;
+        fail(cause_of(e), e);
+    }
     struct stat st {};
     if (::fstat(fd_, &st) != 0) fail(cause_of(errno));
     if (!S_ISREG(st.st_mode)) fail(kind_of(st.st_mode) + ", not a regular file");
@@ -58,8 +66,8 @@ InputFile::~InputFile() {
     if (fd_ >= 0) ::close(fd_);
 }
 
-void InputFile::fail(const std::string& cause) const {
-    throw FileError(label_ + ": " + cause);
+void InputFile::fail(const std::string& cause, int error) const {
+    throw FileError(label_ + ": " + cause, error);
 }
 
 bool InputFile::read(void* out, std::size_t n) {
@@ -116,28 +124,55 @@ OutputFile::OutputFile(const std::string& path, std::string_view what)
         throw FileError(std::string(what.empty() ? "output" : what) + ": the file name is empty");
     namespace fs = std::filesystem;
     std::error_code error;
-    const fs::path p(path);
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0) {
         if (S_ISDIR(st.st_mode)) fail("a folder, not a file");
         if (!S_ISREG(st.st_mode)) {
-            // /dev/null, /dev/stdout, a pipe: written in place (renaming over
-            // a device would replace it).
-            fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-            if (fd_ < 0) fail("cannot open: " + cause_of(errno));
+            open_in_place(st.st_mode);
             return;
         }
         // A link to a regular file: replace the file it points to, not the link.
-        const fs::path real = fs::canonical(p, error);
+        const fs::path real = fs::canonical(fs::path(path), error);
         if (!error) target_ = real.string();
     }
-    beside_ = target_ + ".part" + std::to_string(::getpid());
-    fd_ = ::open(beside_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    // The file beside the target: mkstemp makes a new one (O_CREAT | O_EXCL),
+    // so a name guessed in advance and planted as a link leads nowhere, and
+    // its name is short, so a target named with all 255 bytes still has room.
+    const fs::path folder = fs::path(target_).parent_path();
+    beside_ = (folder / ".kv-part-XXXXXX").string();
+    fd_ = ::mkstemp(beside_.data());
     if (fd_ < 0) {
         const int e = errno;
         beside_.clear();
-        fail("cannot create: " + cause_of(e));
+        fail("cannot create: " + cause_of(e), e);
     }
+    ::fcntl(fd_, F_SETFD, FD_CLOEXEC);
+    // mkstemp gives 0600; the finished file gets what open(..., 0666) would
+    // give, the permissions the umask leaves. (Reading the umask sets it:
+    // these programs run one thread.)
+    const mode_t umask = ::umask(0);
+    ::umask(umask);
+    if (::fchmod(fd_, 0666 & ~umask) != 0) fail("cannot set permissions: " + cause_of(errno));
+}
+
+// Not a regular file: /dev/null, /dev/stdout, a terminal, a pipe. Renaming
+// over a device would replace it, so it is written where it is. A FIFO is
+// opened with O_NONBLOCK: with a program reading it, the open succeeds at
+// once; with none, it fails (ENXIO) instead of waiting for a reader that
+// may never come, and the message says so. Refusing every FIFO would be
+// simpler, but would refuse `--save-json /dev/stdout | jq` and
+// `--save-json >(jq .)` too, which are pipes with a reader.
+void OutputFile::open_in_place(mode_t mode) {
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd_ < 0) {
+        const int e = errno;
+        if (e == ENXIO && S_ISFIFO(mode))
+            fail("a FIFO (named pipe) that no program is reading: nothing would take the bytes", e);
+        fail("cannot open: " + cause_of(e), e);
+    }
+    // Writes block as usual from here on (a slow reader is waited for).
+    const int flags = ::fcntl(fd_, F_GETFL);
+    if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
 }
 
 OutputFile::~OutputFile() {
@@ -145,12 +180,12 @@ OutputFile::~OutputFile() {
     if (!beside_.empty()) ::unlink(beside_.c_str());
 }
 
-void OutputFile::fail(const std::string& cause) {
+void OutputFile::fail(const std::string& cause, int error) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     if (!beside_.empty()) ::unlink(beside_.c_str());
     beside_.clear();
-    throw FileError(label_ + ": " + cause);
+    throw FileError(label_ + ": " + cause, error);
 }
 
 void OutputFile::write(std::string_view bytes) {
@@ -186,7 +221,8 @@ void write_file(const std::string& path, const std::string& text, std::string_vi
         fs::create_directories(p.parent_path(), error);
         if (error)
             throw FileError(file_label(what, path) + ": cannot create the folder " +
-                            p.parent_path().string() + ": " + error.message());
+                                visible(p.parent_path().string()) + ": " + error.message(),
+                            error.value());
     }
     OutputFile out(path, what);
     out.write(text);

@@ -17,9 +17,18 @@
 // Writing: a file is replaced whole. The bytes go to a file beside it, which
 // is checked after it is closed and only then renamed over the old one, so a
 // failure (a full disk, a folder that cannot be created) leaves the old file
-// or none, never half of one. A target that exists and is not a regular file
-// (/dev/null, /dev/stdout, a pipe) is written in place, and checked the same.
+// or none, never half of one. The file beside it has a fresh, short name made
+// by mkstemp in the target's folder: never an existing file or a link planted
+// there, and room left for a target whose name has the 255 bytes allowed.
+// A target that exists and is not a regular file (/dev/null, /dev/stdout, a
+// pipe) is written in place, and checked the same; a FIFO that no program
+// is reading is refused at once instead of waiting for a reader forever.
+//
+// Paths are quoted through visible() (kit/report.h): a name holding a
+// newline still gives a one-line message.
 #pragma once
+
+#include <sys/types.h>  // mode_t
 
 #include <cstdint>
 #include <stdexcept>
@@ -30,10 +39,13 @@ namespace kv {
 
 // A file that cannot be read or written; the message is one line.
 struct FileError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+    explicit FileError(const std::string& message, int error = 0)
+        : std::runtime_error(message), error_number(error) {}
+    int error_number;  // the system's errno for the cause (ENOENT: not there), 0 if none
 };
 
-// "<what> <path>" (or the path alone when `what` is empty).
+// "<what> <path>" (or the path alone when `what` is empty), the path made
+// visible (control characters escaped).
 std::string file_label(std::string_view what, const std::string& path);
 
 // One open regular file, read from its start.
@@ -56,8 +68,8 @@ class InputFile {
     // Everything from here to the end, at most max_bytes in all (a file that
     // grows past it while read, as /proc files may, is refused).
     std::string read_rest();
-    // Throws FileError "<what> <path>: <cause>".
-    [[noreturn]] void fail(const std::string& cause) const;
+    // Throws FileError "<what> <path>: <cause>", carrying `error` (an errno).
+    [[noreturn]] void fail(const std::string& cause, int error = 0) const;
 
   private:
     int fd_ = -1;
@@ -72,8 +84,9 @@ std::string read_file(const std::string& path, std::string_view what, std::uint6
 // dropped without commit() (an exception on the way) is removed.
 class OutputFile {
   public:
-    // Throws FileError for an empty path, a folder as target, or a file that
-    // cannot be created (a missing folder among them: see write_file).
+    // Throws FileError for an empty path, a folder as target, a FIFO with no
+    // reader, or a file that cannot be created (a missing folder among them:
+    // see write_file).
     OutputFile(const std::string& path, std::string_view what);
     ~OutputFile();
     OutputFile(const OutputFile&) = delete;
@@ -83,7 +96,8 @@ class OutputFile {
     void commit();                       // flushes, closes, checks, renames; or throws
 
   private:
-    [[noreturn]] void fail(const std::string& cause);
+    [[noreturn]] void fail(const std::string& cause, int error = 0);
+    void open_in_place(mode_t mode);  // a device, a pipe: written where it is
     int fd_ = -1;
     std::string label_, target_, beside_;  // beside_ empty: written in place
 };
