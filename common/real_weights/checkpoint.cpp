@@ -79,7 +79,7 @@ constexpr std::array<HeaderField, header_ints> header_fields = {{{"dim", 1 << 16
                                                                  {"seq_len", 1 << 20}}};
 
 [[noreturn]] void fail(const std::string& path, const std::string& message) {
-    throw std::runtime_error("checkpoint " + path + ": " + message);
+    throw std::runtime_error(file_label("checkpoint", path) + ": " + message);
 }
 
 std::string field_text(int i, std::int64_t value) {
@@ -220,7 +220,7 @@ Checkpoint read_checkpoint(const std::string& path) {
     const Config& c = result.config;
     Weights& w = result.weights;
     {
-        const Allocating note("the weights of checkpoint " + path + " (" +
+        const Allocating note("the weights of " + file_label("checkpoint", path) + " (" +
                               format_bytes(c.weight_bytes()) + ")");
         w = empty_weights(c);
     }
@@ -240,7 +240,7 @@ Checkpoint read_checkpoint(const std::string& path) {
     in.skip(std::uint64_t(c.max_seq) * std::uint64_t(c.head_size()));  // RoPE cos and sin
     if (c.shared_output) {
         // The Transformer reads its own output matrix, so it gets a copy.
-        const Allocating note("a copy of the embedding table of checkpoint " + path);
+        const Allocating note("a copy of the embedding table of " + file_label("checkpoint", path));
         w.output = w.token_embedding;
     } else {
         in.read(w.output.data, "the output projection");
@@ -295,7 +295,7 @@ void check_shapes(const Config& c, const Weights& w) {
 // a file beside the target that replaces it when finished (OutputFile).
 class TensorWriter {
   public:
-    TensorWriter(const std::string& path) : out_(path, "checkpoint") {}
+    TensorWriter(const std::string& path, std::string_view what) : out_(path, what) {}
     void int32(std::int32_t value) { append_le_int32(buffer_, value); }
     void floats(std::span<const float> values) {
         for (float v : values) {
@@ -319,10 +319,11 @@ class TensorWriter {
 
 }  // namespace
 
-void write_checkpoint(const std::string& path, const Config& c, const Weights& w) {
+void write_checkpoint(const std::string& path, const Config& c, const Weights& w,
+                      std::string_view what) {
     c.validate();
     check_shapes(c, w);
-    TensorWriter out(path);
+    TensorWriter out(path, what);
     for (int value : {c.dim, c.ffn_dim, c.n_layers, c.n_heads, c.n_kv_heads,
                       c.shared_output ? c.vocab_size : -c.vocab_size, c.max_seq})
         out.int32(value);

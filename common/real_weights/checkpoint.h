@@ -54,7 +54,10 @@ Checkpoint read_checkpoint(const std::string& path);
 
 // Writes `weights` in the same format. With config.shared_output the
 // output projection is not stored, so it must equal the embedding table.
-void write_checkpoint(const std::string& path, const Config& config, const Weights& weights);
+// A file that cannot be written is a FileError "<what> <path>: <cause>"
+// (kit/files.h): `what` names the flag that asked for it.
+void write_checkpoint(const std::string& path, const Config& config, const Weights& weights,
+                      std::string_view what = "checkpoint");
 
 // The exact size in bytes of a checkpoint of this shape.
 std::uint64_t checkpoint_bytes(const Config& config);

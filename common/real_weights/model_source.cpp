@@ -168,17 +168,19 @@ std::string save_model_files(const ModelSource& source, const LoadedModel& loade
     std::string said;
     const Config& config = loaded.model.config();
     if (!source.save_checkpoint.empty()) {
-        write_checkpoint(source.save_checkpoint, config, loaded.model.weights());
-        said += "saved the model to " + source.save_checkpoint + " (llama2.c checkpoint, " +
-                format_bytes(checkpoint_bytes(config)) + ")\n";
+        write_checkpoint(source.save_checkpoint, config, loaded.model.weights(),
+                         "--save-checkpoint");
+        said += "saved the model to " + visible(source.save_checkpoint) +
+                " (llama2.c checkpoint, " + format_bytes(checkpoint_bytes(config)) + ")\n";
     }
     if (!source.save_tokenizer.empty()) {
         if (!loaded.tokenizer && config.vocab_size < Tokenizer::first_byte_token + 256)
             throw UsageError("--save-tokenizer: a byte-level tokenizer needs --vocab 259 or more");
-        write_tokenizer(source.save_tokenizer, loaded.tokenizer
-                                                   ? *loaded.tokenizer
-                                                   : byte_level_tokenizer(config.vocab_size));
-        said += "saved the tokenizer to " + source.save_tokenizer + "\n";
+        write_tokenizer(
+            source.save_tokenizer,
+            loaded.tokenizer ? *loaded.tokenizer : byte_level_tokenizer(config.vocab_size),
+            "--save-tokenizer");
+        said += "saved the tokenizer to " + visible(source.save_tokenizer) + "\n";
     }
     return said;
 }

@@ -130,7 +130,7 @@ namespace {
 constexpr int longest_allowed_token = 1024;  // Llama 2's longest is 27 bytes
 
 [[noreturn]] void fail(const std::string& path, const std::string& message) {
-    throw std::runtime_error("tokenizer " + path + ": " + message);
+    throw std::runtime_error(file_label("tokenizer", path) + ": " + message);
 }
 
 }  // namespace
@@ -190,7 +190,7 @@ Tokenizer read_tokenizer(const std::string& path, int vocab_size) {
     return Tokenizer(std::move(pieces), std::move(scores));
 }
 
-void write_tokenizer(const std::string& path, const Tokenizer& tokenizer) {
+void write_tokenizer(const std::string& path, const Tokenizer& tokenizer, std::string_view what) {
     std::string bytes;
     append_le_int32(bytes, tokenizer.max_token_length());
     for (int token = 0; token < tokenizer.vocab_size(); ++token) {
@@ -199,7 +199,7 @@ void write_tokenizer(const std::string& path, const Tokenizer& tokenizer) {
         append_le_int32(bytes, static_cast<std::int32_t>(piece.size()));
         bytes += piece;
     }
-    OutputFile out(path, "tokenizer");  // replaced whole, or left as it was
+    OutputFile out(path, what);  // replaced whole, or left as it was
     out.write(bytes);
     out.commit();
 }

@@ -69,7 +69,10 @@ class Tokenizer {
 
 // Reads a tokenizer file for a model of `vocab_size` tokens.
 Tokenizer read_tokenizer(const std::string& path, int vocab_size);
-void write_tokenizer(const std::string& path, const Tokenizer& tokenizer);
+// A file that cannot be written is a FileError "<what> <path>: <cause>"
+// (kit/files.h): `what` names the flag that asked for it.
+void write_tokenizer(const std::string& path, const Tokenizer& tokenizer,
+                     std::string_view what = "tokenizer");
 
 // A tokenizer for the book's random models, which were never trained on
 // text: <unk>, BOS, EOS and the 256 byte tokens as in Llama 2's, then the
