@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "../chapters/03_memory_arithmetic/experiment.h"
+#include "../chapters/04_batched_decoding/experiment.h"
 #include "../common/kit/chapter.h"
 #include "../common/kit/flags.h"
+#include "../common/kit/machine_probes.h"
 #include "../common/kit/model_flags.h"
 #include "../common/kit/program.h"
 #include "../common/kit/step_report.h"
@@ -294,3 +297,78 @@ TEST_CASE("the memory a process may use is at most the machine's") {
         CHECK(limit.bytes <= physical_memory_bytes());
     }
 }
+
+namespace {
+
+// The message `check` throws, or "" if it throws nothing.
+template <class Check>
+std::string refusal(Check&& check) {
+    try {
+        check();
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("a refusal names the memory limit it compared against, with its share and size") {
+    const MemoryLimit limit{std::uint64_t(400) << 20,
+                            "this process's address-space limit (ulimit -v)"};
+    CHECK(beyond_memory(double(200 << 20), 0.5, limit) == "");
+    CHECK(beyond_memory(double(201 << 20), 0.5, limit) ==
+          "more than half of this process's address-space limit (ulimit -v), 400 MiB");
+    CHECK(beyond_memory(double(101 << 20), 0.25, limit) ==
+          "more than a quarter of this process's address-space limit (ulimit -v), 400 MiB");
+    CHECK(beyond_memory(double(401 << 20), 1, limit) ==
+          "more than this process's address-space limit (ulimit -v), 400 MiB");
+    CHECK(beyond_memory(1e30, 0.5, MemoryLimit{}) == "");  // nothing could be read: no refusal
+
+    // Chapters 03 and 04 quote usable_memory(), the limit fits_in_memory compares with.
+    const MemoryLimit have = usable_memory();
+    if (have.bytes == 0) return;
+    const std::string limit_text = have.what + ", " + format_bytes(have.bytes);
+    ch03::Experiment three;
+    three.measure_tokens = 1 << 24;
+    const std::uint64_t cache = Config().kv_bytes(1 << 24);
+    if (double(cache) > double(have.bytes) / 4)
+        CHECK(refusal([&] { three.check(); }) == "--measure-tokens 16777216 needs " +
+                                                     format_bytes(cache) +
+                                                     ", more than a quarter of " + limit_text);
+    Config long_context;
+    long_context.max_seq = 1 << 20;
+    const std::string bench =
+        refusal([&] { ch04::check_bench_fits(long_context, 1024, 100'000, 15, ""); });
+    CHECK(bench.rfind("--max-batch 1024 with --prompt-len 100000 and --repeats 15 needs ", 0) == 0);
+    CHECK(bench.find(", more than half of " + limit_text) != std::string::npos);
+}
+
+TEST_CASE("chapter 04 counts its bandwidth probe's buffer before measuring") {
+    const MemoryLimit have = usable_memory();
+    if (have.bytes == 0) return;
+    const Config demo;
+    const std::string message = refusal([&] { ch04::check_probes_fit(demo, 2 * have.bytes); });
+    CHECK(message.rfind(
+              "the DRAM read-bandwidth probe reads a buffer of " + format_bytes(2 * have.bytes),
+              0) == 0);
+    CHECK(message.find("more than half of " + have.what) != std::string::npos);
+    CHECK(refusal([&] { ch04::check_probes_fit(demo, dram_probe_bytes(CacheSizes{})); }) == "");
+}
+
+// AddressSanitizer reports an allocation this large instead of throwing.
+#if !defined(__SANITIZE_ADDRESS__)
+TEST_CASE("a bandwidth probe that cannot be allocated ends in one line naming it") {
+    std::ostringstream captured;
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+    const int status = run_program("t", [] {
+        const ReadBandwidthProbe probe(std::uint64_t(1) << 62);
+        return int(probe.bytes() > 0);
+    });
+    std::cerr.rdbuf(old);
+    CHECK(status == 2);
+    CHECK(captured.str().rfind("t: out of memory allocating the read-bandwidth probe's buffer of " +
+                                   format_bytes(std::uint64_t(1) << 62) + ";",
+                               0) == 0);
+}
+#endif

@@ -144,10 +144,9 @@ struct Experiment {
     void check() const {
         check_price_options(price);
         const std::uint64_t bytes = Config().kv_bytes(std::uint64_t(measure_tokens));
-        if (!fits_in_memory(double(bytes), 0.25))
+        if (const std::string beyond = beyond_memory(double(bytes), 0.25); !beyond.empty())
             throw UsageError("--measure-tokens " + std::to_string(measure_tokens) + " needs " +
-                             format_bytes(bytes) + ", more than a quarter of this " + "machine's " +
-                             format_bytes(physical_memory_bytes()));
+                             format_bytes(bytes) + ", " + beyond);
     }
 
     Results run() const {

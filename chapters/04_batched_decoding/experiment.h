@@ -5,6 +5,7 @@
 // arithmetic and how fast it reads from its last-level cache and from DRAM.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -57,7 +58,7 @@ inline Roofline measure_roofs(std::uint64_t last_level_bytes, std::uint64_t dram
 
 // Throws UsageError, starting with `flag_prefix`, if the model's shape is
 // wrong or its weights plus bench_bytes() would take more than half of the
-// machine's memory.
+// memory this process may use (the message names that limit).
 inline void check_bench_fits(const Config& c, int sequences, int longest_prompt, int repeats,
                              const std::string& flag_prefix) {
     try {
@@ -67,12 +68,24 @@ inline void check_bench_fits(const Config& c, int sequences, int longest_prompt,
     }
     const double need =
         double(c.weight_bytes()) + bench_bytes(c, sequences, longest_prompt, decode_steps(repeats));
-    if (!fits_in_memory(need, 0.5))
+    if (const std::string beyond = beyond_memory(need, 0.5); !beyond.empty())
         throw UsageError(flag_prefix + "--max-batch " + std::to_string(sequences) +
                          " with --prompt-len " + std::to_string(longest_prompt) +
                          " and --repeats " + std::to_string(repeats) + " needs " +
-                         format_bytes(std::uint64_t(need)) +
-                         ", more than half of this machine's memory");
+                         format_bytes(std::uint64_t(need)) + ", " + beyond);
+}
+
+// Throws UsageError if the bandwidth probes' buffer (the larger of the two:
+// they run one after the other) would not fit beside the demo model's
+// weights in half of the memory this process may use. The probes are sized
+// by this machine's caches, not by a flag (machine_probes.h).
+inline void check_probes_fit(const Config& c, std::uint64_t probe_bytes) {
+    const double need = double(c.weight_bytes()) + double(probe_bytes);
+    if (const std::string beyond = beyond_memory(need, 0.5); !beyond.empty())
+        throw UsageError("the DRAM read-bandwidth probe reads a buffer of " +
+                         format_bytes(probe_bytes) + " (eight times this CPU's last-level cache, " +
+                         "256 MiB to 1 GiB) beside the model's weights: " +
+                         format_bytes(std::uint64_t(need)) + ", " + beyond);
 }
 
 struct Experiment {
@@ -115,6 +128,11 @@ struct Experiment {
         wide.dim = wide_dim;
         wide.ffn_dim = 3 * wide_dim;
         check_bench_fits(config, max_batch, longest, repeats, "");
+        const CacheSizes caches = cache_sizes();
+        const std::uint64_t llc_bytes =
+            last_level_probe_bytes(caches, weight_bytes_per_step(config));
+        const std::uint64_t dram_bytes = dram_probe_bytes(caches);
+        check_probes_fit(config, std::max(llc_bytes, dram_bytes));
         if (wide_dim > 0)
             check_bench_fits(wide, max_batch, longest, repeats,
                              "--wide-dim " + std::to_string(wide_dim) + ": ");
@@ -139,10 +157,6 @@ struct Experiment {
             Transformer wide_model(wide, model.seed);
             widths.push_back({wide, time_batches(wide_model, prompts, sizes)});
         }
-        const CacheSizes caches = cache_sizes();
-        const std::uint64_t llc_bytes =
-            last_level_probe_bytes(caches, weight_bytes_per_step(config));
-        const std::uint64_t dram_bytes = dram_probe_bytes(caches);
         const Roofline roofs = measure_roofs(llc_bytes, dram_bytes);
         return {std::move(loaded),
                 max_batch,

@@ -1,6 +1,7 @@
 #include "machine.h"
 
 #include "machine_probes.h"  // cache_sizes
+#include "report.h"          // fixed, format_bytes
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -60,8 +61,26 @@ MemoryLimit usable_memory() {
 }
 
 bool fits_in_memory(double bytes, double fraction) {
-    const double have = double(usable_memory().bytes);  // 0: unknown
-    return have == 0 || bytes <= have * fraction;
+    return beyond_memory(bytes, fraction).empty();
+}
+
+std::string beyond_memory(double bytes, double fraction) {
+    return beyond_memory(bytes, fraction, usable_memory());
+}
+
+std::string beyond_memory(double bytes, double fraction, const MemoryLimit& have) {
+    if (have.bytes == 0 || bytes <= double(have.bytes) * fraction) return "";  // 0: unknown
+    std::string text = "more than ";
+    if (fraction == 0.5)
+        text += "half of ";
+    else if (fraction == 0.25)
+        text += "a quarter of ";
+    else if (fraction != 1)
+        text += fixed(100 * fraction, 0) + "% of ";
+    text += have.what;
+    text += ", ";
+    text += format_bytes(have.bytes);
+    return text;
 }
 
 std::uint64_t last_level_cache_bytes() {

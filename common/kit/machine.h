@@ -25,6 +25,15 @@ MemoryLimit usable_memory();
 // True where nothing can be read, so an unknown machine never refuses a run.
 bool fits_in_memory(double bytes, double fraction);
 
+// The same check, said for a refusal: "" when `bytes` fit, otherwise the
+// limit compared against, named with its share and size, as in
+//
+//     "more than half of this process's address-space limit (ulimit -v), 390 MiB"
+//
+// so that a message never quotes physical memory when a lower limit refused.
+std::string beyond_memory(double bytes, double fraction);
+std::string beyond_memory(double bytes, double fraction, const MemoryLimit& have);
+
 // Size in bytes of the largest data cache of CPU 0, as Linux reports it in
 // /sys (cache_sizes() in machine_probes.h reads it); 0 where that cannot be
 // read (another OS). sysconf()'s _SC_LEVEL3_CACHE_SIZE is not used: under

@@ -1,5 +1,8 @@
 #include "machine_probes.h"
 
+#include "program.h"  // Allocating
+#include "report.h"   // format_bytes
+
 #include <time.h>
 #include <algorithm>
 #include <cstring>
@@ -180,9 +183,14 @@ __attribute__((noinline)) float sum_floats(const float* p, std::size_t n) {
 
 }  // namespace
 
-ReadBandwidthProbe::ReadBandwidthProbe(std::uint64_t bytes)
-    : floats_(std::max<std::uint64_t>(bytes / sizeof(float) / kFloatsPerStep, 1) * kFloatsPerStep,
-              1.0f) {}  // filled: every page is mapped before anything is timed
+ReadBandwidthProbe::ReadBandwidthProbe(std::uint64_t bytes) {
+    const std::size_t floats =
+        std::max<std::uint64_t>(bytes / sizeof(float) / kFloatsPerStep, 1) * kFloatsPerStep;
+    // A failed allocation ends the program with one line naming it (program.h).
+    const Allocating note("the read-bandwidth probe's buffer of " +
+                          format_bytes(floats * sizeof(float)));
+    floats_.assign(floats, 1.0f);  // filled: every page is mapped before anything is timed
+}
 
 double ReadBandwidthProbe::bytes_per_second(int repeats, std::uint64_t min_bytes) const {
     const std::size_t n = floats_.size();
