@@ -361,3 +361,34 @@ TEST_CASE("chapter 05's cost model file: every key once, Windows lines read, cau
         kv::ch05::save_atomically(dir.file("none/w.jsonl"), "x", "--save-workload"),
         doctest::Contains("--save-workload"), UsageError);
 }
+
+TEST_CASE("chapter 05's cost model file: a scale is above 0, every number at most 1e6") {
+    const TempDir dir;
+    const kv::Config c = test::tiny_config();
+    const std::string path = dir.file("cost.txt");
+    kv::ch05::save_cost_model(kv::analytic_cost_model(c), path);
+    const std::string good = read_file(path, "", 1 << 20);
+    auto with = [&](const std::string& key, const std::string& number) {
+        std::string text = good;
+        const std::size_t line = text.find(key + " ");
+        text.replace(line, text.find('\n', line) - line, key + " " + number);
+        write_file(path, text);
+        return cost_model_error(path, c);
+    };
+    // A scale of 0 would make every step of its kind free.
+    for (const char* scale : {"prefill_scale", "single_step_scale", "batch_step_scale"}) {
+        INFO(scale);
+        CHECK(with(scale, "0") == "--calibration " + path + ": '" + scale +
+                                      "' must be a decimal number above 0 (a scale of 0 makes "
+                                      "its steps free) and at most 1e6, got '0'");
+        CHECK(with(scale, "0.5") == "");
+        CHECK(with(scale, "1e6") == "");
+        CHECK(with(scale, "1000001").find("at most 1e6, got '1000001'") != std::string::npos);
+    }
+    // A time of 0 is a fine coefficient; above a million seconds is not, and says so.
+    CHECK(with("step_per_context", "0") == "");
+    CHECK(with("pass_fixed", "2e6") ==
+          "--calibration " + path +
+              ": 'pass_fixed' must be a non-negative decimal number of seconds, at most 1e6, got "
+              "'2e6'");
+}

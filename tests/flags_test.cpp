@@ -10,6 +10,7 @@
 
 #include "../chapters/03_memory_arithmetic/experiment.h"
 #include "../chapters/04_batched_decoding/experiment.h"
+#include "../chapters/05_queue_simulation/experiment.h"
 #include "../common/kit/chapter.h"
 #include "../common/kit/flags.h"
 #include "../common/kit/machine_probes.h"
@@ -372,3 +373,21 @@ TEST_CASE("a bandwidth probe that cannot be allocated ends in one line naming it
                                0) == 0);
 }
 #endif
+
+TEST_CASE("chapter 05's --help gives --requests and --batch the range its check holds") {
+    ch05::Experiment e;
+    Flags flags("05_queue_simulation", "the queue");
+    e.add_flags(flags);
+    std::ostringstream help;
+    flags.print_help(help);
+    CHECK(help.str().find("requests in the queue (default 1000; 1..10000000)") !=
+          std::string::npos);
+    CHECK(help.str().find("most requests running at once (default 32; 1..4096)") !=
+          std::string::npos);
+    const char* zero_requests[] = {"t", "--requests", "0"};
+    CHECK_THROWS_WITH_AS(flags.parse(3, zero_requests), "--requests: must be in 1..10000000, got 0",
+                         UsageError);
+    const char* zero_batch[] = {"t", "--batch", "0"};
+    CHECK_THROWS_WITH_AS(flags.parse(3, zero_batch), "--batch: must be in 1..4096, got 0",
+                         UsageError);
+}

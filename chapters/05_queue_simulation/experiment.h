@@ -61,11 +61,13 @@ struct Results {
 // ------------------------------------------------------ the cost model file
 
 // The cost model's ten numbers: their name in the file, their key in the
-// JSON, and where they live. The file, the loader and the JSON read this list.
+// JSON, where they live, and whether they are a scale. The file, the loader
+// and the JSON read this list.
 struct CostNumber {
     const char* name;
     const char* json_key;
     double CostModel::*value;
+    bool is_scale = false;  // multiplies a kind of step's time: 0 would make those steps free
 };
 inline constexpr CostNumber kCostNumbers[] = {
     {"pass_fixed", "pass_fixed_s", &CostModel::pass_fixed},
@@ -75,10 +77,12 @@ inline constexpr CostNumber kCostNumbers[] = {
     {"step_per_sequence", "step_per_sequence_s", &CostModel::step_per_sequence},
     {"step_per_context", "step_per_context_s", &CostModel::step_per_context},
     {"fit_error", "max_fit_error", &CostModel::fit_error},
-    {"prefill_scale", "prefill_scale", &CostModel::prefill_scale},
-    {"single_step_scale", "single_step_scale", &CostModel::single_step_scale},
-    {"batch_step_scale", "batch_step_scale", &CostModel::batch_step_scale},
+    {"prefill_scale", "prefill_scale", &CostModel::prefill_scale, true},
+    {"single_step_scale", "single_step_scale", &CostModel::single_step_scale, true},
+    {"batch_step_scale", "batch_step_scale", &CostModel::batch_step_scale, true},
 };
+// The largest number the file may give (a million seconds, or a scale of a million).
+inline constexpr double kLargestCostNumber = 1e6;
 
 inline void save_cost_model(const CostModel& m, const std::string& path) {
     std::ostringstream out;
@@ -98,11 +102,11 @@ inline void save_cost_model(const CostModel& m, const std::string& path) {
 // Reads a file written by save_cost_model for the model `config`. Anything
 // wrong is a UsageError naming the flag: not a regular file or larger than
 // 1 MiB (kit/files.h), a line it does not know, a key given twice or not at
-// all, a number that is not a non-negative decimal, another model. Windows
-// line endings (\r\n) are read as \n.
+// all, a number that is not a non-negative decimal up to 1e6 (a scale must
+// be above 0), another model. Windows line endings (\r\n) are read as \n.
 inline CostModel load_cost_model(const std::string& path, const Config& config) {
     auto bad = [&](const std::string& why) {
-        return UsageError("--calibration " + path + ": " + why);
+        return UsageError(file_label("--calibration", path) + ": " + why);
     };
     std::string text;
     try {
@@ -121,8 +125,12 @@ inline CostModel load_cost_model(const std::string& path, const Config& config) 
         const std::string key = line.substr(0, space);
         const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
         double* field = nullptr;
+        bool is_scale = false;
         for (const CostNumber& n : kCostNumbers)
-            if (key == n.name) field = &(m.*n.value);
+            if (key == n.name) {
+                field = &(m.*n.value);
+                is_scale = n.is_scale;
+            }
         if (!field && key != "model" && key != "source")
             throw bad("unknown line " + std::to_string(number) + " '" + visible(line) + "'");
         if (const auto [at, first] = seen.emplace(key, number); !first)
@@ -134,8 +142,13 @@ inline CostModel load_cost_model(const std::string& path, const Config& config) 
             m.source = value;
         } else {
             *field = is_decimal_number(value) ? std::strtod(value.c_str(), nullptr) : -1;
-            if (!(*field >= 0) || *field > 1e6)
-                throw bad("'" + key + "' must be a non-negative decimal number of seconds, got '" +
+            const bool low = is_scale ? !(*field > 0) : !(*field >= 0);
+            if (low || !(*field <= kLargestCostNumber))
+                throw bad("'" + key +
+                          (is_scale ? "' must be a decimal number above 0 (a scale of 0 makes "
+                                      "its steps free) and at most 1e6, got '"
+                                    : "' must be a non-negative decimal number of seconds, at "
+                                      "most 1e6, got '") +
                           visible(value) + "'");
         }
     }
@@ -148,7 +161,7 @@ inline CostModel load_cost_model(const std::string& path, const Config& config) 
     if (m.model != config.describe())
         throw bad("it was measured for the model '" + visible(m.model) + "', not '" +
                   config.describe() + "'");
-    m.source = "loaded from " + path + " (" + m.source + ")";
+    m.source = "loaded from " + visible(path) + " (" + visible(m.source) + ")";
     return m;
 }
 
@@ -200,7 +213,7 @@ struct Experiment {
     void add_flags(Flags& flags) {
         add_model_flags(flags, model, seed);
         WorkloadOptions& w = workload;
-        flags.add("requests", w.requests, 0, 10'000'000, "requests in the queue");
+        flags.add("requests", w.requests, 1, 10'000'000, "requests in the queue");
         flags.add("prompt-min", w.prompt_min, 1, 1 << 20, "shortest prompt (uniform lengths)");
         flags.add("prompt-max", w.prompt_max, 1, 1 << 20, "longest prompt");
         flags.add("answer-len", w.answer_len, 1, 1 << 20, "mean answer length before the cap");
@@ -208,7 +221,7 @@ struct Experiment {
         flags.add_choice("answer-dist", w.answer_dist, {"geometric", "uniform"},
                          "geometric (many short, a few long) or uniform in 1..2 x mean - 1");
         flags.add("rate", w.rate, 0.0, 1e9, "Poisson arrivals per second; 0: all at time 0");
-        flags.add("batch", batch, 0, 4096, "most requests running at once");
+        flags.add("batch", batch, 1, 4096, "most requests running at once");
         flags.add("kv-budget-mib", kv_budget_mib, 1, 1 << 30, "memory for all KV caches, MiB");
         flags.add_choice("reserve", reserve, {"full", "held"},
                          "charge each request its longest context, or what its cache holds");
@@ -237,12 +250,21 @@ struct Experiment {
             if (!ok) throw UsageError(message);
         };
         need(calibration_file.empty() || cost_model != "analytic",
-             "--calibration " + calibration_file + " and --cost-model analytic exclude each other");
-        // What the calibration holds at once (its probes' caches and its
-        // widest pass), at the longest context the model allows.
-        const CalibrationShapes probes = calibration_shapes(model.max_seq, std::max(batch, 1));
-        check_model(model, probes.cache_positions(), probes.widest_pass_rows());
+             "--calibration " + visible(calibration_file) +
+                 " and --cost-model analytic exclude each other");
+        if (measures_calibration()) {
+            // What the calibration holds at once (its probes' caches and its
+            // widest pass), at the longest context the model allows.
+            const CalibrationShapes probes = calibration_shapes(model.max_seq, batch);
+            check_model(model, probes.cache_positions(), probes.widest_pass_rows());
+        } else {
+            // No probe runs (the cost model is counted or loaded): the shape,
+            // and room for the weights a validation would load.
+            check_model(model, 0);
+        }
         const WorkloadOptions& w = workload;
+        // The flags' ranges already say 1.. for --requests and --batch; a
+        // program that sets the members itself (chapters 07 and 08) is checked here.
         need(w.requests >= 1, "--requests must be at least 1, got " + std::to_string(w.requests));
         need(w.prompt_min >= 1,
              "--prompt-min must be at least 1, got " + std::to_string(w.prompt_min));
@@ -296,7 +318,7 @@ struct Experiment {
                  (workload_path().size() > suffix.size() &&
                   workload_path().compare(workload_path().size() - suffix.size(), suffix.size(),
                                           suffix) == 0),
-             "--save-workload " + save_workload +
+             "--save-workload " + visible(save_workload) +
                  ": vllm bench serve reads a custom dataset only from a name ending in .jsonl");
     }
 
@@ -334,7 +356,7 @@ struct Experiment {
     void price_the_work(Results& results, std::optional<Transformer>& engine) const {
         if (!calibration_file.empty()) {
             results.cost = load_cost_model(calibration_file, model);
-        } else if (cost_model == "analytic") {
+        } else if (!measures_calibration()) {
             results.cost = analytic_cost_model(model);
         } else {
             engine.emplace(model, seed);
@@ -411,6 +433,11 @@ struct Experiment {
         results.validation_batch = batch;
         if (cached > 0)
             run_on(cached, {all[kSerialCache], all[kStaticCache], all[kContinuousCache]});
+    }
+
+    // Whether the cost model is measured now, by calibration probes on the engine.
+    bool measures_calibration() const {
+        return calibration_file.empty() && cost_model == "measured";
     }
 
     // The --save-workload file, or "" when none was asked for.
