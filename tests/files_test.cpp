@@ -19,6 +19,7 @@
 #include <string>
 
 #include "../chapters/05_queue_simulation/experiment.h"
+#include "../chapters/06_closing_table/experiment.h"
 #include "../common/kit/files.h"
 #include "../common/kit/program.h"
 #include "test_files.h"
@@ -391,4 +392,45 @@ TEST_CASE("chapter 05's cost model file: a scale is above 0, every number at mos
           "--calibration " + path +
               ": 'pass_fixed' must be a non-negative decimal number of seconds, at most 1e6, got "
               "'2e6'");
+}
+
+// ------------------------------------------ chapter 06's saved results
+
+namespace {
+
+std::string saved_results_error(const std::string& path) {
+    try {
+        kv::ch06::load_saved_results(path);
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("chapter 06 says to run make run only when a results file is not there") {
+    const TempDir dir;
+    CHECK(saved_results_error(dir.file("ch02.json")) ==
+          dir.file("ch02.json") + ": No such file or directory (run `make run` first)");
+    // Other causes are named as they are, without the hint.
+    write_bytes(dir.file("file"), "x");
+    CHECK(saved_results_error(dir.file("file") + "/ch02.json") ==
+          dir.file("file") + "/ch02.json: Not a directory");
+    std::filesystem::create_directory(dir.file("folder.json"));
+    CHECK(saved_results_error(dir.file("folder.json")) ==
+          dir.file("folder.json") + ": a folder, not a regular file");
+    write_bytes(dir.file("bad.json"), "{\"a\": nan}");
+    CHECK(saved_results_error(dir.file("bad.json")).find("make run") == std::string::npos);
+    if (geteuid() != 0) {  // root reads anything
+        write_bytes(dir.file("secret.json"), "{}");
+        std::filesystem::permissions(dir.file("secret.json"), std::filesystem::perms::none);
+        CHECK(saved_results_error(dir.file("secret.json")) ==
+              dir.file("secret.json") + ": Permission denied");
+    }
+    // A name holding a newline stays on one line, in the parser's messages too.
+    std::filesystem::create_directory(dir.file("two\nlines"));
+    write_bytes(dir.file("two\nlines/ch02.json"), "[1]");
+    const std::string malformed = saved_results_error(dir.file("two\nlines/ch02.json"));
+    CHECK(malformed.rfind(dir.file("two\\nlines/ch02.json") + " is not a JSON object", 0) == 0);
 }

@@ -3,6 +3,7 @@
 // --save-json (`make run` saves them in build/results/).
 #pragma once
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "../../common/kit/files.h"
 #include "../../common/kit/flags.h"
+#include "../../common/kit/report.h"  // visible
 #include "saved_results.h"
 
 namespace kv::ch06 {
@@ -20,16 +22,20 @@ namespace kv::ch06 {
 inline constexpr std::uint64_t kMostResultBytes = 16 << 20;
 
 // Reads a chapter's saved results; throws std::runtime_error naming the
-// file if it is missing, not a regular file, too large, or not one JSON
-// object.
+// file (through visible(): one line, whatever the name holds) if it is
+// missing, not a regular file, too large, or not one JSON object. Only a
+// file that is not there gets the hint to run `make run`: a folder, a file
+// that cannot be read or a malformed one has another cause, named as it is.
 inline SavedResults load_saved_results(const std::string& path) {
     std::string text;
     try {
         text = read_file(path, "", kMostResultBytes);
     } catch (const FileError& e) {
-        throw std::runtime_error(std::string(e.what()) + " (run `make run` first)");
+        if (e.error_number == ENOENT)
+            throw std::runtime_error(std::string(e.what()) + " (run `make run` first)");
+        throw;
     }
-    return SavedResults::parse(path, text);
+    return SavedResults::parse(visible(path), text);
 }
 
 // The published figures the book answers to (README.md lists them).
