@@ -1,0 +1,19 @@
+// Chapter 08: sharing the cache. Chapter 05's queue with prompts that share
+// their start: a prefix computed once for many requests, and n answers to
+// one prompt on shared blocks, copied on write.
+//
+// The lesson is prefix_cache.h, prefix_sharing_memory.h,
+// shared_blocks_executor.h and parallel_samples.h (on chapter 07's blocks);
+// shared_workload.h draws the queue; experiment.h sets its parameters and
+// runs it; report.h prints it.
+#include "../../common/kit/chapter.h"
+#include "experiment.h"
+#include "report.h"
+
+int main(int argc, char** argv) {
+    kv::ch08::Experiment experiment;  // a system prompt of 256 tokens, blocks of 16 positions
+    return kv::run_chapter(argc, argv, "08_prefix_caching",
+                           "Sharing the cache: a prefix computed once for many requests, and "
+                           "copy-on-write for parallel samples.",
+                           experiment, kv::ch08::report);
+}
