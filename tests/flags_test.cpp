@@ -391,3 +391,24 @@ TEST_CASE("chapter 05's --help gives --requests and --batch the range its check 
     CHECK_THROWS_WITH_AS(flags.parse(3, zero_batch), "--batch: must be in 1..4096, got 0",
                          UsageError);
 }
+
+TEST_CASE("a flag's value that is another flag is refused naming both") {
+    auto error = [](std::vector<std::string> args) {
+        Parsed p;
+        return parse(std::move(args), p);
+    };
+    CHECK(error({"--plot-dir", "--json"}) ==
+          "--plot-dir: expected a value, got the flag --json (to mean that text, write "
+          "--plot-dir=--json)");
+    CHECK(error({"--plot-dir", "--layers=3"}).find("got the flag --layers=3") != std::string::npos);
+    CHECK(error({"--plot-dir", "--help"}).find("got the flag --help") != std::string::npos);
+    CHECK(error({"--layers", "--seed", "3"})
+              .find("--layers: expected a value, got the flag --seed") == 0);
+    // Given with = on purpose, or not a flag of this program: a value like any other.
+    Parsed p;
+    CHECK(parse({"--plot-dir=--json"}, p) == "");
+    CHECK(p.dir == "--json");
+    CHECK(parse({"--plot-dir", "--not-a-flag"}, p) == "");
+    CHECK(p.dir == "--not-a-flag");
+    CHECK(parse({"--plot-dir", "-json"}, p) == "");
+}

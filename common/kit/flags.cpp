@@ -90,6 +90,13 @@ void Flags::declare(Flag flag) {
     flags_.push_back(std::move(flag));
 }
 
+bool Flags::names_a_flag(const std::string& arg) {
+    if (arg.rfind("--", 0) != 0) return false;
+    const std::size_t eq = arg.find('=');  // at 2 or later: arg starts with --
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    return name == "help" || find(name) != nullptr;
+}
+
 Flags::Flag* Flags::find(const std::string& name) {
     for (Flag& f : flags_)
         if (f.name == name) return &f;
@@ -192,6 +199,13 @@ bool Flags::parse(int argc, const char* const* argv) {
         } else {
             if (i + 1 >= argc) throw UsageError("--" + name + ": missing value");
             value = argv[++i];
+            // "--save-json --json": a forgotten value would swallow the next
+            // flag (here as a file name). A value that names a flag is refused;
+            // --save-json=--json still gives that name on purpose.
+            if (names_a_flag(value))
+                throw UsageError("--" + name + ": expected a value, got the flag " +
+                                 visible(value) + " (to mean that text, write --" + name + "=" +
+                                 visible(value) + ")");
         }
         flag->set(value);
     }

@@ -9,7 +9,10 @@
 //
 // Both "--name value" and "--name=value" work. Anything wrong (unknown flag,
 // missing value, not a number, out of range, an empty string) throws
-// UsageError with one line naming the flag and the value.
+// UsageError with one line naming the flag and the value. A value given as
+// the next argument that is itself a flag ("--save-json --json") is refused
+// naming both, rather than taken as a file name; "--save-json=--json" is how
+// a value that looks like a flag is given on purpose.
 //
 // Numbers are decimal, for whole-number and floating-point flags alike:
 // whole numbers are digits with an optional minus sign ("12", "-3"); other
@@ -76,6 +79,7 @@ class Flags {
     };
     void declare(Flag flag);
     Flag* find(const std::string& name);
+    bool names_a_flag(const std::string& arg);  // "--json", "--json=x", "--help": declared
 
     std::string program_;
     std::string summary_;
