@@ -104,9 +104,11 @@ bench: $(BUILD)/bench
 # flag parser. Each is built apart in build/fuzz/ with AddressSanitizer and
 # UBSan and runs for FUZZ_SECONDS seconds (20 by default: make fuzz
 # FUZZ_SECONDS=5), one after another, growing its corpus in
-# build/fuzz/NAME.corpus/. The first crash, hang, leak or sanitizer report
-# stops it with a non-zero status; the input is saved as
-# build/fuzz/NAME-crash-... and the end of the log is printed.
+# build/fuzz/NAME.corpus/, which starts from a few valid inputs: the seeds
+# in tests/fuzz/corpus/NAME/ (tests/fuzz/seed_corpus.sh; chapter 02's
+# program writes the checkpoint and tokenizer seeds). The first crash, hang,
+# leak or sanitizer report stops it with a non-zero status; the input is
+# saved as build/fuzz/NAME-crash-... and the end of the log is printed.
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 20
 FUZZ_FLAGS    = -std=c++20 -O1 -g -ffp-contract=off -fno-omit-frame-pointer -Wno-psabi \
@@ -121,9 +123,10 @@ $(FUZZ_COMMON): build/fuzz/%.o: %.cpp
 $(FUZZ_NAMES:%=build/fuzz/%): build/fuzz/%: tests/fuzz/%.cpp $(FUZZ_COMMON)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_COMMON)
 
-fuzz: $(FUZZ_NAMES:%=build/fuzz/%)
+fuzz: $(FUZZ_NAMES:%=build/fuzz/%) $(BUILD)/ch02
 	@for name in $(FUZZ_NAMES); do \
-	    f=build/fuzz/$$name; mkdir -p $$f.corpus; \
+	    f=build/fuzz/$$name; \
+	    bash tests/fuzz/seed_corpus.sh $$name $$f.corpus $(BUILD)/ch02 || exit 1; \
 	    echo "==> $$f for $(FUZZ_SECONDS) s"; \
 	    $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
 	        -artifact_prefix=$$f- $$f.corpus >$$f.log 2>&1 \
