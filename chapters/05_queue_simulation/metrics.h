@@ -4,6 +4,8 @@
 //   the wait a user feels before anything happens;
 // end-to-end latency: from arrival until the last answer token;
 // time per output token: how fast the answer streams once it has started;
+// time between tokens (TBT): each gap between two tokens of one answer,
+//   the stutter a reader of a streamed answer sees (a mean hides it);
 // throughput: answer tokens per second for the whole server;
 // mean batch: how many requests a decode step served, on average (static
 //   batching also computes padding rows, answered requests still in the batch).
@@ -41,7 +43,8 @@ inline std::vector<double> sorted_ttfts(const Schedule& s) {
 struct Summary {
     double ttft_median = 0, ttft_p90 = 0, ttft_p99 = 0, ttft_max = 0, ttft_mean = 0;
     double latency_median = 0, latency_p99 = 0;  // arrival to last token
-    double time_per_token = 0;     // mean over requests of (last - first token) / (tokens - 1)
+    double time_per_token = 0;  // mean over requests of (last - first token) / (tokens - 1)
+    double tbt_median = 0, tbt_p90 = 0, tbt_p99 = 0, tbt_max = 0;  // over every gap
     double tokens_per_second = 0;  // every answer token / total time
     double total_s = 0;            // first arrival to last token
     double mean_batch = 0;         // rows that produced a wanted token, per decode step
@@ -76,6 +79,12 @@ inline Summary summarize(const Schedule& s) {
     m.latency_median = percentile(latency, 0.5);
     m.latency_p99 = percentile(latency, 0.99);
     m.time_per_token = streamed ? per_token_sum / streamed : 0;
+    std::vector<double> gaps = s.token_gaps;
+    std::sort(gaps.begin(), gaps.end());
+    m.tbt_median = percentile(gaps, 0.5);
+    m.tbt_p90 = percentile(gaps, 0.9);
+    m.tbt_p99 = percentile(gaps, 0.99);
+    m.tbt_max = gaps.empty() ? 0 : gaps.back();
     m.total_s = requests.empty() ? 0 : s.end_s - requests.front().arrival_s;
     m.tokens_per_second = m.total_s > 0 ? double(m.answer_tokens) / m.total_s : 0;
     m.mean_batch = s.decode_steps ? double(s.decode_rows) / double(s.decode_steps) : 0;

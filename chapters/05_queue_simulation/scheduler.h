@@ -120,9 +120,11 @@ struct Schedule {
     double end_s = 0;               // the clock when the last request finished
     std::int64_t prefills = 0;      // including prefills again after a preemption
     std::int64_t decode_steps = 0;
-    std::int64_t decode_rows = 0;   // rows that produced a wanted token, over all steps
-    std::int64_t padding_rows = 0;  // rows computed for nothing (static batching)
-    std::int64_t preemptions = 0;   // requests sent back to the queue to make room
+    std::int64_t decode_rows = 0;    // rows that produced a wanted token, over all steps
+    std::int64_t padding_rows = 0;   // rows computed for nothing (static batching)
+    std::int64_t preemptions = 0;    // requests sent back to the queue to make room
+    std::vector<double> token_gaps;  // (answer tokens - requests) each gap between two
+                                     // tokens of one answer, as they came out
 };
 
 // For tests and traces: what happened, and the memory right after it.
@@ -253,7 +255,11 @@ class Scheduler {
             }
             r.cached = row.first + row.tokens;
             if (r.cached < r.length()) continue;  // a chunk of its prompt: more to come
-            if (r.received++ == 0) r.first_token_s = now_;
+            if (r.received++ == 0)
+                r.first_token_s = now_;
+            else
+                s_.token_gaps.push_back(now_ - r.last_token_s);  // the time between tokens
+            r.last_token_s = now_;
             if (prefill) {
                 r.status = RequestStatus::decoding;
                 ++s_.prefills;

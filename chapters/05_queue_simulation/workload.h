@@ -43,6 +43,7 @@ struct Request {
     int received = 0;        // answer tokens it has received
     double admitted_s = -1;  // its first prefill began
     double first_token_s = -1;   // its first answer token came out
+    double last_token_s = -1;    // its latest answer token came out
     double finished_s = -1;      // its last answer token came out
     std::vector<int> token_ids;  // prompt, then answer so far: the real engine's (the
                                  // simulator knows how many tokens, not which)
