@@ -43,77 +43,97 @@ struct CalibrationPoint {
 
 // ----------------------------------------------------------- the fit
 
-// seconds ~ k[0] + k[1] x1 + k[2] x2, each point weighted by 1/seconds so
-// that the fit minimizes relative error (a 1 ms step counts as much as a
-// 100 ms pass), with every k >= 0: no piece of work takes negative time.
-// With three unknowns, fitting every subset of them and keeping the best
-// non-negative one is an exact non-negative least squares.
+// seconds ~ k[0] f0 + k[1] f1 + ... over N features (f0 = 1 for a fixed
+// cost), each point weighted by 1/seconds so that the fit minimizes
+// relative error (a 1 ms step counts as much as a 100 ms pass), with every
+// k >= 0: no piece of work takes negative time. Fitting every subset of the
+// unknowns and keeping the best non-negative one is an exact non-negative
+// least squares (2^N - 1 small systems; N is 3 here and 4 in chapter 09).
+// Returns the coefficients; `fitted` gets what they say at each point.
+template <std::size_t N>
+std::array<double, N> fit_nonnegative(std::span<const std::array<double, N>> features,
+                                      std::span<const double> seconds, std::span<double> fitted) {
+    std::array<double, N> scale;  // columns scaled to at most 1 keep the system well conditioned
+    scale.fill(1);
+    for (std::size_t i = 0; i < features.size(); ++i)
+        for (std::size_t j = 0; j < N; ++j)
+            scale[j] = std::max(scale[j], std::fabs(features[i][j] / seconds[i]));
+
+    std::array<double, N> best{};
+    double best_residual = std::numeric_limits<double>::infinity();
+    for (unsigned mask = 1; mask < (1u << N); ++mask) {
+        std::vector<std::size_t> cols;
+        for (std::size_t j = 0; j < N; ++j)
+            if (mask >> j & 1) cols.push_back(j);
+        const std::size_t m = cols.size();
+        // Normal equations: (A^T A) k = A^T 1, where row i of A is
+        // (features of point i) / seconds_i, so a perfect fit gives all ones.
+        std::array<std::array<double, N + 1>, N> M{};
+        for (std::size_t i = 0; i < features.size(); ++i)
+            for (std::size_t r = 0; r < m; ++r) {
+                const double ar = features[i][cols[r]] / seconds[i] / scale[cols[r]];
+                for (std::size_t c = 0; c < m; ++c)
+                    M[r][c] += ar * features[i][cols[c]] / seconds[i] / scale[cols[c]];
+                M[r][m] += ar;
+            }
+        bool solved = true;  // Gaussian elimination with partial pivoting
+        for (std::size_t c = 0; c < m && solved; ++c) {
+            std::size_t pivot = c;
+            for (std::size_t r = c + 1; r < m; ++r)
+                if (std::fabs(M[r][c]) > std::fabs(M[pivot][c])) pivot = r;
+            std::swap(M[c], M[pivot]);
+            if (std::fabs(M[c][c]) < 1e-12) solved = false;
+            for (std::size_t r = 0; r < m && solved; ++r)
+                if (r != c) {
+                    const double f = M[r][c] / M[c][c];
+                    for (std::size_t k = c; k <= m; ++k) M[r][k] -= f * M[c][k];
+                }
+        }
+        if (!solved) continue;
+        std::array<double, N> k{};
+        bool non_negative = true;
+        for (std::size_t r = 0; r < m; ++r) {
+            k[cols[r]] = M[r][m] / M[r][r] / scale[cols[r]];
+            non_negative = non_negative && k[cols[r]] >= 0;
+        }
+        if (!non_negative) continue;
+        double residual = 0;
+        for (std::size_t i = 0; i < features.size(); ++i) {
+            double t = 0;
+            for (std::size_t j = 0; j < N; ++j) t += k[j] * features[i][j];
+            const double e = t / seconds[i] - 1;
+            residual += e * e;
+        }
+        if (residual < best_residual) {
+            best_residual = residual;
+            best = k;
+        }
+    }
+    for (std::size_t i = 0; i < features.size() && i < fitted.size(); ++i) {
+        fitted[i] = 0;
+        for (std::size_t j = 0; j < N; ++j) fitted[i] += best[j] * features[i][j];
+    }
+    return best;
+}
+
+// Chapter 05's two formulas: seconds ~ k[0] + k[1] x1 + k[2] x2.
 struct LinearFit {
     std::array<double, 3> k{};  // a, b, c or d, e, f
     double max_error = 0;       // largest |fitted - measured| / measured
 };
 
 inline LinearFit fit_nonnegative(std::span<CalibrationPoint> points) {
-    auto feature = [](const CalibrationPoint& p, int j) {
-        return j == 0 ? 1.0 : j == 1 ? p.x1 : p.x2;
-    };
-    std::array<double, 3> scale{1, 1,
-                                1};  // columns scaled to at most 1 keep the system well conditioned
-    for (const CalibrationPoint& p : points)
-        for (int j = 0; j < 3; ++j)
-            scale[j] = std::max(scale[j], std::fabs(feature(p, j) / p.seconds));
-
-    LinearFit best;
-    double best_residual = std::numeric_limits<double>::infinity();
-    for (int mask = 1; mask < 8; ++mask) {
-        std::vector<int> cols;
-        for (int j = 0; j < 3; ++j)
-            if (mask >> j & 1) cols.push_back(j);
-        const int m = int(cols.size());
-        // Normal equations: (A^T A) k = A^T 1, where row i of A is
-        // (features of point i) / seconds_i, so a perfect fit gives all ones.
-        double M[3][4] = {};
-        for (const CalibrationPoint& p : points)
-            for (int r = 0; r < m; ++r) {
-                const double ar = feature(p, cols[r]) / p.seconds / scale[cols[r]];
-                for (int c = 0; c < m; ++c)
-                    M[r][c] += ar * feature(p, cols[c]) / p.seconds / scale[cols[c]];
-                M[r][m] += ar;
-            }
-        bool solved = true;  // Gaussian elimination with partial pivoting
-        for (int c = 0; c < m && solved; ++c) {
-            int pivot = c;
-            for (int r = c + 1; r < m; ++r)
-                if (std::fabs(M[r][c]) > std::fabs(M[pivot][c])) pivot = r;
-            std::swap(M[c], M[pivot]);
-            if (std::fabs(M[c][c]) < 1e-12) solved = false;
-            for (int r = 0; r < m && solved; ++r)
-                if (r != c) {
-                    const double f = M[r][c] / M[c][c];
-                    for (int k = c; k <= m; ++k) M[r][k] -= f * M[c][k];
-                }
-        }
-        if (!solved) continue;
-        std::array<double, 3> k{};
-        bool non_negative = true;
-        for (int r = 0; r < m; ++r) {
-            k[cols[r]] = M[r][m] / M[r][r] / scale[cols[r]];
-            non_negative = non_negative && k[cols[r]] >= 0;
-        }
-        if (!non_negative) continue;
-        double residual = 0;
-        for (const CalibrationPoint& p : points) {
-            const double e = (k[0] + k[1] * p.x1 + k[2] * p.x2) / p.seconds - 1;
-            residual += e * e;
-        }
-        if (residual < best_residual) {
-            best_residual = residual;
-            best.k = k;
-        }
+    std::vector<std::array<double, 3>> features;
+    std::vector<double> seconds, fitted(points.size());
+    for (const CalibrationPoint& p : points) {
+        features.push_back({1.0, p.x1, p.x2});
+        seconds.push_back(p.seconds);
     }
-    for (CalibrationPoint& p : points) {
-        p.fitted = best.k[0] + best.k[1] * p.x1 + best.k[2] * p.x2;
-        best.max_error = std::max(best.max_error, std::fabs(p.fitted / p.seconds - 1));
+    LinearFit best;
+    best.k = fit_nonnegative<3>(features, seconds, fitted);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        points[i].fitted = fitted[i];
+        best.max_error = std::max(best.max_error, std::fabs(fitted[i] / points[i].seconds - 1));
     }
     return best;
 }
