@@ -239,6 +239,60 @@ TEST_CASE("weighted_sum equals the plain loop to the last bit") {
         }
 }
 
+TEST_CASE("dot_rows_for_group equals dot_rows for each query to the last bit") {
+    // Groups of 1 to 9 heads: whole slices of 4 and every leftover; key
+    // counts around the blocks of 4, 2 and 1; lengths with and without a tail.
+    for (int n_queries : {1, 2, 3, 4, 5, 8, 9})
+        for (int n_rows : {1, 3, 4, 5, 9, 17})
+            for (int n : {2, 6, 16, 33}) {
+                const int stride = n + 3, query_stride = n + 1, out_stride = n_rows + 2;
+                const Matrix keys = random_matrix(n_rows, stride, 80 + n_rows);
+                const Matrix q = random_matrix(n_queries, query_stride, 90 + n);
+                std::vector<float> fast(std::size_t(n_queries) * out_stride), plain(n_rows);
+                dot_rows_for_group(q.row(0), n_queries, std::size_t(query_stride), keys.row(0),
+                                   n_rows, std::size_t(stride), n, fast.data(),
+                                   std::size_t(out_stride));
+                for (int i = 0; i < n_queries; ++i) {
+                    dot_rows(q.row(i), keys.row(0), n_rows, std::size_t(stride), n, plain.data());
+                    for (int j = 0; j < n_rows; ++j) CHECK(fast[i * out_stride + j] == plain[j]);
+                }
+            }
+}
+
+TEST_CASE("weighted_sum_add_for_group equals weighted_sum_add for each sum to the last bit") {
+    // Widths of 4, 2 and 1 lane chunks and a scalar tail (70 = 64 + 6), sums
+    // that start from what out already holds, groups of 1 to 9.
+    for (int n_sums : {1, 2, 3, 4, 5, 8, 9})
+        for (int n_rows : {1, 2, 9})
+            for (int width : {1, 6, 16, 35, 70}) {
+                const int stride = width + 2, weights_stride = n_rows + 1, out_stride = width + 5;
+                const Matrix rows = random_matrix(n_rows, stride, 100 + width);
+                const Matrix weights = random_matrix(n_sums, weights_stride, 110 + n_rows);
+                const Matrix start = random_matrix(n_sums, out_stride, 120 + n_sums);
+                std::vector<float> fast(start.data.begin(), start.data.end()), plain = fast;
+                weighted_sum_add_for_group(weights.row(0), n_sums, std::size_t(weights_stride),
+                                           n_rows, rows.row(0), std::size_t(stride), width,
+                                           fast.data(), std::size_t(out_stride));
+                for (int i = 0; i < n_sums; ++i)
+                    weighted_sum_add(weights.row(i), n_rows, rows.row(0), std::size_t(stride),
+                                     width, plain.data() + i * out_stride);
+                CHECK(fast == plain);
+            }
+}
+
+TEST_CASE("softmax_for_group equals softmax row by row to the last bit") {
+    for (int n_rows : {1, 3, 4, 6, 9})
+        for (int n : {1, 5, 17, 40}) {
+            const int stride = n + 3;
+            Matrix fast = random_matrix(n_rows, stride, 130 + n);
+            for (float& v : fast.data) v *= 8.0f;  // scores of several units, as attention's are
+            Matrix plain = fast;
+            softmax_for_group(fast.row(0), n_rows, std::size_t(stride), n);
+            for (int i = 0; i < n_rows; ++i) softmax(std::span(plain.row(i), std::size_t(n)));
+            CHECK(fast.data == plain.data);  // the padding between rows is left as it was
+        }
+}
+
 TEST_CASE("the rope table rotates exactly as rope does") {
     const RopeTable table(8, 300);
     Rng rng(3);

@@ -311,6 +311,143 @@ void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::
     }
 }
 
+// ------------------------------------------- a group of query heads at once
+
+namespace {
+
+// Up to kGroupRows query heads are scored together, kGroupKeys keys at a
+// time: 4 x 4 = 16 accumulators, one full reduce_many block, with room left
+// for the 4 query and 4 key vectors of a step (the matrix products' tile).
+// A larger group goes through in slices of 4 heads, each reading the keys
+// once.
+inline constexpr int kGroupRows = 4;
+inline constexpr int kGroupKeys = 4;
+
+// R queries against keys j.., C at a time while C are left; returns the next key.
+template <int R, int C>
+inline int group_key_blocks(const float* const* q, const float* rows, int j, int n_rows,
+                            std::size_t stride, int n, float* out, std::size_t out_stride) {
+    for (; j + C <= n_rows; j += C) {
+        const float* k[C];
+        for (int c = 0; c < C; ++c) k[c] = rows + (j + c) * stride;
+        dot_tile<R, C>(q, k, n, out + j, static_cast<int>(out_stride));
+    }
+    return j;
+}
+
+template <int R>
+void dot_rows_slice(const float* queries, std::size_t query_stride, const float* rows, int n_rows,
+                    std::size_t stride, int n, float* out, std::size_t out_stride) {
+    const float* q[R];
+    for (int r = 0; r < R; ++r) q[r] = queries + r * query_stride;
+    int j = group_key_blocks<R, kGroupKeys>(q, rows, 0, n_rows, stride, n, out, out_stride);
+    j = group_key_blocks<R, 2>(q, rows, j, n_rows, stride, n, out, out_stride);
+    group_key_blocks<R, 1>(q, rows, j, n_rows, stride, n, out, out_stride);
+}
+
+// Heads weighted sums over the same rows, Chunks x kLanes outputs of each,
+// in one pass: each row's vectors are loaded once for all the heads, and
+// the Heads x Chunks chains of additions (one per kLanes outputs, in row
+// order, as weighted_chunks adds them) run side by side.
+template <int Heads, int Chunks>
+inline void weighted_chunks_for_group(const float* weights, std::size_t weights_stride, int n_rows,
+                                      const float* rows, std::size_t stride, float* out,
+                                      std::size_t out_stride) {
+    Lanes acc[Heads][Chunks];
+    for (int h = 0; h < Heads; ++h)
+        for (int c = 0; c < Chunks; ++c) acc[h][c] = load(out + h * out_stride + c * kLanes);
+    for (int j = 0; j < n_rows; ++j) {
+        const float* row = rows + j * stride;
+        Lanes v[Chunks];
+        for (int c = 0; c < Chunks; ++c) v[c] = load(row + c * kLanes);
+        for (int h = 0; h < Heads; ++h) {
+            const float w = weights[h * weights_stride + j];
+            for (int c = 0; c < Chunks; ++c) acc[h][c] += w * v[c];
+        }
+    }
+    for (int h = 0; h < Heads; ++h) std::memcpy(out + h * out_stride, acc[h], sizeof acc[h]);
+}
+
+template <int Heads>
+void weighted_sum_add_slice(const float* weights, std::size_t weights_stride, int n_rows,
+                            const float* rows, std::size_t stride, int width, float* out,
+                            std::size_t out_stride) {
+    int d = 0;
+    for (; d + 4 * kLanes <= width; d += 4 * kLanes)
+        weighted_chunks_for_group<Heads, 4>(weights, weights_stride, n_rows, rows + d, stride,
+                                            out + d, out_stride);
+    if (d + 2 * kLanes <= width) {
+        weighted_chunks_for_group<Heads, 2>(weights, weights_stride, n_rows, rows + d, stride,
+                                            out + d, out_stride);
+        d += 2 * kLanes;
+    }
+    if (d + kLanes <= width) {
+        weighted_chunks_for_group<Heads, 1>(weights, weights_stride, n_rows, rows + d, stride,
+                                            out + d, out_stride);
+        d += kLanes;
+    }
+    for (int h = 0; h < Heads; ++h)  // the last width % kLanes outputs, as weighted_sum_add does
+        for (int e = d; e < width; ++e) {
+            float acc = out[h * out_stride + e];
+            for (int j = 0; j < n_rows; ++j)
+                acc += weights[h * weights_stride + j] * rows[j * stride + e];
+            out[h * out_stride + e] = acc;
+        }
+}
+
+}  // namespace
+
+void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
+                        const float* rows, int n_rows, std::size_t stride, int n, float* out,
+                        std::size_t out_stride) {
+    int i = 0;
+    for (; i + kGroupRows <= n_queries; i += kGroupRows)
+        dot_rows_slice<kGroupRows>(queries + i * query_stride, query_stride, rows, n_rows, stride,
+                                   n, out + i * out_stride, out_stride);
+    const float* q = queries + i * query_stride;
+    float* o = out + i * out_stride;
+    switch (n_queries - i) {  // the heads left over, fewer than kGroupRows
+        case 3:
+            dot_rows_slice<3>(q, query_stride, rows, n_rows, stride, n, o, out_stride);
+            break;
+        case 2:
+            dot_rows_slice<2>(q, query_stride, rows, n_rows, stride, n, o, out_stride);
+            break;
+        case 1:
+            dot_rows_slice<1>(q, query_stride, rows, n_rows, stride, n, o, out_stride);
+            break;
+        default:
+            break;
+    }
+}
+
+void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
+                                int n_rows, const float* rows, std::size_t stride, int width,
+                                float* out, std::size_t out_stride) {
+    int i = 0;
+    for (; i + kGroupRows <= n_sums; i += kGroupRows)
+        weighted_sum_add_slice<kGroupRows>(weights + i * weights_stride, weights_stride, n_rows,
+                                           rows, stride, width, out + i * out_stride, out_stride);
+    const float* w = weights + i * weights_stride;
+    float* o = out + i * out_stride;
+    switch (n_sums - i) {
+        case 3:
+            weighted_sum_add_slice<3>(w, weights_stride, n_rows, rows, stride, width, o,
+                                      out_stride);
+            break;
+        case 2:
+            weighted_sum_add_slice<2>(w, weights_stride, n_rows, rows, stride, width, o,
+                                      out_stride);
+            break;
+        case 1:
+            weighted_sum_add_slice<1>(w, weights_stride, n_rows, rows, stride, width, o,
+                                      out_stride);
+            break;
+        default:
+            break;
+    }
+}
+
 // ------------------------------------------------------------ matrix products
 
 void matmul(const Matrix& x, const Matrix& w, Matrix& y) {
@@ -345,27 +482,80 @@ void rmsnorm(std::span<float> out, std::span<const float> x, std::span<const flo
     for (int i = 0; i < n; ++i) out[i] = x[i] * inv_rms * scale[i];
 }
 
-void softmax(std::span<float> x) {
-    if (x.empty()) return;
-    // The largest score, kLanes candidates at a time: a maximum does not
-    // depend on the order it is taken in (one serial comparison per score
-    // was 40 % of softmax's time).
-    const int n = static_cast<int>(x.size());
+namespace {
+
+// The largest of x[0..n-1] (n > 0), kLanes candidates at a time: a maximum
+// does not depend on the order it is taken in (one serial comparison per
+// score was 40 % of softmax's time).
+float largest(const float* x, int n) {
     Lanes lane_max = Lanes{} + x[0];
     int i = 0;
     for (; i + kLanes <= n; i += kLanes) {
-        const Lanes v = load(x.data() + i);
+        const Lanes v = load(x + i);
         lane_max = v > lane_max ? v : lane_max;
     }
     float max = x[0];
     for (int l = 0; l < kLanes; ++l) max = lane_max[l] > max ? lane_max[l] : max;
     for (; i < n; ++i) max = x[i] > max ? x[i] : max;
-    // Two loops where one would do: the exponentials are independent and
-    // run as vector code; the sum keeps its one fixed order, left to right.
-    for (float& v : x) v = exp_float(v - max);
+    return max;
+}
+
+// softmax's first step: x[i] = e^(x[i] - max). The exponentials are
+// independent and run as vector code.
+void exp_minus_largest(float* x, int n) {
+    const float max = largest(x, n);
+    for (int i = 0; i < n; ++i) x[i] = exp_float(x[i] - max);
+}
+
+// sums[r] = x[r * stride + 0] + x[r * stride + 1] + ..., left to right, for
+// r < R: R chains of additions side by side, where one sum alone waits out
+// each addition's latency before it can start the next.
+template <int R>
+void sums_side_by_side(const float* x, std::size_t stride, int n, float* sums) {
+    float s[R] = {};
+    for (int j = 0; j < n; ++j)
+        for (int r = 0; r < R; ++r) s[r] += x[r * stride + j];
+    for (int r = 0; r < R; ++r) sums[r] = s[r];
+}
+
+}  // namespace
+
+void softmax(std::span<float> x) {
+    if (x.empty()) return;
+    const int n = static_cast<int>(x.size());
+    // Two loops where one would do: the exponentials run as vector code;
+    // the sum keeps its one fixed order, left to right.
+    exp_minus_largest(x.data(), n);
     float sum = 0.0f;
     for (float v : x) sum += v;
     for (float& v : x) v /= sum;
+}
+
+void softmax_for_group(float* x, int n_rows, std::size_t stride, int n) {
+    if (n <= 0) return;
+    for (int r = 0; r < n_rows; ++r) exp_minus_largest(x + r * stride, n);
+    for (int r0 = 0; r0 < n_rows; r0 += kGroupRows) {  // kGroupRows rows at a time
+        float* rows = x + r0 * stride;
+        const int m = std::min(kGroupRows, n_rows - r0);
+        float sums[kGroupRows];
+        static_assert(kGroupRows == 4, "the cases below are 4 rows and fewer");
+        switch (m) {
+            case 4:
+                sums_side_by_side<4>(rows, stride, n, sums);
+                break;
+            case 3:
+                sums_side_by_side<3>(rows, stride, n, sums);
+                break;
+            case 2:
+                sums_side_by_side<2>(rows, stride, n, sums);
+                break;
+            default:
+                sums_side_by_side<1>(rows, stride, n, sums);
+                break;
+        }
+        for (int r = 0; r < m; ++r)
+            for (int j = 0; j < n; ++j) rows[r * stride + j] /= sums[r];
+    }
 }
 
 namespace {

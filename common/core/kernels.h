@@ -59,6 +59,30 @@ void weighted_sum(const float* weights, int n_rows, const float* rows, std::size
 void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::size_t stride,
                       int width, float* out);
 
+// ----------------------------------------- a group of query heads at once
+//
+// In grouped-query attention the query heads of one group (n_heads /
+// n_kv_heads of them) read the same keys and values. The two kernels below
+// do for a whole group what dot_rows and weighted_sum_add do for one head,
+// in one pass over the keys or values, so each key and each value is loaded
+// once per group instead of once per head. Every score and every output is
+// still the same one sum, added in the same order: the numbers are
+// bit-identical to calling the one-head kernels once per head, which stay
+// as the reference (tests/kernels_test.cpp checks the one against the other).
+
+// out[i * out_stride + j] = dot(queries + i * query_stride, rows + j * stride, n)
+// for i < n_queries, j < n_rows: a group's queries against the same keys.
+void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
+                        const float* rows, int n_rows, std::size_t stride, int n, float* out,
+                        std::size_t out_stride);
+
+// For each i < n_sums, weighted_sum_add(weights + i * weights_stride, n_rows,
+// rows, stride, width, out + i * out_stride): a group's weighted sums of the
+// same values, each output adding its terms in the order j = 0, 1, 2, ....
+void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
+                                int n_rows, const float* rows, std::size_t stride, int width,
+                                float* out, std::size_t out_stride);
+
 // y (x.rows, w.rows) = x (rows, in) times w (out, in) transposed: each output
 // y[i][j] is the dot product of input row i with weight row j. Weights are
 // stored (out, in) as in Llama, so each output reads one contiguous row.
@@ -74,6 +98,13 @@ void rmsnorm(std::span<float> out, std::span<const float> x, std::span<const flo
 // In place: exp(x - max) / sum. Subtracting the max first keeps exp from
 // overflowing; the result is unchanged mathematically.
 void softmax(std::span<float> x);
+
+// softmax() of each of n_rows rows of n numbers, row r at x + r * stride:
+// the same numbers, but the rows' sums, each still taken left to right, run
+// side by side (one sum alone waits for each addition before the next).
+// Four heads over 4,097 positions: 27 -> 20 us on the Xeon of
+// Transformer::attend_group's measurements.
+void softmax_for_group(float* x, int n_rows, std::size_t stride, int n);
 
 // e^x from float additions and multiplications only (and an exact scaling by
 // a power of two), so it rounds the same on every machine and compiler,

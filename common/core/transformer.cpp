@@ -26,7 +26,7 @@ Transformer::Transformer(const Config& config, Weights weights)
     up_ = Matrix(0, c.ffn_dim);
     last_ = Matrix(0, c.dim);
     logits_ = Matrix(0, c.vocab_size);
-    scores_.resize(c.max_seq);
+    scores_.resize(std::size_t(c.group_size()) * c.max_seq);
 }
 
 std::span<const float> Transformer::forward(std::span<const int> tokens, KVStore& cache) {
@@ -174,8 +174,6 @@ void Transformer::append_to_cache(const SequenceInput& input, int first_row, int
 // position order, so the runs change nothing in the numbers.
 void Transformer::attention(const SequenceInput& input, int first_row, int layer) {
     const Config& c = config_;
-    const int hs = c.head_size();
-    const std::size_t stride = std::size_t(c.kv_dim());  // from one position to the next
     const int start = input.cache->length();
     const int n_new = static_cast<int>(input.tokens.size());
     input.cache->runs(layer, start + n_new, runs_);
@@ -183,34 +181,94 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
     // distance between the two tokens.
     for (int t = 0; t < n_new; ++t) rope_.apply(q_.row_span(first_row + t), start + t);
 
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
     for (int t = 0; t < n_new; ++t) {
         const int pos = start + t;  // attends to positions 0..pos (causal)
-        for (int h = 0; h < c.n_heads; ++h) {
-            const int kv_head = h / c.group_size();  // grouped-query attention
-            const float* q = q_.row(first_row + t) + h * hs;
-            std::span<float> scores(scores_.data(), pos + 1);
-            int done = 0;  // positions scored so far
-            for (const KVRun& run : runs_) {
-                const int n = std::min(run.positions, pos + 1 - done);
-                if (n <= 0) break;
-                dot_rows(q, run.keys + kv_head * hs, n, stride, hs, scores.data() + done);
-                done += n;
-            }
-            for (float& s : scores) s *= scale;
-            softmax(scores);
-            // The head's output: the values of positions 0..pos, weighted by the scores.
-            float* out = att_.row(first_row + t) + h * hs;
-            std::fill(out, out + hs, 0.0f);
-            done = 0;
-            for (const KVRun& run : runs_) {
-                const int n = std::min(run.positions, pos + 1 - done);
-                if (n <= 0) break;
-                weighted_sum_add(scores.data() + done, n, run.values + kv_head * hs, stride, hs,
-                                 out);
-                done += n;
-            }
-        }
+        if (attend_by_group)
+            for (int kv_head = 0; kv_head < c.n_kv_heads; ++kv_head)
+                attend_group(first_row + t, pos, kv_head);
+        else
+            for (int h = 0; h < c.n_heads; ++h) attend_one_head(first_row + t, pos, h);
+    }
+}
+
+// One query head of one row, the plain way: its scores against the keys of
+// positions 0..pos, then its weighted sum of their values. The group's
+// other heads read the same keys and values again. Kept as the reference
+// attend_group is checked against (tests/transformer_test.cpp).
+void Transformer::attend_one_head(int row, int pos, int h) {
+    const Config& c = config_;
+    const int hs = c.head_size();
+    const std::size_t stride = std::size_t(c.kv_dim());  // from one position to the next
+    const int kv_head = h / c.group_size();              // grouped-query attention
+    const float* q = q_.row(row) + h * hs;
+    std::span<float> scores(scores_.data(), pos + 1);
+    int done = 0;  // positions scored so far
+    for (const KVRun& run : runs_) {
+        const int n = std::min(run.positions, pos + 1 - done);
+        if (n <= 0) break;
+        dot_rows(q, run.keys + kv_head * hs, n, stride, hs, scores.data() + done);
+        done += n;
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    for (float& s : scores) s *= scale;
+    softmax(scores);
+    // The head's output: the values of positions 0..pos, weighted by the scores.
+    float* out = att_.row(row) + h * hs;
+    std::fill(out, out + hs, 0.0f);
+    done = 0;
+    for (const KVRun& run : runs_) {
+        const int n = std::min(run.positions, pos + 1 - done);
+        if (n <= 0) break;
+        weighted_sum_add(scores.data() + done, n, run.values + kv_head * hs, stride, hs, out);
+        done += n;
+    }
+}
+
+// Every query head of one KV head's group, together: one pass over the
+// group's keys scores all its heads, one pass over its values sums all
+// their outputs, so each key and value is loaded once per group, not once
+// per head. Each score and each output is the same sum as in
+// attend_one_head, added in the same order: the logits are identical.
+//
+// What it bought, measured on an Intel Xeon (family 6 model 207), GCC 12,
+// AVX-512, with make bench (thread CPU time; best of three runs of this
+// build interleaved with three of the one-head-at-a-time build, one
+// session, a shared machine), demo model (8 query heads in 2 groups of 4,
+// head size 32): a decode step over 4,096 cached positions 3.13 -> 2.00 ms
+// (1.56 x), a 128-token prefill 22.15 -> 21.14 ms, batch 16 over 64
+// positions 3.46 -> 3.30 ms; batch 1 over 64 positions unchanged (0.82 ms:
+// there attention is a few percent of the step). Per group of 4 heads over
+// 4,097 positions: scores 80 -> 49 us, softmax 27 -> 20 us (the four sums
+// side by side), weighted values 43 -> 13 us (eight chains of additions
+// side by side instead of two).
+void Transformer::attend_group(int row, int pos, int kv_head) {
+    const Config& c = config_;
+    const int hs = c.head_size();
+    const int group = c.group_size();
+    const std::size_t stride = std::size_t(c.kv_dim());
+    const std::size_t n = std::size_t(pos) + 1;  // positions attended; one head's scores
+    const int h0 = kv_head * group;              // the group's first query head
+    const float* q = q_.row(row) + h0 * hs;      // the group's queries, hs apart
+    float* scores = scores_.data();              // (group, pos + 1)
+    std::size_t done = 0;
+    for (const KVRun& run : runs_) {
+        const int m = static_cast<int>(std::min(std::size_t(run.positions), n - done));
+        if (m <= 0) break;
+        dot_rows_for_group(q, group, hs, run.keys + kv_head * hs, m, stride, hs, scores + done, n);
+        done += std::size_t(m);
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    for (std::size_t i = 0; i < group * n; ++i) scores[i] *= scale;
+    softmax_for_group(scores, group, n, static_cast<int>(n));
+    float* out = att_.row(row) + h0 * hs;  // the group's outputs, hs apart
+    std::fill(out, out + std::size_t(group) * hs, 0.0f);
+    done = 0;
+    for (const KVRun& run : runs_) {
+        const int m = static_cast<int>(std::min(std::size_t(run.positions), n - done));
+        if (m <= 0) break;
+        weighted_sum_add_for_group(scores + done, group, n, m, run.values + kv_head * hs, stride,
+                                   hs, out, hs);
+        done += std::size_t(m);
     }
 }
 

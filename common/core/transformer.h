@@ -46,6 +46,12 @@ class Transformer {
     // tokens[i] joins caches[i].
     const Matrix& forward(std::span<const std::vector<int>> tokens, std::span<KVCache> caches);
 
+    // Attention scores a whole group of query heads (the n_heads / n_kv_heads
+    // that share one KV head) in one pass over its cached keys and values.
+    // Set false, it goes one query head at a time, the plain way, kept as the
+    // reference: the logits are the same to the last bit either way.
+    bool attend_by_group = true;
+
     const Config& config() const { return config_; }
     const Weights& weights() const { return weights_; }
 
@@ -58,6 +64,8 @@ class Transformer {
     void reserve(std::span<const SequenceInput> inputs);
     void append_to_cache(const SequenceInput& input, int first_row, int layer);
     void attention(const SequenceInput& input, int first_row, int layer);
+    void attend_one_head(int row, int pos, int h);     // the reference
+    void attend_group(int row, int pos, int kv_head);  // the fast path: one pass per group
 
     Config config_;
     Weights weights_;
@@ -76,7 +84,7 @@ class Transformer {
     Matrix up_;                  // (rows, ffn)    w3 x
     Matrix last_;                // (chunks, dim)  the normalized last row of each chunk
     Matrix logits_;              // (chunks, vocab)
-    std::vector<float> scores_;  // (max_seq) attention scores of one head
+    std::vector<float> scores_;  // (group, max_seq) attention scores of one KV head's query heads
     std::vector<KVRun> runs_;    // where one sequence's cached positions sit, in order
 };
 
