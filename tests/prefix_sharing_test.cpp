@@ -188,3 +188,135 @@ TEST_CASE("eviction never takes a block a request holds") {
     CHECK(s.preemptions > 0);
     CHECK(checks > 100);
 }
+
+namespace {
+
+Request asking(int id, std::vector<int> prompt, int answer = 3) {
+    Request r;
+    r.id = id;
+    r.prompt_len = int(prompt.size());
+    r.token_ids = std::move(prompt);
+    r.answer_len = r.answer_cap = answer;
+    return r;
+}
+
+std::vector<int> tokens_from(int first, int n) {
+    std::vector<int> t;
+    for (int i = 0; i < n; ++i) t.push_back((first + 7 * i) % 97);
+    return t;
+}
+
+std::vector<int> joined(std::vector<int> a, const std::vector<int>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("a newcomer joins after the prefill before it, and finds its blocks") {
+    // Two requests at time 0 with the same 20-token system prompt (5 blocks
+    // of 4). Admitted in one turn, the second would find nothing cached and
+    // compute the system prompt again; the admission rule makes it wait for
+    // the first prefill, and then all 20 tokens come from the cache.
+    const std::vector<int> system = tokens_from(1, 20);
+    const std::vector<Request> q = {asking(0, joined(system, tokens_from(50, 3))),
+                                    asking(1, joined(system, tokens_from(60, 6)))};
+    BlockLedger ledger(4, 100);
+    PrefixSharingMemory memory(ledger, {.watermark = 0, .share = true});
+    SimulatedExecutor executor(analytic_cost_model(queue_config()));
+    const Schedule s =
+        run_schedule(q, {"continuous, cache", 8, true, true}, memory, PrefillFirst{}, executor);
+    CHECK(memory.prompt_tokens_from_cache() == 20);
+    CHECK(memory.prompt_tokens() == 23 + 26);
+    CHECK(memory.positions_admitted() - memory.positions_from_cache() == 23 + 6);
+    CHECK(s.requests[1].admitted_s > s.requests[0].admitted_s);  // after the first prefill
+}
+
+TEST_CASE("a prompt found whole in the cache still computes its last block") {
+    // The same 12-token prompt (3 whole blocks of 4) twice: the second may
+    // take only 2 blocks, (12 - 1) / 4, and prefills the last 4 tokens, so
+    // that its last token's logits give it a first answer token.
+    const std::vector<int> prompt = tokens_from(3, 12);
+    const std::vector<Request> q = {asking(0, prompt), asking(1, prompt)};
+    BlockLedger ledger(4, 100);
+    PrefixSharingMemory memory(ledger, {.watermark = 0, .share = true});
+    SimulatedExecutor executor(analytic_cost_model(queue_config()));
+    const Schedule s =
+        run_schedule(q, {"continuous, cache", 8, true, true}, memory, PrefillFirst{}, executor);
+    CHECK(memory.prompt_tokens_from_cache() == 8);
+    CHECK(memory.positions_admitted() - memory.positions_from_cache() == 12 + 4);
+    CHECK(s.requests[1].received == 3);
+}
+
+TEST_CASE("the engine computes exactly the prefill positions the simulator counts") {
+    // Counted on the engine from the rows its forward passes ran, not by the
+    // block manager both sides share.
+    const Config c = queue_config();
+    Transformer model(c, 11);
+    const std::vector<Request> q =
+        shared_queue(c, {.system_prompt = 20, .follow_ups = 0.5, .look_back = 4});
+    for (int blocks : {200, 20}) {
+        CAPTURE(blocks);
+        BlockPool pool(c, 4, blocks);
+        PrefixSharingMemory memory(pool, {.watermark = 0.05, .share = true});
+        SharedBlocksExecutor executor(model, 3, pool, memory);
+        run_schedule(q, {"continuous, cache", 8, true, true}, memory, PrefillFirst{}, executor);
+        const Run sim = run_queue(q, blocks, true, nullptr);
+        BlockLedger ledger(4, blocks);
+        PrefixSharingMemory simulated(ledger, {.watermark = 0.05, .share = true});
+        SimulatedExecutor priced(analytic_cost_model(c));
+        run_schedule(q, {"continuous, cache", 8, true, true}, simulated, PrefillFirst{}, priced);
+        CHECK(executor.positions_prefilled() ==
+              simulated.positions_admitted() - simulated.positions_from_cache());
+        CHECK(executor.positions_prefilled() < memory.positions_admitted());  // it did share
+        CHECK(sim.from_cache == memory.prompt_tokens_from_cache());
+    }
+}
+
+TEST_CASE("through the block manager's tables, a cache hit gives the logits of a fresh prefill") {
+    const Config c = queue_config();
+    Transformer model(c, 23);
+    BlockPool pool(c, 4, 64);
+    PrefixSharingMemory memory(pool, {.watermark = 0, .share = true});
+    const std::vector<int> system = tokens_from(5, 14);  // 3 whole blocks and 2 tokens
+    Request a = asking(0, joined(system, tokens_from(40, 5)), 6);
+    Request b = asking(1, joined(system, tokens_from(70, 4)), 6);
+    // What the scheduler does for one request: admit, plan its prefill,
+    // grow, run it through a view of its table; then decode steps.
+    auto serve = [&](Request& r) {
+        r.status = RequestStatus::prefilling;
+        r.cached = memory.cached_prefix(r);
+        memory.admit(r);
+        StepPlan plan;
+        plan.rows = {prefill_row(r, true)};
+        memory.grow(plan);
+        BlockTableView view(pool, memory, r);
+        std::vector<std::vector<float>> logits;
+        std::span<const float> l =
+            model.forward(std::span(r.token_ids).subspan(std::size_t(r.cached)), view);
+        logits.emplace_back(l.begin(), l.end());
+        r.status = RequestStatus::decoding;
+        for (int step = 0; step < 4; ++step) {
+            r.cached = view.length();
+            r.token_ids.push_back(argmax(logits.back()));
+            ++r.received;
+            plan.rows = {decode_row(r, true)};
+            memory.grow(plan);
+            l = model.forward(std::span(r.token_ids).subspan(std::size_t(r.cached)), view);
+            logits.emplace_back(l.begin(), l.end());
+        }
+        return logits;
+    };
+    serve(a);
+    const std::vector<std::vector<float>> served = serve(b);
+    CHECK(memory.positions_from_cache() == 12);  // b found the system prompt's 3 whole blocks
+    KVCache fresh(c, 64);
+    std::vector<int> seq(b.token_ids.begin(), b.token_ids.begin() + b.prompt_len);
+    std::span<const float> l = model.forward(seq, fresh);
+    CHECK(std::vector<float>(l.begin(), l.end()) == served[0]);
+    for (std::size_t step = 1; step < served.size(); ++step) {
+        const int token = b.token_ids[std::size_t(b.prompt_len) + step - 1];
+        l = model.forward(std::span(&token, 1), fresh);
+        CHECK(std::vector<float>(l.begin(), l.end()) == served[step]);  // bit for bit
+    }
+}

@@ -84,7 +84,9 @@ class Executor {
 // Prices each step with the cost model and does none of the work.
 class SimulatedExecutor : public Executor {
   public:
-    explicit SimulatedExecutor(const CostModel& cost) : cost_(cost) {}
+    // Keeps its own copy of the prices: an executor made from a temporary
+    // cost model stays valid.
+    explicit SimulatedExecutor(CostModel cost) : cost_(std::move(cost)) {}
     double run(const StepPlan& plan) override {
         double context = 0;  // positions already cached, all rows
         double tokens = 0, tokens_squared = 0;
@@ -109,7 +111,7 @@ class SimulatedExecutor : public Executor {
     }
 
   private:
-    const CostModel& cost_;
+    CostModel cost_;
 };
 
 // ----------------------------------------------------------- the record

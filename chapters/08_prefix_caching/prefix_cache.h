@@ -119,17 +119,28 @@ class PrefixCache : public BlockReclaimer {
         return n;
     }
 
+    // A sequence lets go of its blocks: the cached ones among them become
+    // the most recently used, so that "least recently used" counts from the
+    // last moment anyone held a block (vLLM orders its free blocks by when
+    // they were freed), not from when it was found.
+    void touch(std::span<const int> blocks) {
+        for (int b : blocks)
+            if (std::size_t(b) < entry_of_.size() && entry_of_[std::size_t(b)] >= 0)
+                entries_[std::size_t(entry_of_[std::size_t(b)])].last_used = ++clock_;
+    }
+
     // Gives back the least recently used block only the cache holds and
-    // no cached block continues (ties: the one later in its chain).
+    // no cached block continues. (Every stamp of the clock is distinct, so
+    // there are no ties.) Both this and reclaimable() walk every entry
+    // ever made: a fraction of a second for the book's queues; a server
+    // keeps its candidates in eviction order instead (vLLM's free-block
+    // queue), and reuses the entries it gives back.
     bool reclaim_one() override {
         int victim = -1;
         for (int i = 0; i < int(entries_.size()); ++i) {
             const Entry& e = entries_[std::size_t(i)];
             if (e.block < 0 || e.children > 0 || pool_.owners(e.block) != 1) continue;
-            const Entry* best = victim < 0 ? nullptr : &entries_[std::size_t(victim)];
-            if (!best || e.last_used < best->last_used ||
-                (e.last_used == best->last_used && e.depth > best->depth))
-                victim = i;
+            if (victim < 0 || e.last_used < entries_[std::size_t(victim)].last_used) victim = i;
         }
         if (victim < 0) return false;
         remove_entry(victim);
@@ -141,12 +152,12 @@ class PrefixCache : public BlockReclaimer {
     static constexpr int kRoot = -1;
 
     struct Entry {
-        int parent = kRoot;           // the entry of the block before; kRoot for the first
-        int block = -1;               // the pool's block; -1 once given back
-        int depth = 0;                // blocks before it in its chain
-        int children = 0;             // cached blocks that continue it
-        std::uint64_t last_used = 0;  // the cache's clock when it was last matched or filled
-        std::vector<int> tokens;      // (B) the block's own tokens
+        int parent = kRoot;  // the entry of the block before; kRoot for the first
+        int block = -1;      // the pool's block; -1 once given back
+        int children = 0;    // cached blocks that continue it
+        std::uint64_t last_used =
+            0;                    // the cache's clock when it was last matched, filled or let go
+        std::vector<int> tokens;  // (B) the block's own tokens
     };
     using Key = std::pair<int, std::vector<int>>;  // (parent entry, the block's tokens)
 
@@ -159,9 +170,10 @@ class PrefixCache : public BlockReclaimer {
         e.tokens.assign(tokens.begin(), tokens.end());
         e.parent = parent;
         e.block = block;
-        e.depth = parent == kRoot ? 0 : entries_[std::size_t(parent)].depth + 1;
         if (parent != kRoot) ++entries_[std::size_t(parent)].children;
         entries_.push_back(std::move(e));
+        if (entry_of_.size() <= std::size_t(block)) entry_of_.resize(std::size_t(block) + 1, -1);
+        entry_of_[std::size_t(block)] = int(entries_.size()) - 1;
         ++live_;
         return int(entries_.size()) - 1;
     }
@@ -171,6 +183,7 @@ class PrefixCache : public BlockReclaimer {
         index_.erase(Key{e.parent, e.tokens});
         if (e.parent != kRoot) --entries_[std::size_t(e.parent)].children;
         pool_.release(e.block);  // the cache's reference: the block is free again
+        entry_of_[std::size_t(e.block)] = -1;
         e.block = -1;
         --live_;
     }
@@ -180,6 +193,7 @@ class PrefixCache : public BlockReclaimer {
     std::vector<Entry>
         entries_;  // every entry ever made, parents first; given-back ones have block -1
     int live_ = 0;
+    std::vector<int> entry_of_;  // (blocks) the live entry naming each block, or -1
     std::uint64_t clock_ = 0;
     std::int64_t evictions_ = 0;
 };

@@ -24,8 +24,12 @@
 //     least recently used (prefix_cache.h).
 // At least one token of every prompt is computed (its logits give the first
 // answer token), so a prompt never takes a cached block that holds its
-// last token: the block after the cached ones is always the request's own,
-// and nothing the cache shares is ever written.
+// last token: the block after the cached ones is always the request's own.
+// A prompt block enters the cache when the step that fills it is planned
+// (grow), and is written by that step before any other request can be
+// admitted to find it; after that, nobody writes it. (This leans on the
+// admission rule and on one prefill per step; vLLM also caches a block
+// when it allocates it for the step that fills it.)
 // Preemption is by recompute, and costs less here: a request coming back
 // finds its own prompt's blocks cached, unless they were evicted meanwhile.
 #pragma once
@@ -56,7 +60,7 @@ class PrefixSharingMemory : public MemoryManager {
     PrefixSharingMemory(BlockLedger& ledger, const SharingMemoryOptions& o)
         : ledger_(ledger),
           watermark_blocks_(static_cast<int>(o.watermark * ledger.blocks())),
-          owners_(std::size_t(ledger.blocks()), 0) {
+          tables_naming_(std::size_t(ledger.blocks()), 0) {
         if (o.share) cache_.emplace(ledger);
     }
 
@@ -70,11 +74,16 @@ class PrefixSharingMemory : public MemoryManager {
                                                 : std::span<const int>();
     }
     const BlockLedger& ledger() const { return ledger_; }
+    // Tables that name block b now (the ledger's owners() also counts the
+    // prefix cache's own reference).
+    int tables_naming(int b) const { return tables_naming_.at(std::size_t(b)); }
     const PrefixCache* prefix_cache() const { return cache_ ? &*cache_ : nullptr; }
 
     // What sharing saved, counted at every admission (a request sent back
     // and admitted again counts again): positions its sequence had, and how
-    // many of them came from the cache.
+    // many of them came from the cache. The difference is what its prefills
+    // computed (a request sent back before its prefill ran never gets to
+    // compute them: chapter 05's one prefill per step never does that).
     std::int64_t positions_admitted() const { return admitted_; }
     std::int64_t positions_from_cache() const { return from_cache_; }
     // The same, for first admissions only: the prompts as they arrived.
@@ -153,12 +162,15 @@ class PrefixSharingMemory : public MemoryManager {
         count_blocks();
     }
 
+    // A request sent back before it finishes loses what it computed: its
+    // cached positions count as recomputed (some of them will come from
+    // the prefix cache again when it comes back).
     void release(Request& r) override {
         if (r.status != RequestStatus::finished) recomputed_ += r.cached;
         std::vector<int>& t = at(r.id);
+        if (cache_) cache_->touch(t);  // its cached blocks: used until now
         for (int b : t) {
-            --owners_[std::size_t(b)];
-            if (owners_[std::size_t(b)] == 0) --held_;
+            if (--tables_naming_[std::size_t(b)] == 0) --held_;
             ledger_.release(b);
         }
         named_ -= int(t.size());
@@ -191,7 +203,7 @@ class PrefixSharingMemory : public MemoryManager {
     // Block b joins a table; `shared`: it was already in use, one more owner.
     void take(std::vector<int>& t, int b, bool shared) {
         if (shared) ledger_.share(b);
-        if (owners_[std::size_t(b)]++ == 0) ++held_;
+        if (tables_naming_[std::size_t(b)]++ == 0) ++held_;
         t.push_back(b);
         ++named_;
     }
@@ -207,7 +219,7 @@ class PrefixSharingMemory : public MemoryManager {
     int watermark_blocks_;
     std::optional<PrefixCache> cache_;      // none without sharing
     std::vector<std::vector<int>> tables_;  // (requests) each request's block table
-    std::vector<int> owners_;               // (blocks) tables naming each block
+    std::vector<int> tables_naming_;        // (blocks) tables naming each block
     std::vector<char> seen_;                // (requests) admitted at least once
     int named_ = 0, held_ = 0;              // blocks named by tables, and held by them
     std::int64_t steps_ = 0, named_sum_ = 0, held_sum_ = 0;

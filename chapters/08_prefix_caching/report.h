@@ -23,7 +23,7 @@ inline std::string side(const QueueRun& q) {
 // One queue's runs: each side, without and with the prefix cache.
 inline Table queue_table(const Results& r, const std::string& workload, int s) {
     Table t({"prefix cache", "side", "requests", "from cache (%)", "prefilled", "ttft p50",
-             "ttft p99", "tokens/s", "batch", "blocks named", "blocks held", "preemptions",
+             "ttft p99", "tokens/s", "batch", "blocks in tables", "distinct blocks", "preemptions",
              "evictions"});
     for (const QueueRun& q : r.runs) {
         if (q.workload != workload || q.system_prompt != s) continue;
@@ -130,6 +130,14 @@ inline int report(const Results& r, const OutputOptions& out) {
     const QueueRun& after = r.run(kSystemPromptWorkload, S, true, engine_all, all);
     const Table main = queue_table(r, kSystemPromptWorkload, S), sweep = sweep_table(r);
     const Table n_samples = queue_table(r, kSamplesWorkload, S), samples = samples_table(r);
+    // Memory: what the running requests' tables list beyond what they hold.
+    const double saved_blocks = after.mean_named - after.mean_held;
+    const std::string saved =
+        "memory: with the cache the running requests held " + fixed(after.mean_held, 1) +
+        " distinct blocks per step for tables listing " + fixed(after.mean_named, 1) + ", " +
+        format_bytes(std::uint64_t(saved_blocks * double(r.bytes_per_block))) +
+        " of KV cache they did not need to copy (" + side(after) + ", " +
+        std::to_string(after.requests) + " requests)";
     const std::string plot_ttft = ttft_plot(r, out.plot_dir);
     const std::string plot_memory = memory_plot(r, out.plot_dir);
     const std::string headline =
@@ -163,6 +171,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("parallel_samples", samples)
                     .add("headline_side", engine_all ? "engine" : "simulator")
                     .add("prompt_share_from_cache", after.from_cache_share())
+                    .add("memory_not_copied_bytes", saved_blocks * double(r.bytes_per_block))
                     .add("ttft_median_without_s", before.summary.ttft_median)
                     .add("ttft_median_with_s", after.summary.ttft_median)
                     .add("ttft_plot", plot_ttft)
@@ -186,10 +195,12 @@ inline int report(const Results& r, const OutputOptions& out) {
     main.print(std::cout);
     std::cout << "from cache: share of the prompts' tokens found cached when they arrived;\n"
               << "prefilled: positions computed by prefills (again after a preemption);\n"
-              << "blocks named / held: per step, blocks the running requests' tables name, and\n"
-              << "the distinct blocks they hold (a shared block is named once per table);\n"
-              << "batch: mean requests per decode step; the engine's steps are timed by the\n"
-              << "thread's CPU time, so other work on the machine does not count\n\n"
+              << "tokens/s: answer tokens per second; batch: mean requests per decode step;\n"
+              << "blocks in tables / distinct blocks: per step, the blocks the running requests'\n"
+              << "tables list (a shared block once per table) and the distinct blocks among them;\n"
+              << "evictions: cached blocks given back to make room; the engine's steps are timed\n"
+              << "by the thread's CPU time, so other work on the machine does not count\n"
+              << saved << "\n\n"
               << "How the gain grows with S:\n";
     sweep.print(std::cout);
     std::cout << "plot: " << plot_ttft << "\n\n"
@@ -201,7 +212,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               << r.sample_answer << " tokens long, on the engine:\n";
     samples.print(std::cout);
     std::cout << "plot: " << plot_memory << "\n\n"
-              << "the waits below: " << (engine_all ? "the real engine's" : "the simulator's")
+              << "the headline's waits: " << (engine_all ? "the real engine's" : "the simulator's")
               << ", continuous batching, S = " << S << "\n"
               << headline << "\n";
     return 0;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -39,13 +40,20 @@ class BlockTableView final : public KVStore {
     int n_layers() const override { return pool_.n_layers(); }
     int kv_dim() const override { return pool_.kv_dim(); }
 
-    // The manager gave the blocks at grow(); a step beyond them is a bug.
+    // The manager gave the blocks at grow(); a step beyond them is a bug,
+    // and so is a write into a block another request's table names.
     void check_room(int n) const override {
         const std::size_t need = std::size_t((length_ + n + B() - 1) / B());
-        if (n < 0 || length_ + n > capacity_ || memory_.table(id_).size() < need)
+        const std::span<const int> table = memory_.table(id_);
+        if (n < 0 || length_ + n > capacity_ || table.size() < need)
             throw std::logic_error("request " + std::to_string(id_) + ": " + std::to_string(n) +
                                    " more positions after " + std::to_string(length_) +
                                    " are beyond the blocks its table holds");
+        for (std::size_t b = std::size_t(length_ / B()); b < need && n > 0; ++b)
+            if (memory_.tables_naming(table[b]) != 1)
+                throw std::logic_error("request " + std::to_string(id_) +
+                                       " would write into block " + std::to_string(table[b]) +
+                                       ", which another request holds");
     }
     void reserve(int n) override { check_room(n); }
     void unreserve() override {}
@@ -87,6 +95,16 @@ class SharedBlocksExecutor : public RealExecutor {
                 "SharedBlocksExecutor: the block manager keeps another pool");
     }
 
+    // Prompt positions the engine computed in prefills: what the simulator
+    // counts as prefilled, counted here from the rows the forward pass ran.
+    std::int64_t positions_prefilled() const { return prefilled_; }
+
+    double run(const StepPlan& plan) override {
+        for (const StepRow& row : plan.rows)
+            if (row.request->status == RequestStatus::prefilling) prefilled_ += row.tokens;
+        return RealExecutor::run(plan);
+    }
+
   protected:
     std::unique_ptr<KVStore> make_cache(const Request& r) override {
         return std::make_unique<BlockTableView>(pool_, memory_, r);
@@ -95,6 +113,7 @@ class SharedBlocksExecutor : public RealExecutor {
   private:
     BlockPool& pool_;
     const PrefixSharingMemory& memory_;
+    std::int64_t prefilled_ = 0;
 };
 
 }  // namespace kv
