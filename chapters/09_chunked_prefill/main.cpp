@@ -1,0 +1,19 @@
+// Chapter 09: prefill and decode in one step. Chapter 05's queue with its
+// steps filled three ways: each prompt alone (chapter 05), every prompt in
+// one pass, and decode rows beside chunks of prompts under a chunk size;
+// what each does to the time to first token and the time between tokens.
+//
+// The lesson is step_policies.h and step_cost.h (on chapter 05's step
+// seam); step_calibration.h measures the step cost; experiment.h sets the
+// parameters and runs it; report.h prints it.
+#include "../../common/kit/chapter.h"
+#include "experiment.h"
+#include "report.h"
+
+int main(int argc, char** argv) {
+    kv::ch09::Experiment experiment;  // chunks of 64 prompt tokens, and 512-token prompts
+    return kv::run_chapter(argc, argv, "09_chunked_prefill",
+                           "Prefill and decode in one step: batched prefill, chunked prefill and "
+                           "the time between tokens.",
+                           experiment, kv::ch09::report);
+}

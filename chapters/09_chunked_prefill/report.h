@@ -1,0 +1,207 @@
+// What chapter 09 prints: the step cost, each workload under each step
+// rule (simulator and real engine side by side) with its time to first
+// token and time between tokens, the simulator's error at the operating
+// point, the trade-off plot and the headline; or all of it as one JSON
+// object.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "../../common/kit/output.h"
+#include "../../common/kit/report.h"
+#include "../../common/kit/svg_plot.h"
+#include "../05_queue_simulation/report.h"
+#include "experiment.h"
+
+namespace kv::ch09 {
+
+inline Table queue_table(const Results& r, const std::string& workload) {
+    Table t({"steps", "side", "requests", "ttft p50", "ttft p99", "tbt p50", "tbt p90", "tbt p99",
+             "tbt max", "tokens/s", "mixed steps", "most prompt"});
+    for (const QueueRun& q : r.runs) {
+        if (q.workload != workload) continue;
+        const Summary& m = q.summary;
+        t.add_row({q.rule.name, q.engine ? "engine" : "simulator", q.requests,
+                   Cell(m.ttft_median, 2), Cell(m.ttft_p99, 2), Cell(m.tbt_median * 1e3, 1),
+                   Cell(m.tbt_p90 * 1e3, 1), Cell(m.tbt_p99 * 1e3, 1), Cell(m.tbt_max * 1e3, 1),
+                   Cell(m.tokens_per_second, 0), Cell(q.mixed), Cell(q.most_prompt)});
+    }
+    return t;
+}
+
+// The simulator against the engine on the same requests, for one rule.
+struct Agreement {
+    double ttft = 0, tbt_median = 0, tbt_p99 = 0, total = 0;  // (simulator / engine) - 1
+};
+inline Agreement agreement(const QueueRun& sim, const QueueRun& engine) {
+    auto off = [](double s, double e) { return e > 0 ? s / e - 1 : 0; };
+    return {off(sim.summary.ttft_median, engine.summary.ttft_median),
+            off(sim.summary.tbt_median, engine.summary.tbt_median),
+            off(sim.summary.tbt_p99, engine.summary.tbt_p99),
+            off(sim.summary.total_s, engine.summary.total_s)};
+}
+
+inline Table agreement_table(const Results& r) {
+    Table t({"workload", "steps", "requests", "ttft p50", "tbt p50", "tbt p99", "total"});
+    for (const QueueRun& e : r.runs) {
+        if (!e.engine) continue;
+        const Agreement a = agreement(r.run(e.workload, e.rule.name, false, e.requests), e);
+        auto pct = [](double x) { return Cell(100 * x, 1); };
+        t.add_row({e.workload, e.rule.name, e.requests, pct(a.ttft), pct(a.tbt_median),
+                   pct(a.tbt_p99), pct(a.total)});
+    }
+    return t;
+}
+
+inline Table probe_table(const Results& r) {
+    Table t({"step", "rows", "sequences", "pairs", "measured", "model", "error (%)"});
+    for (const StepProbe& p : r.probes)
+        t.add_row({p.what, Cell(p.work.rows, 0), Cell(p.work.sequences, 0), Cell(p.work.pairs, 0),
+                   format_duration(p.seconds), format_duration(p.fitted),
+                   Cell(100 * (p.fitted / p.seconds - 1), 1)});
+    return t;
+}
+
+// One point per chunk size: p99 time between tokens against the median
+// time to first token; prefill-first and batched prefill as single points.
+inline std::string tradeoff_plot(const Results& r, const std::string& dir) {
+    SvgPlot plot("The trade: stutter against wait, one point per chunk size",
+                 "median time to first token (s)", "p99 time between tokens (ms)");
+    for (const std::string& workload : {kShortPrompts, long_prompts(r.long_prompt)})
+        for (bool engine : {false, true}) {
+            std::vector<double> x, y;
+            int requests = 0;
+            for (const QueueRun& q : r.runs)
+                if (q.workload == workload && q.engine == engine && q.rule.chunk > 0 &&
+                    (engine || q.requests == r.work.requests)) {
+                    x.push_back(q.summary.ttft_median);
+                    y.push_back(q.summary.tbt_p99 * 1e3);
+                    requests = q.requests;
+                }
+            if (x.empty()) continue;
+            const std::string side = engine ? "engine" : "simulator";
+            plot.add_series("chunked, " + workload + " (" + side + ", " + std::to_string(requests) +
+                                " requests)",
+                            x, y);
+            for (const std::string& rule : {kPrefillFirst, kBatchedPrefill}) {
+                const QueueRun& q = r.run(workload, rule, engine, requests);
+                plot.add_series(rule + ", " + workload + " (" + side + ")", {q.summary.ttft_median},
+                                {q.summary.tbt_p99 * 1e3});
+            }
+        }
+    return plot.write(dir + "/09_tbt_against_ttft.svg");
+}
+
+inline Json run_json(const QueueRun& q) {
+    const Summary& m = q.summary;
+    return Json()
+        .add("workload", q.workload)
+        .add("steps", q.rule.name)
+        .add("chunk", q.rule.chunk)
+        .add("side", q.engine ? "engine" : "simulator")
+        .add("requests", q.requests)
+        .add("ttft_median_s", m.ttft_median)
+        .add("ttft_p99_s", m.ttft_p99)
+        .add("tbt_median_s", m.tbt_median)
+        .add("tbt_p90_s", m.tbt_p90)
+        .add("tbt_p99_s", m.tbt_p99)
+        .add("tbt_max_s", m.tbt_max)
+        .add("tokens_per_second", m.tokens_per_second)
+        .add("total_s", m.total_s)
+        .add("decode_steps", q.steps)
+        .add("mixed_steps", q.mixed)
+        .add("most_prompt_tokens_in_a_step", q.most_prompt)
+        .add("preemptions", m.preemptions);
+}
+
+inline int report(const Results& r, const OutputOptions& out) {
+    const std::string workload = long_prompts(r.long_prompt);
+    const bool engine_all =
+        r.work.requests > 0 && std::any_of(r.runs.begin(), r.runs.end(), [&](const QueueRun& q) {
+            return q.engine && q.requests == r.work.requests;
+        });
+    const QueueRun& before = r.run(workload, kPrefillFirst, engine_all, r.work.requests);
+    const QueueRun& after = r.run(workload, chunked(r.chunk), engine_all, r.work.requests);
+    const Table short_table = queue_table(r, kShortPrompts), long_table = queue_table(r, workload);
+    const Table agree = agreement_table(r), probes = probe_table(r);
+    const std::string plot = tradeoff_plot(r, out.plot_dir);
+    const std::string headline =
+        "chunked prefill (chunk " + std::to_string(r.chunk) + "): p99 time between tokens " +
+        fixed(before.summary.tbt_p99 * 1e3, 1) + " ms -> " + fixed(after.summary.tbt_p99 * 1e3, 1) +
+        " ms; median time to first token " + fixed(before.summary.ttft_median, 1) + " s -> " +
+        fixed(after.summary.ttft_median, 1) + " s";
+
+    std::string list = "[";
+    for (std::size_t i = 0; i < r.runs.size(); ++i)
+        list += (i ? "," : "") + run_json(r.runs[i]).str();
+    list += "]";
+    Json json = Json()
+                    .add("chapter", "09_chunked_prefill")
+                    .add("model", r.config.describe())
+                    .add("step_cost_source", r.cost.source)
+                    .add("step_fixed_s", r.cost.fixed)
+                    .add("step_per_row_s", r.cost.per_row)
+                    .add("step_per_sequence_s", r.cost.per_sequence)
+                    .add("step_per_pair_s", r.cost.per_pair)
+                    .add("step_fit_error", r.cost.fit_error)
+                    .add("probes", probes)
+                    .add("kv_budget_mib", r.kv_budget_mib)
+                    .add("block_size", r.block_size)
+                    .add("batch", r.batch)
+                    .add("long_prompt", r.long_prompt)
+                    .add("chunk", r.chunk)
+                    .add_raw("queue_runs", list)
+                    .add("agreement", agree)
+                    .add("headline_workload", workload)
+                    .add("headline_side", engine_all ? "engine" : "simulator")
+                    .add("tbt_p99_prefill_first_s", before.summary.tbt_p99)
+                    .add("tbt_p99_chunked_s", after.summary.tbt_p99)
+                    .add("ttft_median_prefill_first_s", before.summary.ttft_median)
+                    .add("ttft_median_chunked_s", after.summary.ttft_median)
+                    .add("plot", plot)
+                    .add("headline", headline);
+    if (emit(out, json)) return 0;
+
+    std::cout << "Chapter 09: prefill and decode in one step\n\n"
+              << "model: " << r.config.describe() << "\n"
+              << ch05::describe_workload(r.work, make_workload(r.work)) << "\n"
+              << "  and the same queue with every prompt " << r.long_prompt << " tokens long\n"
+              << "memory: " << r.kv_budget_mib << " MiB of KV cache in " << r.blocks
+              << " blocks of " << r.block_size
+              << " positions (chapter 07); continuous batching with the cache, batch " << r.batch
+              << "\n"
+              << "step cost (" << r.cost.source << "):\n"
+              << "  step = " << format_duration(r.cost.fixed) << " + "
+              << format_duration(r.cost.per_row) << " x rows + "
+              << format_duration(r.cost.per_sequence) << " x sequences + "
+              << format_duration(r.cost.per_pair) << " x attention pairs\n";
+    if (!r.probes.empty()) {
+        std::cout << "  fitted to " << r.probes.size() << " steps of every mix, timed in "
+                  << fixed(r.calibration_seconds, 1)
+                  << " s (thread CPU time, median of the rounds); largest error "
+                  << fixed(100 * r.cost.fit_error, 1) << "%\n";
+    }
+    std::cout << "\nShort prompts (times to first token in s, between tokens in ms):\n";
+    short_table.print(std::cout);
+    std::cout << "\n" << r.long_prompt << "-token prompts:\n";
+    long_table.print(std::cout);
+    std::cout << "tbt: time between two tokens of one answer, over every gap; mixed steps: steps\n"
+              << "with decode rows and prompt tokens both; most prompt: the most prompt tokens\n"
+              << "one step carried; the engine's steps are timed by the thread's CPU time\n";
+    if (std::any_of(r.runs.begin(), r.runs.end(), [](const QueueRun& q) { return q.engine; })) {
+        std::cout << "\nThe simulator against the engine on the same requests (simulator / engine "
+                     "- 1, %):\n";
+        agree.print(std::cout);
+    }
+    std::cout << "plot: " << plot << "\n\n"
+              << "the waits below: " << (engine_all ? "the real engine's" : "the simulator's")
+              << ", " << workload << ", prefill first -> chunked " << r.chunk << "\n"
+              << headline << "\n";
+    return 0;
+}
+
+}  // namespace kv::ch09

@@ -1,0 +1,155 @@
+// Chapter 09: the step cost measured on this machine.
+//
+// Time the real engine at steps of every mix (decode rows alone, prompt
+// chunks alone, and both together, at short and long contexts), then fit
+// the one formula of step_cost.h to the timings by non-negative least
+// squares on relative error (chapter 05's fit, with four unknowns). Each
+// step is timed by the thread's CPU time, shape after shape, round after
+// round, and the median of the rounds kept: a burst of other work on the
+// machine slows one run of many shapes, not every run of one.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../../common/core/kv_cache.h"
+#include "../../common/core/transformer.h"
+#include "../../common/kit/timing.h"
+#include "../05_queue_simulation/calibration.h"
+#include "../05_queue_simulation/cpu_time.h"
+#include "step_cost.h"
+
+namespace kv {
+
+struct StepProbe {
+    std::string what;  // "decode 8 x 256 + chunk 64 after 0"
+    StepWork work;
+    double seconds = 0;  // measured: the median of the rounds
+    double fitted = 0;   // what the fitted formula says
+};
+
+struct StepCalibration {
+    StepCost cost;
+    std::vector<StepProbe> probes;
+    double seconds = 0;  // wall time the calibration took
+};
+
+// The shapes: decode rows of `batch` sequences at `context` cached
+// positions each, beside a chunk of `chunk` prompt tokens after `first`.
+struct StepShape {
+    int batch = 0, context = 0, chunk = 0, first = 0;
+};
+
+// Shapes spanning a queue whose batches reach `largest_batch`, whose
+// contexts reach `longest` positions and whose steps carry up to
+// `largest_chunk` prompt tokens.
+inline std::vector<StepShape> step_shapes(int largest_batch, int longest, int largest_chunk) {
+    std::vector<int> batches = {0, 1, 8, std::min(32, largest_batch), largest_batch};
+    std::vector<int> chunks = {0, 16, 64, 256, largest_chunk};
+    for (auto* list : {&batches, &chunks}) {  // keep each shape once, within its limit
+        std::sort(list->begin(), list->end());
+        list->erase(std::unique(list->begin(), list->end()), list->end());
+    }
+    std::erase_if(batches, [&](int b) { return b > largest_batch; });
+    std::erase_if(chunks, [&](int n) { return n > std::min(largest_chunk, longest); });
+    std::vector<StepShape> shapes;
+    for (int b : batches)
+        for (int n : chunks) {
+            if (b == 0 && n == 0) continue;
+            for (int far : {0, 1}) {  // near the start of the context, and deep in it
+                StepShape s;
+                s.batch = b;
+                s.chunk = n;
+                s.context = b == 0 ? 0 : far ? std::max(1, longest / 2) : 32;
+                s.first = n == 0 ? 0 : far ? std::max(0, std::min(longest - n, longest / 2)) : 0;
+                if (s.context + 1 > longest) s.context = longest - 1;
+                shapes.push_back(s);
+            }
+        }
+    return shapes;
+}
+
+// Positions of KV cache the calibration holds at once (for the fit check).
+inline std::uint64_t step_calibration_positions(int largest_batch, int longest) {
+    return std::uint64_t(largest_batch) * std::uint64_t(longest) + std::uint64_t(longest);
+}
+
+inline StepCalibration calibrate_step_cost(Transformer& model, int largest_batch, int longest,
+                                           int largest_chunk, int rounds,
+                                           const std::function<void(int, int)>& on_round) {
+    const Config& c = model.config();
+    const auto start = Clock::now();
+    struct Timed {
+        StepProbe probe;
+        std::vector<std::unique_ptr<KVCache>> caches;
+        std::vector<int> bases;                // each cache's length before the step
+        std::vector<std::vector<int>> tokens;  // each row's tokens
+        std::vector<SequenceInput> inputs;
+        std::vector<double> seconds;
+    };
+    std::vector<Timed> timed;
+    for (const StepShape& s : step_shapes(largest_batch, longest, largest_chunk)) {
+        Timed t;
+        t.probe.what = "decode " + std::to_string(s.batch) + " x " + std::to_string(s.context) +
+                       " + chunk " + std::to_string(s.chunk) + " after " + std::to_string(s.first);
+        auto row = [&](int base, int n) {
+            t.caches.push_back(std::make_unique<KVCache>(c, base + n));
+            t.caches.back()->reserve(base);  // marked filled: a step costs the same whatever
+            t.caches.back()->commit(base);   // numbers the cache holds
+            t.bases.push_back(base);
+            std::vector<int> ids(static_cast<std::size_t>(n));
+            for (int i = 0; i < n; ++i) ids[std::size_t(i)] = (7 * i + 1) % c.vocab_size;
+            t.tokens.push_back(ids);
+            t.probe.work.rows += n;
+            t.probe.work.sequences += 1;
+            t.probe.work.pairs += attention_pairs(base, n);
+        };
+        for (int b = 0; b < s.batch; ++b) row(s.context, 1);
+        if (s.chunk > 0) row(s.first, s.chunk);
+        for (std::size_t i = 0; i < t.caches.size(); ++i)
+            t.inputs.push_back({t.tokens[i], t.caches[i].get()});
+        timed.push_back(std::move(t));
+    }
+    for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
+        for (Timed& t : timed) {
+            for (std::size_t i = 0; i < t.caches.size(); ++i) t.caches[i]->truncate(t.bases[i]);
+            const double began = thread_cpu_seconds();
+            model.forward(t.inputs);
+            const double took = thread_cpu_seconds() - began;
+            if (round > 0) t.seconds.push_back(took);
+        }
+        if (on_round) on_round(round, rounds);
+    }
+    StepCalibration cal;
+    std::vector<std::array<double, 4>> features;
+    std::vector<double> seconds;
+    for (Timed& t : timed) {
+        t.probe.seconds = std::max(median(t.seconds), 1e-9);
+        const StepWork& w = t.probe.work;
+        features.push_back({1.0, w.rows, w.sequences, w.pairs});
+        seconds.push_back(t.probe.seconds);
+        cal.probes.push_back(t.probe);
+    }
+    std::vector<double> fitted(seconds.size());
+    const std::array<double, 4> k = fit_nonnegative<4>(features, seconds, fitted);
+    cal.cost.fixed = k[0];
+    cal.cost.per_row = k[1];
+    cal.cost.per_sequence = k[2];
+    cal.cost.per_pair = k[3];
+    for (std::size_t i = 0; i < cal.probes.size(); ++i) {
+        cal.probes[i].fitted = fitted[i];
+        cal.cost.fit_error =
+            std::max(cal.cost.fit_error, std::fabs(fitted[i] / cal.probes[i].seconds - 1));
+    }
+    cal.cost.source = "measured on this machine";
+    cal.seconds = seconds_since(start);
+    return cal;
+}
+
+}  // namespace kv

@@ -1,0 +1,91 @@
+// Chapter 09: one price for every kind of step.
+//
+// Chapter 05 priced two kinds of step with two formulas: a pass over whole
+// prompts, and a decode step. A mixed step is both at once, so it needs
+// one formula for any step, built from what the forward pass does:
+//   it reads the weights once, however many rows it carries (fixed);
+//   every row (token) goes through the layers' weights (per row);
+//   every sequence in it gets one row of logits, the output projection
+//     (per sequence);
+//   every row attends to the positions before it and itself: a row of n
+//     tokens after `first` cached ones attends to n first + n (n + 1) / 2
+//     pairs (per pair).
+//   step = fixed + per_row x rows + per_sequence x sequences + per_pair x pairs
+// A decode step of B sequences is B rows, B sequences and context + B
+// pairs; a prefill of L tokens is L rows, 1 sequence and L (L + 1) / 2
+// pairs: chapter 05's two formulas are this one at two corners. The
+// counted (analytic) version below is chapter 05's, regrouped (the same
+// prices up to rounding in the last bits); the measured one
+// (step_calibration.h) is fitted to steps of every kind, mixed ones among
+// them.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "../../common/core/config.h"
+#include "../05_queue_simulation/cost_model.h"
+#include "../05_queue_simulation/scheduler.h"
+#include "../05_queue_simulation/step_plan.h"
+
+namespace kv {
+
+// What one step does, counted from its plan.
+struct StepWork {
+    double rows = 0;       // tokens through the weights
+    double sequences = 0;  // rows of logits
+    double pairs = 0;      // (query, cached position) pairs attention visits
+};
+
+// Attention pairs of n new tokens after `first` cached ones.
+inline double attention_pairs(double first, double n) {
+    return n * first + n * (n + 1) / 2;
+}
+
+inline StepWork work_of(const StepPlan& plan) {
+    StepWork w;
+    for (const StepRow& row : plan.rows) {
+        w.rows += row.tokens;
+        w.sequences += 1;
+        w.pairs += attention_pairs(row.first, row.tokens);
+    }
+    return w;
+}
+
+struct StepCost {
+    double fixed = 0;         // seconds per step: the weights read once
+    double per_row = 0;       // seconds per token through the layers
+    double per_sequence = 0;  // seconds per row of logits
+    double per_pair = 0;      // seconds per pair attention visits
+    double fit_error = 0;     // measured: largest relative error over the probes
+    std::string source;       // "analytic ..." or "measured on this machine"
+
+    double seconds(const StepWork& w) const {
+        return fixed + per_row * w.rows + per_sequence * w.sequences + per_pair * w.pairs;
+    }
+};
+
+// The operation counts of chapter 05's analytic model, in this one formula.
+inline StepCost analytic_step_cost(const Config& c) {
+    const CostModel m = analytic_cost_model(c);
+    StepCost s;
+    s.fixed = m.step_fixed;                        // the weights, read once
+    s.per_pair = m.step_per_context;               // one query against one position
+    s.per_sequence = m.pass_fixed - m.step_fixed;  // the logits of one row
+    s.per_row = m.step_per_sequence - s.per_sequence - s.per_pair;  // the layers
+    s.source = m.source;
+    return s;
+}
+
+// Prices each step with one StepCost and does none of the work: chapter
+// 05's simulated executor, for steps of any mix.
+class StepCostSimulator : public Executor {
+  public:
+    explicit StepCostSimulator(StepCost cost) : cost_(std::move(cost)) {}  // its own copy
+    double run(const StepPlan& plan) override { return cost_.seconds(work_of(plan)); }
+
+  private:
+    StepCost cost_;
+};
+
+}  // namespace kv

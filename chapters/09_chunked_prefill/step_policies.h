@@ -1,0 +1,80 @@
+// Chapter 09: what one step carries, two more ways.
+//
+// Chapter 05's steps (PrefillFirst) run each newcomer's prompt alone, in
+// one pass, and every request already answering waits for it: its next
+// token comes one whole prefill later. A long prompt is a long stall in
+// every stream. Two other rules fill chapter 05's step seam (step_plan.h):
+//   BatchedPrefill: every admitted prompt in one pass, then decode. The
+//     weights are read once for all of them, so the newcomers together
+//     cost less than one after another, but the running requests still
+//     wait for the whole pass.
+//   ChunkedPrefill: every step carries a decode row for each running
+//     request and then at most C prompt tokens (a chunk size): the oldest
+//     prompt first, a chunk of it if it does not fit, the next prompt in
+//     what is left. No stream ever waits for more than C prompt tokens, and
+//     a prompt longer than C is spread over several steps. This is
+//     Sarathi-Serve's "stall-free batching" and vLLM's chunked prefill.
+// The forward pass already takes rows of several sequences, each from its
+// own position (chapter 04): a step that mixes decode rows and prompt
+// chunks is one call, and gives each row the logits it would get alone.
+#pragma once
+
+#include <algorithm>
+#include <span>
+
+#include "../05_queue_simulation/step_plan.h"
+#include "../05_queue_simulation/workload.h"
+
+namespace kv {
+
+// Rule: if anyone is prefilling, one pass with the rest of every admitted
+// prompt; otherwise one decode step for the whole batch.
+class BatchedPrefill : public StepComposition {
+  public:
+    void compose(std::span<Request* const> batch, bool cache, StepPlan& plan) const override {
+        plan.rows.clear();
+        plan.cache = cache;
+        for (Request* r : batch)
+            if (r->status == RequestStatus::prefilling) plan.rows.push_back(prefill_row(*r, cache));
+        if (!plan.rows.empty()) return;
+        for (Request* r : batch) plan.rows.push_back(decode_row(*r, cache));
+    }
+};
+
+// Rule: a decode row for every request answering, then prompt tokens, the
+// oldest prompt first, at most `chunk` of them in the step. Only with the
+// cache: without it there is nothing to continue a prompt from.
+class ChunkedPrefill : public StepComposition {
+  public:
+    explicit ChunkedPrefill(int chunk) : chunk_(std::max(1, chunk)) {}
+    int chunk() const { return chunk_; }
+
+    void compose(std::span<Request* const> batch, bool cache, StepPlan& plan) const override {
+        plan.rows.clear();
+        plan.cache = cache;
+        int budget = chunk_;        // prompt tokens left in this step
+        for (Request* r : batch) {  // in join order: older prompts first
+            if (r->status != RequestStatus::prefilling) {
+                plan.rows.push_back(decode_row(*r, cache));
+            } else if (budget > 0) {
+                StepRow row = prefill_row(*r, cache);
+                row.tokens = std::min(row.tokens, budget);
+                budget -= row.tokens;
+                plan.rows.push_back(row);
+            }
+        }
+    }
+
+  private:
+    int chunk_;
+};
+
+// The prompt tokens a step carries (the rows of requests still prefilling).
+inline int prompt_tokens(const StepPlan& plan) {
+    int n = 0;
+    for (const StepRow& row : plan.rows)
+        if (row.request->status == RequestStatus::prefilling) n += row.tokens;
+    return n;
+}
+
+}  // namespace kv

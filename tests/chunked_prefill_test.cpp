@@ -1,0 +1,223 @@
+// Chapter 09's steps: decode rows and prompt chunks in one pass change
+// nothing but time; the chunk size bounds every step; each prompt is
+// computed once, in order; one step cost prices every mix.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "../chapters/05_queue_simulation/cost_model.h"
+#include "../chapters/05_queue_simulation/real_executor.h"
+#include "../chapters/05_queue_simulation/scheduler.h"
+#include "../chapters/09_chunked_prefill/step_cost.h"
+#include "../chapters/09_chunked_prefill/step_policies.h"
+#include "../common/core/generation.h"
+#include "../common/core/kv_cache.h"
+#include "../common/core/transformer.h"
+#include "tiny_models.h"
+
+using namespace kv;
+
+namespace {
+
+std::vector<float> row_of(const Matrix& m, int i) {
+    const std::span<const float> r = m.row_span(i);
+    return {r.begin(), r.end()};
+}
+
+std::vector<Request> small_queue(int n, int prompt_min, int prompt_max) {
+    WorkloadOptions w;
+    w.requests = n;
+    w.prompt_min = prompt_min;
+    w.prompt_max = prompt_max;
+    w.answer_len = 5;
+    w.answer_max = 12;
+    w.seed = 9;
+    return make_workload(w);
+}
+
+// Runs the inner executor and records, per request, every prompt chunk
+// (first, tokens) and every step's prompt tokens.
+class Recording : public Executor {
+  public:
+    explicit Recording(Executor& inner) : inner_(inner) {}
+    double run(const StepPlan& plan) override {
+        int prompt = 0, decodes = 0;
+        for (const StepRow& row : plan.rows) {
+            if (row.request->status == RequestStatus::prefilling) {
+                chunks[row.request->id].push_back({row.first, row.tokens});
+                prompt += row.tokens;
+            } else {
+                ++decodes;
+            }
+        }
+        prompt_per_step.push_back(prompt);
+        decode_rows_per_step.push_back(decodes);
+        return inner_.run(plan);
+    }
+    void release(const Request& r) override { inner_.release(r); }
+    std::map<int, std::vector<std::pair<int, int>>> chunks;
+    std::vector<int> prompt_per_step, decode_rows_per_step;
+
+  private:
+    Executor& inner_;
+};
+
+const Policy kContinuous{"continuous, cache", 6, true, true};
+
+}  // namespace
+
+TEST_CASE("a mixed step gives every row the logits of the same rows run as separate steps") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 17);
+    // Two requests decoding (after prompts of 9 and 14 tokens) and one
+    // prompt whose second chunk (tokens 5..11) runs beside them.
+    const std::vector<int> a = fixed_prompt(9, c.vocab_size, 1),
+                           b = fixed_prompt(14, c.vocab_size, 2),
+                           p = fixed_prompt(12, c.vocab_size, 3);
+    auto filled = [&](const std::vector<int>& tokens, int n) {
+        KVCache cache(c, 40);
+        model.forward(std::span(tokens).first(std::size_t(n)), cache);
+        return cache;
+    };
+    KVCache a1 = filled(a, 9), b1 = filled(b, 14), p1 = filled(p, 5);
+    KVCache a2 = filled(a, 9), b2 = filled(b, 14), p2 = filled(p, 5);
+    const int ta = 3, tb = 8;
+    const std::vector<SequenceInput> mixed = {
+        {std::span(&ta, 1), &a1}, {std::span(p).subspan(5), &p1}, {std::span(&tb, 1), &b1}};
+    const Matrix& m = model.forward(mixed);
+    const std::vector<std::vector<float>> together = {row_of(m, 0), row_of(m, 1), row_of(m, 2)};
+    const std::vector<float> alone_a = [&] {
+        const std::span<const float> l = model.forward(std::span(&ta, 1), a2);
+        return std::vector<float>(l.begin(), l.end());
+    }();
+    const std::vector<float> alone_p = [&] {
+        const std::span<const float> l = model.forward(std::span(p).subspan(5), p2);
+        return std::vector<float>(l.begin(), l.end());
+    }();
+    const std::vector<float> alone_b = [&] {
+        const std::span<const float> l = model.forward(std::span(&tb, 1), b2);
+        return std::vector<float>(l.begin(), l.end());
+    }();
+    CHECK(together[0] == alone_a);
+    CHECK(together[1] == alone_p);
+    CHECK(together[2] == alone_b);
+}
+
+TEST_CASE("chunked prefill never carries more prompt tokens than its chunk, and every decode") {
+    const Config c = test::tiny_config();
+    const std::vector<Request> q = small_queue(40, 3, 30);
+    const CostModel cost = analytic_cost_model(c);
+    for (int chunk : {1, 4, 16, 64}) {
+        CAPTURE(chunk);
+        SimulatedExecutor priced(cost);
+        Recording rec(priced);
+        TokensHeld memory(1 << 20);
+        const ChunkedPrefill steps(chunk);
+        const Schedule s = run_schedule(q, kContinuous, memory, steps, rec);
+        int carried_full = 0;
+        for (std::size_t i = 0; i < rec.prompt_per_step.size(); ++i) {
+            CHECK(rec.prompt_per_step[i] <= chunk);
+            carried_full += rec.prompt_per_step[i] == chunk;
+        }
+        if (chunk > 1) CHECK(carried_full > 0);  // the chunk is really used, not a smaller cap
+        for (const Request& r : s.requests) CHECK(r.received == r.answer_len);
+    }
+}
+
+TEST_CASE("each prompt's chunks run once, in order, from its first token to its last") {
+    const Config c = test::tiny_config();
+    const std::vector<Request> q = small_queue(30, 3, 40);
+    const CostModel cost = analytic_cost_model(c);
+    for (int chunk : {5, 16}) {
+        CAPTURE(chunk);
+        SimulatedExecutor priced(cost);
+        Recording rec(priced);
+        TokensHeld memory(1 << 20);
+        const ChunkedPrefill steps(chunk);
+        run_schedule(q, kContinuous, memory, steps, rec);
+        for (const Request& r : q) {
+            CAPTURE(r.id);
+            const auto& chunks = rec.chunks[r.id];
+            int next = 0;
+            for (const auto& [first, tokens] : chunks) {
+                CHECK(first == next);
+                CHECK(tokens >= 1);
+                CHECK(tokens <= chunk);
+                next = first + tokens;
+            }
+            CHECK(next == r.prompt_len);
+        }
+    }
+}
+
+TEST_CASE("prefill first, batched prefill and chunked prefill give the engine the same tokens") {
+    Config c = test::tiny_config();
+    c.max_seq = 64;
+    Transformer model(c, 5);
+    const std::vector<Request> q = small_queue(14, 3, 30);
+    std::vector<std::vector<std::vector<int>>> tokens;
+    const PrefillFirst first;
+    const BatchedPrefill batched;
+    const ChunkedPrefill chunked(7);
+    for (const StepComposition* steps :
+         std::vector<const StepComposition*>{&first, &batched, &chunked}) {
+        RealExecutor engine(model, 3);
+        TokensHeld memory(1 << 20);
+        const Schedule s = run_schedule(q, kContinuous, memory, *steps, engine);
+        std::vector<std::vector<int>> t;
+        for (const Request& r : s.requests) t.push_back(r.token_ids);
+        tokens.push_back(t);
+    }
+    CHECK(tokens[1] == tokens[0]);
+    CHECK(tokens[2] == tokens[0]);
+}
+
+TEST_CASE("batched prefill runs every admitted prompt in one pass") {
+    const Config c = test::tiny_config();
+    const std::vector<Request> q = small_queue(12, 3, 10);
+    SimulatedExecutor priced(analytic_cost_model(c));
+    Recording rec(priced);
+    TokensHeld memory(1 << 20);
+    const BatchedPrefill steps;
+    run_schedule(q, kContinuous, memory, steps, rec);
+    // The first step: the six admitted prompts, whole, and no decode row.
+    int first_six = 0;
+    for (int i = 0; i < 6; ++i) first_six += q[std::size_t(i)].prompt_len;
+    CHECK(rec.prompt_per_step[0] == first_six);
+    CHECK(rec.decode_rows_per_step[0] == 0);
+    for (std::size_t i = 0; i < rec.prompt_per_step.size(); ++i)
+        if (rec.prompt_per_step[i] > 0) CHECK(rec.decode_rows_per_step[i] == 0);
+}
+
+TEST_CASE("one step cost prices chapter 05's passes and decode steps as chapter 05 does") {
+    for (const Config& c : test::shapes_to_check()) {
+        const CostModel m = analytic_cost_model(c);
+        const StepCost s = analytic_step_cost(c);
+        auto close = [](double a, double b) { return std::fabs(a / b - 1) < 1e-12; };
+        for (int L : {1, 7, 64}) {
+            const StepWork prefill{double(L), 1, attention_pairs(0, L)};
+            CHECK(close(s.seconds(prefill), m.prefill_seconds(L)));
+        }
+        for (int B : {1, 4, 32})
+            for (int context : {0, 100}) {
+                // B rows, each after `context` cached positions.
+                const StepWork decode{double(B), double(B), B * attention_pairs(context, 1)};
+                CHECK(close(s.seconds(decode), m.decode_seconds(B, double(B) * context)));
+            }
+    }
+}
+
+TEST_CASE("work_of counts a mixed plan's rows, sequences and attention pairs") {
+    std::vector<Request> r(2);
+    r[0].status = RequestStatus::decoding;
+    r[1].status = RequestStatus::prefilling;
+    StepPlan plan;
+    plan.rows = {{&r[0], 10, 1}, {&r[1], 4, 3}};  // a decode after 10; a chunk of 3 after 4
+    const StepWork w = work_of(plan);
+    CHECK(w.rows == 4);
+    CHECK(w.sequences == 2);
+    CHECK(w.pairs == 11 + (5 + 6 + 7));  // 10 + 1; then 4 + 1, 4 + 2, 4 + 3
+}
