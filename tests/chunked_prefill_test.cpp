@@ -198,13 +198,14 @@ TEST_CASE("one step cost prices chapter 05's passes and decode steps as chapter 
         const StepCost s = analytic_step_cost(c);
         auto close = [](double a, double b) { return std::fabs(a / b - 1) < 1e-12; };
         for (int L : {1, 7, 64}) {
-            const StepWork prefill{double(L), 1, attention_pairs(0, L)};
+            const StepWork prefill{double(L), 1, attention_pairs(0, L), double(L)};
             CHECK(close(s.seconds(prefill), m.prefill_seconds(L)));
         }
         for (int B : {1, 4, 32})
             for (int context : {0, 100}) {
                 // B rows, each after `context` cached positions.
-                const StepWork decode{double(B), double(B), B * attention_pairs(context, 1)};
+                const StepWork decode{double(B), double(B), B * attention_pairs(context, 1),
+                                      double(B) * (context + 1)};
                 CHECK(close(s.seconds(decode), m.decode_seconds(B, double(B) * context)));
             }
     }
@@ -220,4 +221,5 @@ TEST_CASE("work_of counts a mixed plan's rows, sequences and attention pairs") {
     CHECK(w.rows == 4);
     CHECK(w.sequences == 2);
     CHECK(w.pairs == 11 + (5 + 6 + 7));  // 10 + 1; then 4 + 1, 4 + 2, 4 + 3
+    CHECK(w.positions == 11 + 7);        // each sequence's cache, read once
 }

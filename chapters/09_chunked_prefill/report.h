@@ -58,10 +58,10 @@ inline Table agreement_table(const Results& r) {
 }
 
 inline Table probe_table(const Results& r) {
-    Table t({"step", "rows", "sequences", "pairs", "measured", "model", "error (%)"});
+    Table t({"step", "rows", "sequences", "pairs", "positions", "measured", "model", "error (%)"});
     for (const StepProbe& p : r.probes)
         t.add_row({p.what, Cell(p.work.rows, 0), Cell(p.work.sequences, 0), Cell(p.work.pairs, 0),
-                   format_duration(p.seconds), format_duration(p.fitted),
+                   Cell(p.work.positions, 0), format_duration(p.seconds), format_duration(p.fitted),
                    Cell(100 * (p.fitted / p.seconds - 1), 1)});
     return t;
 }
@@ -147,6 +147,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("step_per_row_s", r.cost.per_row)
                     .add("step_per_sequence_s", r.cost.per_sequence)
                     .add("step_per_pair_s", r.cost.per_pair)
+                    .add("step_per_position_s", r.cost.per_position)
                     .add("step_fit_error", r.cost.fit_error)
                     .add("probes", probes)
                     .add("kv_budget_mib", r.kv_budget_mib)
@@ -178,7 +179,8 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "  step = " << format_duration(r.cost.fixed) << " + "
               << format_duration(r.cost.per_row) << " x rows + "
               << format_duration(r.cost.per_sequence) << " x sequences + "
-              << format_duration(r.cost.per_pair) << " x attention pairs\n";
+              << format_duration(r.cost.per_pair) << " x attention pairs + "
+              << format_duration(r.cost.per_position) << " x positions read\n";
     if (!r.probes.empty()) {
         std::cout << "  fitted to " << r.probes.size() << " steps of every mix, timed in "
                   << fixed(r.calibration_seconds, 1)

@@ -3,7 +3,7 @@
 // Time the real engine at steps of every mix (decode rows alone, prompt
 // chunks alone, and both together, at short and long contexts), then fit
 // the one formula of step_cost.h to the timings by non-negative least
-// squares on relative error (chapter 05's fit, with four unknowns). Each
+// squares on relative error (chapter 05's fit, with five unknowns). Each
 // step is timed by the thread's CPU time, shape after shape, round after
 // round, and the median of the rounds kept: a burst of other work on the
 // machine slows one run of many shapes, not every run of one.
@@ -109,6 +109,7 @@ inline StepCalibration calibrate_step_cost(Transformer& model, int largest_batch
             t.probe.work.rows += n;
             t.probe.work.sequences += 1;
             t.probe.work.pairs += attention_pairs(base, n);
+            t.probe.work.positions += base + n;
         };
         for (int b = 0; b < s.batch; ++b) row(s.context, 1);
         if (s.chunk > 0) row(s.first, s.chunk);
@@ -127,21 +128,22 @@ inline StepCalibration calibrate_step_cost(Transformer& model, int largest_batch
         if (on_round) on_round(round, rounds);
     }
     StepCalibration cal;
-    std::vector<std::array<double, 4>> features;
+    std::vector<std::array<double, 5>> features;
     std::vector<double> seconds;
     for (Timed& t : timed) {
         t.probe.seconds = std::max(median(t.seconds), 1e-9);
         const StepWork& w = t.probe.work;
-        features.push_back({1.0, w.rows, w.sequences, w.pairs});
+        features.push_back({1.0, w.rows, w.sequences, w.pairs, w.positions});
         seconds.push_back(t.probe.seconds);
         cal.probes.push_back(t.probe);
     }
     std::vector<double> fitted(seconds.size());
-    const std::array<double, 4> k = fit_nonnegative<4>(features, seconds, fitted);
+    const std::array<double, 5> k = fit_nonnegative<5>(features, seconds, fitted);
     cal.cost.fixed = k[0];
     cal.cost.per_row = k[1];
     cal.cost.per_sequence = k[2];
     cal.cost.per_pair = k[3];
+    cal.cost.per_position = k[4];
     for (std::size_t i = 0; i < cal.probes.size(); ++i) {
         cal.probes[i].fitted = fitted[i];
         cal.cost.fit_error =
