@@ -48,7 +48,7 @@ struct CalibrationPoint {
 // relative error (a 1 ms step counts as much as a 100 ms pass), with every
 // k >= 0: no piece of work takes negative time. Fitting every subset of the
 // unknowns and keeping the best non-negative one is an exact non-negative
-// least squares (2^N - 1 small systems; N is 3 here and 4 in chapter 09).
+// least squares (2^N - 1 small systems; N is 3 here and 5 in chapter 09).
 // Returns the coefficients; `fitted` gets what they say at each point.
 template <std::size_t N>
 std::array<double, N> fit_nonnegative(std::span<const std::array<double, N>> features,

@@ -22,6 +22,7 @@ class TokenBudget : public StepComposition {
         (void)batch;
         (void)cache;
         (void)plan;
+        (void)budget_;
         throw std::logic_error("exercise 09.3: TokenBudget::compose is not implemented yet");
     }
 

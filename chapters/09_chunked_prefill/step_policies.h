@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <span>
+#include <stdexcept>
 
 #include "../05_queue_simulation/step_plan.h"
 #include "../05_queue_simulation/workload.h"
@@ -50,6 +51,9 @@ class ChunkedPrefill : public StepComposition {
     int chunk() const { return chunk_; }
 
     void compose(std::span<Request* const> batch, bool cache, StepPlan& plan) const override {
+        // Without the cache a prompt restarts at position 0 every step, and a
+        // chunk of it would never finish.
+        if (!cache) throw std::invalid_argument("chunked prefill needs the KV cache");
         plan.rows.clear();
         plan.cache = cache;
         int budget = chunk_;        // prompt tokens left in this step
