@@ -223,3 +223,72 @@ TEST_CASE("work_of counts a mixed plan's rows, sequences and attention pairs") {
     CHECK(w.pairs == 11 + (5 + 6 + 7));  // 10 + 1; then 4 + 1, 4 + 2, 4 + 3
     CHECK(w.positions == 11 + 7);        // each sequence's cache, read once
 }
+
+TEST_CASE("a chunked step: a decode row for every request answering, then the oldest prompts") {
+    std::vector<Request> r(6);
+    for (int i = 0; i < 6; ++i) {
+        r[std::size_t(i)].id = i;
+        r[std::size_t(i)].prompt_len = 9;
+        r[std::size_t(i)].answer_len = r[std::size_t(i)].answer_cap = 4;
+    }
+    // In join order: decoding, prefilling (3 of 9 done), decoding,
+    // prefilling (none done), decoding, prefilling.
+    for (int i : {0, 2, 4}) {
+        r[std::size_t(i)].status = RequestStatus::decoding;
+        r[std::size_t(i)].received = 1;
+        r[std::size_t(i)].cached = 9;
+    }
+    for (int i : {1, 3, 5}) r[std::size_t(i)].status = RequestStatus::prefilling;
+    r[1].cached = 3;
+    std::vector<Request*> batch;
+    for (Request& x : r) batch.push_back(&x);
+    StepPlan plan;
+    ChunkedPrefill(8).compose(batch, true, plan);
+    // Every decoding request, one token each; request 1's remaining 6
+    // prompt tokens, then 2 of request 3's; request 5 waits.
+    REQUIRE(plan.rows.size() == 5);
+    CHECK(plan.rows[0].request == &r[0]);
+    CHECK(plan.rows[0].tokens == 1);
+    CHECK(plan.rows[1].request == &r[1]);
+    CHECK(plan.rows[1].first == 3);
+    CHECK(plan.rows[1].tokens == 6);
+    CHECK(plan.rows[2].request == &r[2]);
+    CHECK(plan.rows[3].request == &r[3]);
+    CHECK(plan.rows[3].first == 0);
+    CHECK(plan.rows[3].tokens == 2);
+    CHECK(plan.rows[4].request == &r[4]);
+    CHECK(plan.rows[4].tokens == 1);
+    CHECK(prompt_tokens(plan) == 8);
+    CHECK_THROWS_AS(ChunkedPrefill(8).compose(batch, false, plan), std::invalid_argument);
+}
+
+TEST_CASE("a request preempted in the middle of its chunked prefill starts again, same tokens") {
+    Config c = test::tiny_config();
+    c.max_seq = 64;
+    Transformer model(c, 5);
+    const std::vector<Request> q = small_queue(16, 10, 30);
+    std::vector<std::vector<int>> before;
+    {
+        RealExecutor engine(model, 3);
+        TokensHeld memory(1 << 20);
+        const Schedule s = run_schedule(q, kContinuous, memory, PrefillFirst{}, engine);
+        for (const Request& r : s.requests) before.push_back(r.token_ids);
+    }
+    RealExecutor engine(model, 3);
+    Recording rec(engine);
+    TokensHeld memory(90);  // room for about three: the next steps must preempt
+    const ChunkedPrefill steps(6);
+    const Schedule s = run_schedule(q, kContinuous, memory, steps, rec);
+    CHECK(s.preemptions > 0);
+    int restarted = 0;  // requests whose chunks went back to an earlier position
+    for (const auto& [id, chunks] : rec.chunks)
+        for (std::size_t i = 1; i < chunks.size(); ++i)
+            restarted += chunks[i].first < chunks[i - 1].first + chunks[i - 1].second;
+    CHECK(restarted > 0);
+    std::size_t gaps = 0;
+    for (std::size_t i = 0; i < q.size(); ++i) {
+        CHECK(s.requests[i].token_ids == before[i]);
+        gaps += std::size_t(q[i].answer_len - 1);
+    }
+    CHECK(s.token_gaps.size() == gaps);  // one gap between each two tokens, preempted or not
+}

@@ -52,5 +52,27 @@ TEST_SUITE("exercises ch09") {
             for (const Request& r : s.requests) CHECK(r.received == r.answer_len);
             CHECK(checked.full > 0);  // the budget is really filled, not a smaller cap
         }
+        // Decode rows first: three answering, two prompts of 9 waiting; a
+        // budget of 5 gives the three their tokens and the older prompt 2.
+        std::vector<Request> r(5);
+        for (int i = 0; i < 5; ++i) {
+            r[std::size_t(i)].id = i;
+            r[std::size_t(i)].prompt_len = 9;
+            r[std::size_t(i)].answer_len = r[std::size_t(i)].answer_cap = 4;
+            r[std::size_t(i)].status = i % 2 ? RequestStatus::prefilling : RequestStatus::decoding;
+            if (i % 2 == 0) r[std::size_t(i)].cached = 9, r[std::size_t(i)].received = 1;
+        }
+        std::vector<Request*> batch = {&r[1], &r[0], &r[3], &r[2], &r[4]};
+        StepPlan plan;
+        exercises::TokenBudget(5).compose(batch, true, plan);
+        int decodes = 0, prompt_of_1 = 0, prompt_of_3 = 0;
+        for (const StepRow& row : plan.rows) {
+            if (row.request->status == RequestStatus::decoding) ++decodes;
+            if (row.request == &r[1]) prompt_of_1 += row.tokens;
+            if (row.request == &r[3]) prompt_of_3 += row.tokens;
+        }
+        CHECK(decodes == 3);
+        CHECK(prompt_of_1 == 2);  // the oldest prompt, though it joined before the decodes
+        CHECK(prompt_of_3 == 0);
     }
 }

@@ -167,8 +167,10 @@ struct Experiment {
                              std::to_string(pool) + " blocks of " + std::to_string(block_size) +
                              " positions; the longest request needs " + std::to_string(need));
         if (queue.cost_model != "analytic")
-            check_model(c, step_calibration_positions(std::max(queue.batch, 1), c.max_seq),
-                        std::uint64_t(std::max(queue.batch, 1) + std::max(chunk, 512)));
+            check_model(c,
+                        step_calibration_positions(calibrated_batch(), c.max_seq - 1,
+                                                   std::max(chunk, 512), block_size),
+                        std::uint64_t(calibrated_batch() + std::max(chunk, 512)));
     }
 
     Results run() const {
@@ -210,6 +212,9 @@ struct Experiment {
     }
 
   private:
+    // The widest batch the calibration times (chapter 05's limit).
+    int calibrated_batch() const { return std::clamp(queue.batch, 1, kMostCalibratedBatch); }
+
     void price_the_steps(Results& r, Transformer& model) const {
         if (queue.cost_model == "analytic") {
             r.cost = analytic_step_cost(queue.model);
@@ -217,8 +222,8 @@ struct Experiment {
         }
         Progress progress("calibrating the step cost, round");
         const StepCalibration cal = calibrate_step_cost(
-            model, std::max(queue.batch, 1), queue.model.max_seq - 1, std::max(chunk, 512), rounds,
-            [&](int done, int of) { progress.update(done, of); });
+            model, calibrated_batch(), queue.model.max_seq - 1, std::max(chunk, 512), block_size,
+            rounds, [&](int done, int of) { progress.update(done, of); });
         r.cost = cal.cost;
         r.probes = cal.probes;
         r.calibration_seconds = cal.seconds;

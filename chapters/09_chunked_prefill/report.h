@@ -21,14 +21,15 @@ namespace kv::ch09 {
 
 inline Table queue_table(const Results& r, const std::string& workload) {
     Table t({"steps", "side", "requests", "ttft p50", "ttft p99", "tbt p50", "tbt p90", "tbt p99",
-             "tbt max", "tokens/s", "mixed steps", "most prompt"});
+             "tbt max", "tokens/s", "batch", "mixed steps", "most prompt"});
     for (const QueueRun& q : r.runs) {
         if (q.workload != workload) continue;
         const Summary& m = q.summary;
         t.add_row({q.rule.name, q.engine ? "engine" : "simulator", q.requests,
                    Cell(m.ttft_median, 2), Cell(m.ttft_p99, 2), Cell(m.tbt_median * 1e3, 1),
                    Cell(m.tbt_p90 * 1e3, 1), Cell(m.tbt_p99 * 1e3, 1), Cell(m.tbt_max * 1e3, 1),
-                   Cell(m.tokens_per_second, 0), Cell(q.mixed), Cell(q.most_prompt)});
+                   Cell(m.tokens_per_second, 0), Cell(m.mean_batch, 1), Cell(q.mixed),
+                   Cell(q.most_prompt)});
     }
     return t;
 }
@@ -68,32 +69,48 @@ inline Table probe_table(const Results& r) {
 
 // One point per chunk size: p99 time between tokens against the median
 // time to first token; prefill-first and batched prefill as single points.
-inline std::string tradeoff_plot(const Results& r, const std::string& dir) {
-    SvgPlot plot("The trade: stutter against wait, one point per chunk size",
-                 "median time to first token (s)", "p99 time between tokens (ms)");
+// One point per chunk size: p99 time between tokens against the median
+// time to first token, prefill first and batched prefill as single points;
+// one plot per workload and number of requests, so that the points on one
+// plot are comparable (the simulator on the whole queue; the simulator and
+// the engine on its first requests).
+inline std::vector<std::string> tradeoff_plots(const Results& r, const std::string& dir) {
+    std::vector<std::string> paths;
+    std::vector<int> counts = {r.work.requests};
+    for (const QueueRun& q : r.runs)
+        if (q.engine && q.requests != r.work.requests) counts = {r.work.requests, q.requests};
+    int file = 0;
     for (const std::string& workload : {kShortPrompts, long_prompts(r.long_prompt)})
-        for (bool engine : {false, true}) {
-            std::vector<double> x, y;
-            int requests = 0;
-            for (const QueueRun& q : r.runs)
-                if (q.workload == workload && q.engine == engine && q.rule.chunk > 0 &&
-                    (engine || q.requests == r.work.requests)) {
-                    x.push_back(q.summary.ttft_median);
-                    y.push_back(q.summary.tbt_p99 * 1e3);
-                    requests = q.requests;
+        for (int requests : counts) {
+            SvgPlot plot("The trade, " + workload + ", " + std::to_string(requests) + " requests",
+                         "median time to first token (s)", "p99 time between tokens (ms)");
+            for (bool engine : {false, true}) {
+                std::vector<double> x, y;
+                for (const QueueRun& q : r.runs)
+                    if (q.workload == workload && q.engine == engine && q.requests == requests &&
+                        q.rule.chunk > 0) {
+                        x.push_back(q.summary.ttft_median);
+                        y.push_back(q.summary.tbt_p99 * 1e3);
+                    }
+                if (x.empty()) continue;
+                const std::string side = engine ? "engine" : "simulator";
+                plot.add_series("chunked, " + side, x, y);
+                for (const std::string& rule : {kPrefillFirst, kBatchedPrefill}) {
+                    const QueueRun& q = r.run(workload, rule, engine, requests);
+                    plot.add_series(rule + ", " + side, {q.summary.ttft_median},
+                                    {q.summary.tbt_p99 * 1e3});
                 }
-            if (x.empty()) continue;
-            const std::string side = engine ? "engine" : "simulator";
-            plot.add_series("chunked, " + workload + " (" + side + ", " + std::to_string(requests) +
-                                " requests)",
-                            x, y);
-            for (const std::string& rule : {kPrefillFirst, kBatchedPrefill}) {
-                const QueueRun& q = r.run(workload, rule, engine, requests);
-                plot.add_series(rule + ", " + workload + " (" + side + ")", {q.summary.ttft_median},
-                                {q.summary.tbt_p99 * 1e3});
             }
+            paths.push_back(plot.write(dir + "/09_tradeoff_" + std::to_string(++file) + ".svg"));
         }
-    return plot.write(dir + "/09_tbt_against_ttft.svg");
+    return paths;
+}
+
+// Probes the fitted step cost prices within `share` of their measured time.
+inline int within(const Results& r, double share) {
+    int n = 0;
+    for (const StepProbe& p : r.probes) n += std::fabs(p.fitted / p.seconds - 1) <= share;
+    return n;
 }
 
 inline Json run_json(const QueueRun& q) {
@@ -128,7 +145,9 @@ inline int report(const Results& r, const OutputOptions& out) {
     const QueueRun& after = r.run(workload, chunked(r.chunk), engine_all, r.work.requests);
     const Table short_table = queue_table(r, kShortPrompts), long_table = queue_table(r, workload);
     const Table agree = agreement_table(r), probes = probe_table(r);
-    const std::string plot = tradeoff_plot(r, out.plot_dir);
+    const std::vector<std::string> plots = tradeoff_plots(r, out.plot_dir);
+    std::string plot;
+    for (const std::string& p : plots) plot += (plot.empty() ? "" : " ") + p;
     const std::string headline =
         "chunked prefill (chunk " + std::to_string(r.chunk) + "): p99 time between tokens " +
         fixed(before.summary.tbt_p99 * 1e3, 1) + " ms -> " + fixed(after.summary.tbt_p99 * 1e3, 1) +
@@ -176,22 +195,24 @@ inline int report(const Results& r, const OutputOptions& out) {
               << " positions (chapter 07); continuous batching with the cache, batch " << r.batch
               << "\n"
               << "step cost (" << r.cost.source << "):\n"
-              << "  step = " << format_duration(r.cost.fixed) << " + "
-              << format_duration(r.cost.per_row) << " x rows + "
-              << format_duration(r.cost.per_sequence) << " x sequences + "
-              << format_duration(r.cost.per_pair) << " x attention pairs + "
-              << format_duration(r.cost.per_position) << " x positions read\n";
+              << "  step = " << fixed(r.cost.fixed * 1e6, 1) << " us + "
+              << fixed(r.cost.per_row * 1e6, 2) << " us x rows + "
+              << fixed(r.cost.per_sequence * 1e6, 2) << " us x sequences + "
+              << fixed(r.cost.per_pair * 1e9, 1) << " ns x attention pairs + "
+              << fixed(r.cost.per_position * 1e9, 1) << " ns x positions read\n";
     if (!r.probes.empty()) {
         std::cout << "  fitted to " << r.probes.size() << " steps of every mix, timed in "
                   << fixed(r.calibration_seconds, 1)
-                  << " s (thread CPU time, median of the rounds); largest error "
-                  << fixed(100 * r.cost.fit_error, 1) << "%\n";
+                  << " s (thread CPU time, median of the rounds); " << within(r, 0.03)
+                  << " of them within 3 %, the largest error " << fixed(100 * r.cost.fit_error, 1)
+                  << "%\n";
     }
     std::cout << "\nShort prompts (times to first token in s, between tokens in ms):\n";
     short_table.print(std::cout);
     std::cout << "\n" << r.long_prompt << "-token prompts:\n";
     long_table.print(std::cout);
-    std::cout << "tbt: time between two tokens of one answer, over every gap; mixed steps: steps\n"
+    std::cout << "tbt: time between two tokens of one answer, over every gap; batch: mean\n"
+              << "requests answered per decode step; mixed steps: steps\n"
               << "with decode rows and prompt tokens both; most prompt: the most prompt tokens\n"
               << "one step carried; the engine's steps are timed by the thread's CPU time\n";
     if (std::any_of(r.runs.begin(), r.runs.end(), [](const QueueRun& q) { return q.engine; })) {

@@ -1,7 +1,8 @@
 // Chapter 09: the step cost measured on this machine.
 //
 // Time the real engine at steps of every mix (decode rows alone, prompt
-// chunks alone, and both together, at short and long contexts), then fit
+// chunks alone, and both together, at short and long contexts), on paged
+// caches as the queue runs them, then fit
 // the one formula of step_cost.h to the timings by non-negative least
 // squares on relative error (chapter 05's fit, with five unknowns). Each
 // step is timed by the thread's CPU time, shape after shape, round after
@@ -18,7 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/kv_cache.h"
+#include "../../common/core/block_pool.h"
+#include "../../common/core/paged_kv_cache.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/timing.h"
 #include "../05_queue_simulation/calibration.h"
@@ -75,67 +77,97 @@ inline std::vector<StepShape> step_shapes(int largest_batch, int longest, int la
     return shapes;
 }
 
-// Positions of KV cache the calibration holds at once (for the fit check).
-inline std::uint64_t step_calibration_positions(int largest_batch, int longest) {
-    return std::uint64_t(largest_batch) * std::uint64_t(longest) + std::uint64_t(longest);
+// Blocks of `block_size` positions one shape's caches take.
+inline std::uint64_t blocks_of(const StepShape& s, int block_size) {
+    auto blocks = [&](int positions) {
+        return std::uint64_t((positions + block_size - 1) / block_size);
+    };
+    return std::uint64_t(s.batch) * blocks(s.context + 1) + blocks(s.first + s.chunk);
 }
 
+// Positions of KV cache the calibration holds at once (for the fit check):
+// one shape's caches at a time, in one pool sized for the largest.
+inline std::uint64_t step_calibration_positions(int largest_batch, int longest, int largest_chunk,
+                                                int block_size) {
+    std::uint64_t most = 1;
+    for (const StepShape& s : step_shapes(largest_batch, longest, largest_chunk))
+        most = std::max(most, blocks_of(s, block_size));
+    return most * std::uint64_t(block_size);
+}
+
+// Each shape runs on block tables in one pool, as the queue's engine runs
+// (chapter 07), built anew at its turn and given back after; each is run
+// twice in a row and the second run timed, so that a step is measured with
+// the weights and its caches as warm as in a queue's run of steps.
 inline StepCalibration calibrate_step_cost(Transformer& model, int largest_batch, int longest,
-                                           int largest_chunk, int rounds,
+                                           int largest_chunk, int block_size, int rounds,
                                            const std::function<void(int, int)>& on_round) {
     const Config& c = model.config();
     const auto start = Clock::now();
-    struct Timed {
-        StepProbe probe;
-        std::vector<std::unique_ptr<KVCache>> caches;
-        std::vector<int> bases;                // each cache's length before the step
-        std::vector<std::vector<int>> tokens;  // each row's tokens
-        std::vector<SequenceInput> inputs;
-        std::vector<double> seconds;
-    };
-    std::vector<Timed> timed;
-    for (const StepShape& s : step_shapes(largest_batch, longest, largest_chunk)) {
-        Timed t;
-        t.probe.what = "decode " + std::to_string(s.batch) + " x " + std::to_string(s.context) +
-                       " + chunk " + std::to_string(s.chunk) + " after " + std::to_string(s.first);
+    const std::vector<StepShape> shapes = step_shapes(largest_batch, longest, largest_chunk);
+    BlockPool pool(
+        c, block_size,
+        int(step_calibration_positions(largest_batch, longest, largest_chunk, block_size) /
+            std::uint64_t(block_size)));
+    std::vector<StepProbe> probes(shapes.size());
+    std::vector<std::vector<double>> seconds_of(shapes.size());
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+        const StepShape& s = shapes[k];
+        probes[k].what = "decode " + std::to_string(s.batch) + " x " + std::to_string(s.context) +
+                         " + chunk " + std::to_string(s.chunk) + " after " +
+                         std::to_string(s.first);
+        auto count = [&](int base, int n) {
+            probes[k].work.rows += n;
+            probes[k].work.sequences += 1;
+            probes[k].work.pairs += attention_pairs(base, n);
+            probes[k].work.positions += base + n;
+        };
+        for (int b = 0; b < s.batch; ++b) count(s.context, 1);
+        if (s.chunk > 0) count(s.first, s.chunk);
+    }
+    auto time_once = [&](const StepShape& s) {
+        std::vector<PagedKVCache> caches;
+        std::vector<int> bases;
+        std::vector<std::vector<int>> tokens;
         auto row = [&](int base, int n) {
-            t.caches.push_back(std::make_unique<KVCache>(c, base + n));
-            t.caches.back()->reserve(base);  // marked filled: a step costs the same whatever
-            t.caches.back()->commit(base);   // numbers the cache holds
-            t.bases.push_back(base);
+            caches.emplace_back(pool, base + n);
+            caches.back().reserve(base);  // marked filled: a step costs the same whatever
+            caches.back().commit(base);   // numbers the cache holds
+            bases.push_back(base);
             std::vector<int> ids(static_cast<std::size_t>(n));
             for (int i = 0; i < n; ++i) ids[std::size_t(i)] = (7 * i + 1) % c.vocab_size;
-            t.tokens.push_back(ids);
-            t.probe.work.rows += n;
-            t.probe.work.sequences += 1;
-            t.probe.work.pairs += attention_pairs(base, n);
-            t.probe.work.positions += base + n;
+            tokens.push_back(ids);
         };
+        caches.reserve(std::size_t(s.batch) + 1);
         for (int b = 0; b < s.batch; ++b) row(s.context, 1);
         if (s.chunk > 0) row(s.first, s.chunk);
-        for (std::size_t i = 0; i < t.caches.size(); ++i)
-            t.inputs.push_back({t.tokens[i], t.caches[i].get()});
-        timed.push_back(std::move(t));
-    }
-    for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
-        for (Timed& t : timed) {
-            for (std::size_t i = 0; i < t.caches.size(); ++i) t.caches[i]->truncate(t.bases[i]);
+        std::vector<SequenceInput> inputs;
+        for (std::size_t i = 0; i < caches.size(); ++i) inputs.push_back({tokens[i], &caches[i]});
+        double took = 0;
+        for (int run = 0; run < 2; ++run) {  // the first warms, the second is timed
+            for (std::size_t i = 0; i < caches.size(); ++i) caches[i].truncate(bases[i]);
             const double began = thread_cpu_seconds();
-            model.forward(t.inputs);
-            const double took = thread_cpu_seconds() - began;
-            if (round > 0) t.seconds.push_back(took);
+            model.forward(inputs);
+            took = thread_cpu_seconds() - began;
+        }
+        return took;
+    };
+    for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+            const double took = time_once(shapes[k]);
+            if (round > 0) seconds_of[k].push_back(took);
         }
         if (on_round) on_round(round, rounds);
     }
     StepCalibration cal;
     std::vector<std::array<double, 5>> features;
     std::vector<double> seconds;
-    for (Timed& t : timed) {
-        t.probe.seconds = std::max(median(t.seconds), 1e-9);
-        const StepWork& w = t.probe.work;
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+        probes[k].seconds = std::max(median(seconds_of[k]), 1e-9);
+        const StepWork& w = probes[k].work;
         features.push_back({1.0, w.rows, w.sequences, w.pairs, w.positions});
-        seconds.push_back(t.probe.seconds);
-        cal.probes.push_back(t.probe);
+        seconds.push_back(probes[k].seconds);
+        cal.probes.push_back(probes[k]);
     }
     std::vector<double> fitted(seconds.size());
     const std::array<double, 5> k = fit_nonnegative<5>(features, seconds, fitted);
