@@ -1,12 +1,19 @@
 // The closing table reads back the chapters' JSON: what report.h writes,
-// saved_results.h must read, nested values and all.
+// saved_results.h must read, nested values and all; Part II's chapters are
+// read when their files are there, and said to be missing when not.
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <iostream>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../chapters/06_closing_table/experiment.h"
+#include "../chapters/06_closing_table/report.h"
 #include "../chapters/06_closing_table/saved_results.h"
 #include "../common/kit/program.h"
 #include "../common/kit/report.h"
@@ -175,4 +182,330 @@ TEST_CASE("the closing table refuses a ratio too large to print") {
     experiment.results_dir = dir.file("");
     CHECK_THROWS_WITH_AS(experiment.run(), doctest::Contains("too large to print"),
                          std::runtime_error);
+}
+
+// ---------------------------------------------------------------- Part II
+
+TEST_CASE("saved results read a top-level table's rows and strings") {
+    Table fit({"memory", "block size", "unused (%)"});
+    fit.add_row({"reserve the whole context", "-", Cell(60.0, 1)});
+    fit.add_row({"paged", 16, Cell(10.0, 1)});
+    const std::string text = Json()
+                                 .add("fit", fit)
+                                 .add("headline", "a \"quoted\" line")
+                                 .add("numbers", std::vector<int>{1, 2})
+                                 .add("n", 3)
+                                 .str();
+    const SavedResults r = SavedResults::parse("r.json", text);
+    REQUIRE(r.rows("fit").size() == 2);
+    CHECK(r.rows("fit")[0].text("memory") == "reserve the whole context");
+    CHECK_FALSE(r.rows("fit")[0].has_number("block size"));  // "-"
+    CHECK(r.rows("fit")[1].number("block size") == 16.0);
+    CHECK(r.rows("fit")[1].number("unused (%)") == 10.0);
+    CHECK(r.text("headline") == "a \"quoted\" line");
+    CHECK_THROWS_WITH_AS(r.text("n"), "r.json: \"n\" is not a string", std::runtime_error);
+    CHECK_THROWS_WITH_AS(r.rows("numbers"), "r.json: \"numbers\" is not a table of rows",
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(r.rows("missing"), "r.json has no \"missing\"", std::runtime_error);
+    // A row's errors name the file, the table and the row.
+    CHECK_THROWS_WITH_AS(r.rows("fit")[1].number_between("unused (%)", 20, 100),
+                         "r.json: \"fit\" row 2: \"unused (%)\" must be from 20 to 100, got 10",
+                         std::runtime_error);
+    CHECK(parse_error("{\"t\": [{\"a\": 1, \"a\": 2}]}").find("r.json: \"t\" row 1") == 0);
+}
+
+namespace {
+
+// Chapters 07 to 09's saved figures, as their reports write them, with any
+// top-level value replaced by the JSON text in `raw` (a bad value).
+using Raw = std::map<std::string, std::string>;
+
+std::string with(const Raw& raw, Json json,
+                 const std::vector<std::pair<std::string, std::string>>& fields) {
+    for (const auto& [key, value] : fields) json.add_raw(key, raw.count(key) ? raw.at(key) : value);
+    return json.str();
+}
+
+std::string ch07_text(const Raw& raw = {}, const std::string& paged_16_unused = "8") {
+    // The reserved row, and paged rows whose unused shares differ, so that
+    // reading the wrong row shows.
+    const std::string fit =
+        "[{\"memory\": \"reserve the whole context\", \"block size\": \"-\", "
+        "\"conversations\": 20, \"unused (%)\": 60},"
+        "{\"memory\": \"paged\", \"block size\": 1, \"unused (%)\": 0},"
+        "{\"memory\": \"paged\", \"block size\": 16, \"unused (%)\": " +
+        paged_16_unused +
+        "},"
+        "{\"memory\": \"paged\", \"block size\": 128, \"unused (%)\": 40}]";
+    return with(raw, Json().add("chapter", "07_paged_kv_cache"),
+                {{"kv_budget_mib", "16"},
+                 {"block_size", "16"},
+                 {"fit", fit},
+                 {"conversations_reserved", "20"},
+                 {"conversations_paged", "50"},
+                 {"headline_side", "\"simulator\""},
+                 {"ttft_median_reserved_s", "12"},
+                 {"ttft_median_paged_s", "10"},
+                 {"headline", "\"paged KV cache: the seventh headline\""}});
+}
+
+std::string ch08_text(const Raw& raw = {}) {
+    return with(raw, Json().add("chapter", "08_prefix_caching"),
+                {{"headline_side", "\"engine\""},
+                 {"prompt_share_from_cache", "0.75"},
+                 {"memory_not_copied_bytes", "2097152"},
+                 {"ttft_median_without_s", "40"},
+                 {"ttft_median_with_s", "16"},
+                 {"headline", "\"prefix cache: the eighth headline\""}});
+}
+
+std::string ch09_text(const Raw& raw = {}) {
+    return with(raw, Json().add("chapter", "09_chunked_prefill"),
+                {{"chunk", "64"},
+                 {"headline_workload", "\"512-token prompts\""},
+                 {"headline_side", "\"simulator\""},
+                 {"tbt_p99_prefill_first_s", "0.5"},
+                 {"tbt_p99_chunked_s", "0.025"},
+                 {"ttft_median_prefill_first_s", "80"},
+                 {"ttft_median_chunked_s", "84"},
+                 {"headline", "\"chunked prefill: the ninth headline\""}});
+}
+
+// Part I's files and, for each of "07", "08", "09" in `part_two`, its file.
+void write_results(const test::TempDir& dir, const std::string& part_two = "070809") {
+    write_file(dir.file("ch02.json"),
+               Json().add("naive_answer_ms", 400.0).add("cached_answer_ms", 50.0).str());
+    write_memory_and_queue(dir);
+    if (part_two.find("07") != std::string::npos) write_file(dir.file("ch07.json"), ch07_text());
+    if (part_two.find("08") != std::string::npos) write_file(dir.file("ch08.json"), ch08_text());
+    if (part_two.find("09") != std::string::npos) write_file(dir.file("ch09.json"), ch09_text());
+}
+
+// What report() prints on stdout for `r` (text, or JSON with `json`).
+std::string printed(const ch06::Results& r, bool json = false) {
+    std::ostringstream text;
+    struct Restore {  // std::cout's own buffer back, however report() ends
+        std::streambuf* saved;
+        ~Restore() { std::cout.rdbuf(saved); }
+    } restore{std::cout.rdbuf(text.rdbuf())};
+    OutputOptions out;
+    out.json = json;
+    CHECK(ch06::report(r, out) == 0);
+    return text.str();
+}
+
+// `text` with each line break inside a labelled entry (a newline and the
+// label's width of spaces) made one space.
+std::string unwrapped(const std::string& text) {
+    std::string wrap(ch06::kLabelWidth + 1, ' ');
+    wrap[0] = '\n';
+    std::string out;
+    for (std::size_t i = 0; i < text.size();) {
+        if (text.compare(i, wrap.size(), wrap) == 0) {
+            out += ' ';
+            i += wrap.size();
+        } else {
+            out += text[i++];
+        }
+    }
+    return out;
+}
+
+ch06::Results run_in(const test::TempDir& dir) {
+    ch06::Experiment experiment;
+    experiment.results_dir = dir.path.string();
+    return experiment.run();
+}
+
+// The message run() throws, or "" if it reads every file.
+std::string run_error(const test::TempDir& dir) {
+    try {
+        run_in(dir);
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("the closing table's Part II reads chapters 07 to 09 beside their papers") {
+    const test::TempDir dir;
+    write_results(dir);
+    const ch06::Results r = run_in(dir);
+    REQUIRE(r.part_two.paged);
+    REQUIRE(r.part_two.sharing);
+    REQUIRE(r.part_two.chunking);
+    const ch06::PagedFigures& p = *r.part_two.paged;
+    CHECK(p.filled_reserved_pct == 40.0);  // 100 - the reserved row's 60 % unused
+    CHECK(p.filled_paged_pct == 92.0);     // the row at block size 16, not 1 or 128
+    CHECK(p.conversations_gain == 2.5);    // 50 / 20
+    CHECK(p.ttft_reserved_s == 12.0);
+    CHECK(p.ttft_paged_s == 10.0);
+    CHECK(r.part_two.sharing->prompt_share_from_cache == 0.75);
+    CHECK(r.part_two.sharing->ttft_gain == 2.5);                    // 40 / 16
+    CHECK(r.part_two.chunking->tbt_gain == doctest::Approx(20.0));  // 0.5 / 0.025
+    CHECK(r.part_two.chunking->workload == "512-token prompts");
+
+    const std::string text = printed(r);
+    // The article's figures first, then Part II, in chapter order.
+    const std::size_t article = text.find("48-token answer without the cache");
+    const std::size_t part_two = text.find("Part II");
+    const std::size_t ch07 =
+        text.find(std::string("07 the paged KV cache\n  results:   ") + dir.file("ch07.json"));
+    const std::size_t ch08 =
+        text.find(std::string("08 sharing the cache\n  results:   ") + dir.file("ch08.json"));
+    const std::size_t ch09 = text.find("09 steps that mix prefill and decode\n  results:   ");
+    REQUIRE(article != std::string::npos);
+    REQUIRE(part_two != std::string::npos);
+    REQUIRE(ch07 != std::string::npos);
+    REQUIRE(ch08 != std::string::npos);
+    REQUIRE(ch09 != std::string::npos);
+    CHECK(article < part_two);
+    CHECK(part_two < ch07);
+    CHECK(ch07 < ch08);
+    CHECK(ch08 < ch09);
+    // The section wraps its lines: compare with the breaks made spaces.
+    const std::string one_line = unwrapped(text);
+    for (const char* expected :
+         {"paged KV cache: the seventh headline", "prefix cache: the eighth headline",
+          "chunked prefill: the ninth headline", "40.0 % of the positions reserved",
+          "blocks of 16: 92.0 %", "paged / reserved: 2.5 x (50 / 20)",
+          "75.0 % of prompt tokens served from the cache", "2 MiB of KV cache not copied",
+          "prefill first / chunked: 20.0 x", "the waits are the engine's", "20.4 % to 38.2 %",
+          "Kwon et al., SOSP 2023", "up to 6.4 x", "50 % to 99 %", "Zheng et al., NeurIPS 2024",
+          "Agrawal et al., OSDI 2024", "2.6 x the load of vLLM"}) {
+        INFO(expected);
+        CHECK(one_line.find(expected) != std::string::npos);
+    }
+    for (std::size_t start = 0, end; start < text.size(); start = end + 1) {
+        end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        if (start < part_two) continue;  // the article's tables are as wide as they are
+        INFO(text.substr(start, end - start));
+        CHECK(end - start <= ch06::kLineWidth);
+    }
+    const std::string json = printed(r, true);
+    CHECK(json.find("\"part_two\": {\"ch07\": {\"results\": ") != std::string::npos);
+    CHECK(json.find("\"filled_reserved_pct\": 40") != std::string::npos);
+    CHECK(json.find("\"found\": false") == std::string::npos);
+}
+
+TEST_CASE("a Part II chapter that has not run gets a line saying what to run") {
+    const test::TempDir dir;
+    write_results(dir, "0709");  // chapter 08 has not run
+    const ch06::Results r = run_in(dir);
+    CHECK(r.part_two.paged);
+    CHECK_FALSE(r.part_two.sharing);
+    CHECK(r.part_two.chunking);
+    const std::string text = printed(r);
+    // The article's section prints whole, and the other two chapters do.
+    CHECK(text.find("median time to first token, continuous batching") != std::string::npos);
+    CHECK(text.find("median wait: cache / continuous batching") != std::string::npos);
+    CHECK(text.find("paged KV cache: the seventh headline") != std::string::npos);
+    CHECK(text.find("chunked prefill: the ninth headline") != std::string::npos);
+    const std::string hint = std::string("  not run:   no ") + dir.file("ch08.json") +
+                             ": run chapter 08 (`./build/ch08 --save-json " + dir.file("ch08.json");
+    CHECK(unwrapped(text).find(hint) != std::string::npos);
+    CHECK(text.find("prefix cache:") == std::string::npos);
+    CHECK(text.find("Zheng et al.") == std::string::npos);  // no paper beside nothing
+    CHECK(printed(r, true).find(std::string("\"ch08\": {\"results\": ") +
+                                json_quote(dir.file("ch08.json")) + ", \"found\": false}") !=
+          std::string::npos);
+
+    // None of Part II has run: three hints, and still the article's table.
+    const test::TempDir part_one;
+    write_results(part_one, "");
+    const std::string alone = printed(run_in(part_one));
+    CHECK(alone.find("48-token answer with the cache") != std::string::npos);
+    for (const char* chapter : {"07", "08", "09"})
+        CHECK(alone.find(std::string("run chapter ") + chapter) != std::string::npos);
+
+    // A file that is there but cannot be read is an error, not "not run".
+    std::filesystem::create_directories(part_one.file("ch08.json"));
+    CHECK(run_error(part_one) == part_one.file("ch08.json") + ": a folder, not a regular file");
+}
+
+TEST_CASE("Part II refuses a value that is not finite or below zero, naming the file and key") {
+    struct Bad {
+        const char* chapter;
+        const char* key;
+        const char* value;
+        const char* says;  // the rest of the line after the file
+    };
+    const Bad bad[] = {
+        {"07", "conversations_reserved", "-3",
+         ": \"conversations_reserved\" must be above zero, got -3"},
+        {"07", "conversations_paged", "0", ": \"conversations_paged\" must be above zero, got 0"},
+        {"07", "kv_budget_mib", "1e999", ": \"kv_budget_mib\" = 1e999 is too large for a double"},
+        {"07", "ttft_median_reserved_s", "-1.5",
+         ": \"ttft_median_reserved_s\" must be above zero, got -1.5"},
+        {"07", "ttft_median_paged_s", "1e400",
+         ": \"ttft_median_paged_s\" = 1e400 is too large for a double"},
+        {"07", "headline", "12", ": \"headline\" is not a string"},
+        {"08", "prompt_share_from_cache", "-0.1",
+         ": \"prompt_share_from_cache\" must be from 0 to 1, got -0.1"},
+        {"08", "prompt_share_from_cache", "1.5",
+         ": \"prompt_share_from_cache\" must be from 0 to 1, got 1.5"},
+        {"08", "ttft_median_without_s", "1e999",
+         ": \"ttft_median_without_s\" = 1e999 is too large for a double"},
+        {"08", "ttft_median_with_s", "-2", ": \"ttft_median_with_s\" must be above zero, got -2"},
+        {"08", "memory_not_copied_bytes", "-1",
+         ": \"memory_not_copied_bytes\" must not be below zero, got -1"},
+        {"09", "chunk", "-64", ": \"chunk\" must be above zero, got -64"},
+        {"09", "tbt_p99_prefill_first_s", "-0.5",
+         ": \"tbt_p99_prefill_first_s\" must be above zero, got -0.5"},
+        {"09", "tbt_p99_chunked_s", "1e999",
+         ": \"tbt_p99_chunked_s\" = 1e999 is too large for a double"},
+        {"09", "ttft_median_prefill_first_s", "0",
+         ": \"ttft_median_prefill_first_s\" must be above zero, got 0"},
+        {"09", "ttft_median_chunked_s", "-84",
+         ": \"ttft_median_chunked_s\" must be above zero, got -84"},
+    };
+    for (const Bad& b : bad) {
+        const test::TempDir dir;
+        write_results(dir);
+        const Raw raw = {{b.key, b.value}};
+        const std::string chapter = b.chapter;
+        const std::string file = dir.file(std::string("ch") + chapter + ".json");
+        write_file(file, chapter == "07"   ? ch07_text(raw)
+                         : chapter == "08" ? ch08_text(raw)
+                                           : ch09_text(raw));
+        INFO(b.key << " = " << b.value);
+        CHECK(run_error(dir) == file + b.says);
+    }
+    // NaN is not JSON: the file is refused where it stands.
+    {
+        const test::TempDir dir;
+        write_results(dir);
+        write_file(dir.file("ch09.json"), ch09_text({{"tbt_p99_chunked_s", "NaN"}}));
+        CHECK(run_error(dir).find(dir.file("ch09.json") + " is not a JSON object") == 0);
+    }
+    // The fit table's rows: each one's unused share, from 0 to 100.
+    for (const char* unused : {"-4", "120", "1e999"}) {
+        const test::TempDir dir;
+        write_results(dir);
+        write_file(dir.file("ch07.json"), ch07_text({}, unused));
+        INFO(unused);
+        CHECK(run_error(dir).find(dir.file("ch07.json") + ": \"fit\" row 3: \"unused (%)\"") == 0);
+    }
+    // A missing key, and a ratio past the doubles, named too.
+    {
+        const test::TempDir dir;
+        write_results(dir);
+        write_file(dir.file("ch08.json"), "{\"headline\": \"x\"}");
+        CHECK(run_error(dir) == dir.file("ch08.json") + " has no \"prompt_share_from_cache\"");
+        write_file(dir.file("ch08.json"), ch08_text({{"ttft_median_with_s", "1e-320"}}));
+        CHECK(run_error(dir) ==
+              dir.file("ch08.json") +
+                  ": ttft_median_without_s / ttft_median_with_s is too large to print");
+    }
+    // A fit table without the row the figures come from.
+    {
+        const test::TempDir dir;
+        write_results(dir);
+        write_file(dir.file("ch07.json"), ch07_text({{"block_size", "32"}}));
+        CHECK(run_error(dir) ==
+              dir.file("ch07.json") + ": \"fit\" has no row \"paged\" with block size 32");
+    }
 }

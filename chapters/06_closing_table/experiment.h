@@ -1,12 +1,14 @@
 // The closing table's experiment: each figure the book answers to, beside
 // the figure this run measured, read from the files the chapters saved with
-// --save-json (`make run` saves them in build/results/).
+// --save-json (`make run` saves them in build/results/). Part I's are the
+// article's; Part II's (chapters 07 to 09) are set beside their papers'.
 #pragma once
 
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,6 +38,28 @@ inline SavedResults load_saved_results(const std::string& path) {
         throw;
     }
     return SavedResults::parse(visible(path), text);
+}
+
+// load_saved_results(), except that a file that is not there gives nothing:
+// Part II's chapters may not have run yet, and the article's table still
+// prints. Any other fault is an error, as above.
+inline std::optional<SavedResults> load_saved_results_if_there(const std::string& path) {
+    std::string text;
+    try {
+        text = read_file(path, "", kMostResultBytes);
+    } catch (const FileError& e) {
+        if (e.error_number == ENOENT) return std::nullopt;
+        throw;
+    }
+    return SavedResults::parse(visible(path), text);
+}
+
+// a / b, refused if it is too large to print (two finite figures can still
+// divide past the doubles: 1 / 1e-320).
+inline double checked_ratio(const std::string& what, double a, double b) {
+    const double r = a / b;
+    if (!std::isfinite(r)) throw std::runtime_error(what + " is too large to print");
+    return r;
 }
 
 // The published figures the book answers to (README.md lists them).
@@ -75,17 +99,175 @@ struct Shape {
     double measured;
 };
 
+// ---------------------------------------------------------------- Part II
+// Chapters 07 to 09 go where servers went after the article. Each is set
+// beside the figures its paper reports, with the setup they came from; they
+// are not the same measure as ours, and the report says how they differ.
+struct Paper {
+    const char* chapter;    // "07"
+    const char* title;      // the chapter's subject
+    const char* citation;   // the paper
+    const char* published;  // its figures, each with its setup in parentheses
+    const char* differs;    // what our figure measures that theirs does not
+};
+
+inline const Paper kPapers[] = {
+    {"07", "the paged KV cache", "PagedAttention / vLLM (Kwon et al., SOSP 2023)",
+     "existing systems store actual token states in only 20.4 % to 38.2 % of their KV cache "
+     "memory (the paper's section 1, Fig. 2); vLLM serves 2-4 x the throughput at the same "
+     "latency as FasterTransformer and Orca (OPT-13B/66B/175B and LLaMA-13B on NVIDIA A100 GPUs, "
+     "ShareGPT and Alpaca workloads)",
+     "ours counts the positions reserved and filled in chapter 07's queue (one small model, its "
+     "own prompt and answer lengths, a budget in MiB), theirs the GPU memory of real servers on "
+     "their traces; and ours stops at how many more conversations fit, where theirs measures the "
+     "throughput that the larger batches buy"},
+    {"08", "sharing the cache", "SGLang / RadixAttention (Zheng et al., NeurIPS 2024)",
+     "up to 6.4 x the throughput of state-of-the-art systems, with cache hit rates from 50 % to "
+     "99 % across its benchmarks (Llama-2-7B on an A10G; agent, reasoning, few-shot, JSON, RAG "
+     "and multi-turn chat workloads)",
+     "our share is of the prompt tokens of chapter 08's one workload (requests that open with a "
+     "shared system prompt), theirs a hit rate in each of their benchmarks; and our gain is the "
+     "median wait in one queue of requests arriving at once, theirs throughput"},
+    {"09", "steps that mix prefill and decode", "Sarathi-Serve (Agrawal et al., OSDI 2024)",
+     "chunked prefills with stall-free batching serve 2.6 x the load of vLLM within a P99 "
+     "time-between-tokens target (Mistral-7B on one A100; up to 3.7 x for Yi-34B on two A100s)",
+     "they hold the p99 target and measure the load served; we hold the load (one queue of "
+     "requests arriving at once) and measure the p99 time between tokens, and the median wait "
+     "the chunks cost or save"},
+};
+
+// What chapter 07 saved: how much of the reserved memory held a token, how
+// many conversations fit, and the median wait.
+struct PagedFigures {
+    double kv_budget_mib = 0;
+    double conversations_reserved = 0, conversations_paged = 0;
+    double conversations_gain = 0;   // paged / reserved
+    double filled_reserved_pct = 0;  // 100 - "unused (%)" of the fit table's reserved row
+    double block_size = 0;
+    double filled_paged_pct = 0;  // ... of its paged row at block_size
+    double ttft_reserved_s = 0, ttft_paged_s = 0;
+    std::string side, headline;  // side: "simulator" or "engine"
+};
+
+// What chapter 08 saved: the share of prompt tokens the cache served, the
+// median wait without and with it, and the memory sharing did not copy.
+struct SharingFigures {
+    double prompt_share_from_cache = 0;  // 0 to 1
+    double ttft_without_s = 0, ttft_with_s = 0;
+    double ttft_gain = 0;  // without / with
+    double memory_not_copied_bytes = 0;
+    std::string side, headline;
+};
+
+// What chapter 09 saved: the p99 time between tokens and the median wait,
+// prefill first and chunked.
+struct ChunkingFigures {
+    double chunk = 0;
+    double tbt_p99_prefill_first_s = 0, tbt_p99_chunked_s = 0;
+    double tbt_gain = 0;  // prefill first / chunked
+    double ttft_prefill_first_s = 0, ttft_chunked_s = 0;
+    std::string workload, side, headline;
+};
+
+// Each is empty where the chapter's file is not there.
+struct PartTwo {
+    std::optional<PagedFigures> paged;        // ch07.json
+    std::optional<SharingFigures> sharing;    // ch08.json
+    std::optional<ChunkingFigures> chunking;  // ch09.json
+};
+
+// The fit table's row named `memory` (and with `block_size`, if above
+// zero); every row's "unused (%)" is checked on the way.
+inline const SavedResults& fit_row(const SavedResults& ch07, const std::string& file,
+                                   const std::string& memory, double block_size) {
+    const SavedResults* found = nullptr;
+    for (const SavedResults& row : ch07.rows("fit")) {
+        row.number_between("unused (%)", 0, 100);
+        const bool named = row.has("memory") && row.text("memory") == memory;
+        if (named && !found &&
+            (block_size == 0 ||
+             (row.has_number("block size") && row.number("block size") == block_size)))
+            found = &row;
+    }
+    if (!found) {
+        std::string what = file;
+        what += ": \"fit\" has no row \"" + memory + "\"";
+        if (block_size > 0) what += " with block size " + fixed(block_size, 0);
+        throw std::runtime_error(what);
+    }
+    return *found;
+}
+
+inline PagedFigures read_paged(const SavedResults& ch07, const std::string& file) {
+    PagedFigures f;
+    f.kv_budget_mib = ch07.positive_number("kv_budget_mib");
+    f.conversations_reserved = ch07.positive_number("conversations_reserved");
+    f.conversations_paged = ch07.positive_number("conversations_paged");
+    f.conversations_gain = checked_ratio(file + ": conversations_paged / conversations_reserved",
+                                         f.conversations_paged, f.conversations_reserved);
+    f.filled_reserved_pct =
+        100 - fit_row(ch07, file, "reserve the whole context", 0).number("unused (%)");
+    f.block_size = ch07.positive_number("block_size");
+    f.filled_paged_pct = 100 - fit_row(ch07, file, "paged", f.block_size).number("unused (%)");
+    f.ttft_reserved_s = ch07.positive_number("ttft_median_reserved_s");
+    f.ttft_paged_s = ch07.positive_number("ttft_median_paged_s");
+    f.side = ch07.text("headline_side");
+    f.headline = ch07.text("headline");
+    return f;
+}
+
+inline SharingFigures read_sharing(const SavedResults& ch08, const std::string& file) {
+    SharingFigures f;
+    f.prompt_share_from_cache = ch08.number_between("prompt_share_from_cache", 0, 1);
+    f.ttft_without_s = ch08.positive_number("ttft_median_without_s");
+    f.ttft_with_s = ch08.positive_number("ttft_median_with_s");
+    f.ttft_gain = checked_ratio(file + ": ttft_median_without_s / ttft_median_with_s",
+                                f.ttft_without_s, f.ttft_with_s);
+    // Zero where no two requests shared a block; never below.
+    f.memory_not_copied_bytes = ch08.non_negative_number("memory_not_copied_bytes");
+    f.side = ch08.text("headline_side");
+    f.headline = ch08.text("headline");
+    return f;
+}
+
+inline ChunkingFigures read_chunking(const SavedResults& ch09, const std::string& file) {
+    ChunkingFigures f;
+    f.chunk = ch09.positive_number("chunk");
+    f.tbt_p99_prefill_first_s = ch09.positive_number("tbt_p99_prefill_first_s");
+    f.tbt_p99_chunked_s = ch09.positive_number("tbt_p99_chunked_s");
+    f.tbt_gain = checked_ratio(file + ": tbt_p99_prefill_first_s / tbt_p99_chunked_s",
+                               f.tbt_p99_prefill_first_s, f.tbt_p99_chunked_s);
+    f.ttft_prefill_first_s = ch09.positive_number("ttft_median_prefill_first_s");
+    f.ttft_chunked_s = ch09.positive_number("ttft_median_chunked_s");
+    f.workload = ch09.text("headline_workload");
+    f.side = ch09.text("headline_side");
+    f.headline = ch09.text("headline");
+    return f;
+}
+
 struct Results {
     std::vector<Figure> figures;  // in the order of kPublished
     std::vector<Shape> shapes;
+    PartTwo part_two;
+    std::string results_dir;  // where the files were read, for the hint to run a chapter
 };
+
+// "<dir>/chNN.json", as the report names it.
+inline std::string results_file(const std::string& dir, const char* chapter) {
+    std::string path = dir;
+    path += "/ch";
+    path += chapter;
+    path += ".json";
+    return path;
+}
 
 struct Experiment {
     std::string results_dir = "build/results";  // where `make run` saved the chapters' JSON
     static constexpr bool draws_plots = false;  // so its program lists no --plot-dir
 
     void add_flags(Flags& flags) {
-        flags.add("results-dir", results_dir, "folder holding ch02.json, ch03.json, ch05.json");
+        flags.add("results-dir", results_dir,
+                  "folder holding ch02.json, ch03.json, ch05.json (and ch07 to ch09's)");
     }
 
     void check() const {}  // a missing or unreadable file is found by run()
@@ -117,6 +299,17 @@ struct Experiment {
         ratio("median wait: no cache / cache", "median_ttft_no_cache_s", "median_ttft_cache_s");
         ratio("median wait: cache / continuous batching", "median_ttft_cache_s",
               "median_ttft_continuous_s");
+
+        // Part II: each chapter's file if it is there.
+        r.results_dir = results_dir;
+        auto part_two = [&](const char* chapter, auto read, auto& figures) {
+            const std::string path = results_file(results_dir, chapter);
+            if (auto saved = load_saved_results_if_there(path))
+                figures = read(*saved, visible(path));
+        };
+        part_two("07", read_paged, r.part_two.paged);
+        part_two("08", read_sharing, r.part_two.sharing);
+        part_two("09", read_chunking, r.part_two.chunking);
         return r;
     }
 };

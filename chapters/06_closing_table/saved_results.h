@@ -2,9 +2,12 @@
 //
 // The closing table must show the numbers the chapters measured in this
 // run, not numbers typed again by hand, so it reads each chapter's JSON
-// file. Only top-level numbers are needed, but the whole file must be one
-// JSON object (RFC 8259): nested objects and arrays, strings and their
-// escapes, true, false and null are checked and skipped. A number is JSON's
+// file. It needs the top-level numbers and strings (a headline), and the
+// rows of a top-level table (an array of objects, as report.h writes a
+// Table), each row read like a file of its own. The whole file must be one
+// JSON object (RFC 8259): everything else, nested objects and arrays,
+// strings and their escapes, true, false and null, is checked and skipped.
+// A number is JSON's
 // own grammar only: an optional minus, digits without a leading zero, an
 // optional fraction and exponent; NaN, Infinity, 0x10, +5, .5 and 5. are
 // not numbers, and nothing may follow the object but spaces.
@@ -18,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kv {
 
@@ -30,12 +34,7 @@ class SavedResults {
     // the file); throws std::runtime_error naming the file if it is not
     // one JSON object.
     static SavedResults parse(const std::string& path, std::string_view text) {
-        SavedResults r;
-        r.path_ = path;
-        r.text_ = text;
-        r.parse_object_at_top();
-        r.text_ = {};
-        return r;
+        return parse(path, text, true);
     }
 
     // The top-level number under `key`; throws if it is absent, not a
@@ -43,7 +42,7 @@ class SavedResults {
     double number(const std::string& key) const {
         auto it = fields_.find(key);
         if (it == fields_.end()) throw std::runtime_error(path_ + " has no \"" + key + "\"");
-        if (!it->second.is_number)
+        if (it->second.kind != Kind::number)
             throw std::runtime_error(path_ + ": \"" + key + "\" is not a number");
         const double v = std::strtod(it->second.text.c_str(), nullptr);
         if (!std::isfinite(v))
@@ -61,11 +60,79 @@ class SavedResults {
         return v;
     }
 
+    // number(key), which must also be zero or more (a count, a size).
+    double non_negative_number(const std::string& key) const {
+        const double v = number(key);
+        if (!(v >= 0))
+            throw std::runtime_error(path_ + ": \"" + key + "\" must not be below zero, got " +
+                                     fields_.at(key).text);
+        return v;
+    }
+
+    // number(key), which must also lie from `low` to `high` (a share, a
+    // percentage, a size that may be zero).
+    double number_between(const std::string& key, double low, double high) const {
+        const double v = number(key);
+        if (!(v >= low && v <= high))
+            throw std::runtime_error(path_ + ": \"" + key + "\" must be from " + number_text(low) +
+                                     " to " + number_text(high) + ", got " + fields_.at(key).text);
+        return v;
+    }
+
+    bool has(const std::string& key) const { return fields_.count(key) > 0; }
+    bool has_number(const std::string& key) const {
+        auto it = fields_.find(key);
+        return it != fields_.end() && it->second.kind == Kind::number;
+    }
+
+    // The top-level string under `key`, escapes decoded (\uXXXX kept as
+    // written); throws if it is absent or not a string.
+    const std::string& text(const std::string& key) const {
+        auto it = fields_.find(key);
+        if (it == fields_.end()) throw std::runtime_error(path_ + " has no \"" + key + "\"");
+        if (it->second.kind != Kind::string)
+            throw std::runtime_error(path_ + ": \"" + key + "\" is not a string");
+        return it->second.text;
+    }
+
+    // The rows of the top-level table under `key`, an array of objects;
+    // each row's errors name the file, the table and the row ("r.json:
+    // \"fit\" row 2"). Throws if it is absent or not an array of objects.
+    const std::vector<SavedResults>& rows(const std::string& key) const {
+        auto it = fields_.find(key);
+        if (it == fields_.end()) throw std::runtime_error(path_ + " has no \"" + key + "\"");
+        if (it->second.kind != Kind::rows)
+            throw std::runtime_error(path_ + ": \"" + key + "\" is not a table of rows");
+        return it->second.rows;
+    }
+
   private:
+    enum class Kind { number, string, rows, other };
     struct Value {
-        bool is_number = false;
-        std::string text;  // the number as written
+        Kind kind = Kind::other;
+        std::string text;                // a number as written, or a string decoded
+        std::vector<SavedResults> rows;  // an array of objects, each read as a file
     };
+
+    // Rows are read from the file's own top-level arrays only, not from a
+    // row's arrays: a row's numbers and strings are all the table needs.
+    static SavedResults parse(const std::string& path, std::string_view text, bool keep_rows) {
+        SavedResults r;
+        r.path_ = path;
+        r.text_ = text;
+        r.keep_rows_ = keep_rows;
+        r.parse_object_at_top();
+        r.text_ = {};
+        return r;
+    }
+
+    // "0", "100", "1": the bounds number_between() names.
+    static std::string number_text(double v) {
+        std::string s = std::to_string(v);
+        while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.'))
+            s.pop_back();
+        return s;
+    }
 
     void parse_object_at_top() {
         skip_space();
@@ -92,8 +159,13 @@ class SavedResults {
             skip_space();
             Value v;
             if (peek() == '-' || is_digit(peek())) {
-                v.is_number = true;
+                v.kind = Kind::number;
                 v.text = parse_number();
+            } else if (top && peek() == '"') {
+                v.kind = Kind::string;
+                v.text = parse_string();
+            } else if (top && keep_rows_ && peek() == '[') {
+                v.kind = read_rows(depth + 1, key, v.rows) ? Kind::rows : Kind::other;
             } else {
                 parse_value(depth);
             }
@@ -129,6 +201,42 @@ class SavedResults {
             }
             expect(']');
             return;
+        }
+    }
+
+    // At a top-level '['; checks the array like parse_array() and keeps its
+    // elements as rows if every one is an object. Returns whether they were.
+    bool read_rows(int depth, const std::string& key, std::vector<SavedResults>& rows) {
+        if (depth > kDeepest) fail("nested more than " + std::to_string(kDeepest) + " deep");
+        expect('[');
+        skip_space();
+        if (peek() == ']') {
+            ++pos_;
+            return true;
+        }
+        bool all_objects = true;
+        for (;;) {
+            skip_space();
+            const std::size_t start = pos_;
+            const bool object = peek() == '{';
+            parse_value(depth);
+            if (object && all_objects) {
+                // Read again as a file of its own: its keys are its fields,
+                // and a key twice in one row is refused, naming the row.
+                std::string row_path = path_;
+                row_path += ": \"" + key + "\" row " + std::to_string(rows.size() + 1);
+                rows.push_back(parse(row_path, text_.substr(start, pos_ - start), false));
+            } else {
+                all_objects = false;
+                rows.clear();
+            }
+            skip_space();
+            if (peek() == ',') {
+                ++pos_;
+                continue;
+            }
+            expect(']');
+            return all_objects;
         }
     }
 
@@ -255,6 +363,7 @@ class SavedResults {
     std::string path_;
     std::string_view text_;  // while parsing
     std::size_t pos_ = 0;
+    bool keep_rows_ = true;
     std::map<std::string, Value> fields_;  // top-level key -> its value
 };
 
