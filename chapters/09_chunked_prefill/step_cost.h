@@ -17,7 +17,8 @@
 //     machine, a pair cost a decode step more than it cost a chunk: with
 //     one price for both, decode steps of 8 and 32 sequences at 511
 //     positions came out 24 and 18 % below their measured times; with the
-//     fifth term, most of the 38 probes fit within 3 %.
+//     fifth term, the largest error of the 38 probes fell from 24 to 18 %
+//     in the same session (how close the fit comes moves with the load).
 //   step = fixed + per_row x rows + per_sequence x sequences
 //          + per_pair x pairs + per_position x positions
 // A decode step of B sequences is B rows, B sequences and context + B
