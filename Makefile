@@ -53,7 +53,7 @@ $(BUILD)/%.o: %.cpp
 # Each chapter also saves its numbers as JSON; the last one, the closing
 # table, reads them back.
 # The closing table (chapter 06) reads every other chapter's results, so it
-# runs last, after Part II's chapters too.
+# runs last, after Part II's chapters too, from this build's results folder.
 CLOSING   = ch06
 RUN_ORDER = $(filter-out $(CLOSING),$(CHAPTERS)) $(CLOSING)
 
@@ -61,7 +61,8 @@ run: $(CHAPTERS)
 	@mkdir -p $(BUILD)/results
 	@for ch in $(RUN_ORDER); do \
 	    echo; echo "==> $(BUILD)/$$ch"; \
-	    ./$(BUILD)/$$ch --save-json $(BUILD)/results/$$ch.json || exit 1; \
+	    read_from=; [ $$ch = $(CLOSING) ] && read_from="--results-dir $(BUILD)/results"; \
+	    ./$(BUILD)/$$ch --save-json $(BUILD)/results/$$ch.json $$read_from || exit 1; \
 	done
 
 # --------------------------------------------------------------- tests
