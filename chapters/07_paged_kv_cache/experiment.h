@@ -141,10 +141,12 @@ struct Experiment {
             // The pool is real memory, and its blocks are counted in an int.
             const std::uint64_t pool_blocks =
                 (mib << 20) / BlockPool::bytes_per_block(c, block_size);
-            if (pool_blocks > std::uint64_t(std::numeric_limits<int>::max()) ||
-                !fits_in_memory(double(mib << 20), 0.5))
+            if (pool_blocks > std::uint64_t(std::numeric_limits<int>::max()))
                 throw UsageError(std::string(flag) + " " + std::to_string(mib) +
-                                 " MiB of blocks would not fit in half of this machine's memory");
+                                 " MiB makes more blocks than a block table can count");
+            if (const std::string over = beyond_memory(double(mib << 20), 0.5); !over.empty())
+                throw UsageError(std::string(flag) + " " + std::to_string(mib) +
+                                 " MiB of blocks would be " + over);
             if ((mib << 20) < need)
                 throw UsageError(std::string(flag) + " " + std::to_string(mib) +
                                  " cannot hold one request at its longest in blocks of " +

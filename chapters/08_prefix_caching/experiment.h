@@ -154,9 +154,10 @@ struct Experiment {
                              std::to_string(block_size) + " positions; a request of --max-seq " +
                              std::to_string(c.max_seq) + " positions needs " +
                              std::to_string(need));
-        if (!fits_in_memory(double(queue.kv_budget_mib << 20), 0.5))
+        if (const std::string over = beyond_memory(double(queue.kv_budget_mib << 20), 0.5);
+            !over.empty())
             throw UsageError("--kv-budget-mib " + std::to_string(queue.kv_budget_mib) +
-                             " MiB of blocks would not fit in half of this machine's memory");
+                             " MiB of blocks would be " + over);
     }
 
     Results run() const {

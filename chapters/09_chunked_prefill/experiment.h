@@ -22,6 +22,7 @@
 #include "../../common/core/block_pool.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
+#include "../../common/kit/machine.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"
 #include "../05_queue_simulation/experiment.h"
@@ -166,6 +167,10 @@ struct Experiment {
             throw UsageError("--kv-budget-mib " + std::to_string(queue.kv_budget_mib) + " holds " +
                              std::to_string(pool) + " blocks of " + std::to_string(block_size) +
                              " positions; the longest request needs " + std::to_string(need));
+        if (const std::string over = beyond_memory(double(queue.kv_budget_mib << 20), 0.5);
+            !over.empty())
+            throw UsageError("--kv-budget-mib " + std::to_string(queue.kv_budget_mib) +
+                             " MiB of blocks would be " + over);
         if (queue.cost_model != "analytic")
             check_model(c,
                         step_calibration_positions(calibrated_batch(), c.max_seq - 1,
