@@ -16,6 +16,7 @@
 #include "../common/kit/machine_probes.h"
 #include "../common/kit/model_flags.h"
 #include "../common/kit/program.h"
+#include "../common/kit/report.h"
 #include "../common/kit/step_report.h"
 #include "../common/kit/timing.h"
 
@@ -411,4 +412,10 @@ TEST_CASE("a flag's value that is another flag is refused naming both") {
     CHECK(parse({"--plot-dir", "--not-a-flag"}, p) == "");
     CHECK(p.dir == "--not-a-flag");
     CHECK(parse({"--plot-dir", "-json"}, p) == "");
+}
+
+TEST_CASE("a JSON array of objects, in order, comma between them") {
+    const std::vector<Json> none, two = {Json().add("a", 1), Json().add("b", "x")};
+    CHECK(Json().add("runs", none).str() == "{\"runs\": []}");
+    CHECK(Json().add("runs", two).str() == "{\"runs\": [{\"a\": 1},{\"b\": \"x\"}]}");
 }

@@ -10,6 +10,7 @@
 
 #include "../chapters/05_queue_simulation/cost_model.h"
 #include "../chapters/05_queue_simulation/scheduler.h"
+#include "../chapters/05_queue_simulation/validation.h"
 #include "../chapters/08_prefix_caching/prefix_sharing_memory.h"
 #include "../chapters/08_prefix_caching/shared_blocks_executor.h"
 #include "../chapters/08_prefix_caching/shared_workload.h"
@@ -319,4 +320,12 @@ TEST_CASE("through the block manager's tables, a cache hit gives the logits of a
         l = model.forward(std::span(&token, 1), fresh);
         CHECK(std::vector<float>(l.begin(), l.end()) == served[step]);  // bit for bit
     }
+}
+
+TEST_CASE(
+    "who runs a queue: the simulator on all of it, the engine and the simulator on its first") {
+    using Sides = std::vector<std::pair<bool, int>>;
+    CHECK(queue_sides(1000, 100) == Sides{{false, 1000}, {false, 100}, {true, 100}});
+    CHECK(queue_sides(1000, 0) == Sides{{false, 1000}});
+    CHECK(queue_sides(50, 100) == Sides{{false, 50}, {true, 50}});  // the engine runs it all
 }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../common/core/transformer.h"
@@ -23,6 +24,18 @@
 #include "scheduler.h"
 
 namespace kv {
+
+// Who runs a queue of `requests` in a later chapter's experiment, as
+// (real engine?, how many of the first requests): the simulator on all of
+// it; the real engine on its first `engine_requests`, and the simulator on
+// those too, so that the two compare like with like.
+inline std::vector<std::pair<bool, int>> queue_sides(int requests, int engine_requests) {
+    const int engine = std::min(engine_requests, requests);
+    std::vector<std::pair<bool, int>> s = {{false, requests}};
+    if (engine > 0 && engine < requests) s.push_back({false, engine});
+    if (engine > 0) s.push_back({true, engine});
+    return s;
+}
 
 struct ValidationRow {
     std::string policy;

@@ -116,11 +116,8 @@ inline int report(const Results& r, const OutputOptions& out) {
         fixed(before.summary.ttft_median, 1) + " s -> " + fixed(after.summary.ttft_median, 1) +
         " s";
 
-    std::vector<std::string> each;
-    for (const QueueRun& q : r.runs) each.push_back(queue_json(q).str());
-    std::string list = "[";
-    for (std::size_t i = 0; i < each.size(); ++i) list += (i ? "," : "") + each[i];
-    list += "]";
+    std::vector<Json> each;
+    for (const QueueRun& q : r.runs) each.push_back(queue_json(q));
     Json json = Json()
                     .add("chapter", "07_paged_kv_cache")
                     .add("model", r.queue.config.describe())
@@ -137,7 +134,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("indirection_batch", r.indirection_batch)
                     .add("indirection", costs)
                     .add("swap_bytes_per_second", r.swap_bytes_per_second)
-                    .add_raw("queue_runs", list)
+                    .add("queue_runs", each)
                     .add("headline_side", engine_ran_all ? "engine" : "simulator")
                     .add("ttft_median_reserved_s", before.summary.ttft_median)
                     .add("ttft_median_paged_s", after.summary.ttft_median)

@@ -213,14 +213,9 @@ struct Experiment {
         return s;
     }
 
-    // Who runs each queue: the simulator on all of it; the real engine on
-    // its first engine_requests, and the simulator on those too.
+    // chapter 05's queue_sides (validation.h)
     std::vector<std::pair<bool, int>> sides() const {
-        const int all = queue.workload.requests, engine = std::min(engine_requests, all);
-        std::vector<std::pair<bool, int>> s = {{false, all}};
-        if (engine > 0 && engine < all) s.push_back({false, engine});
-        if (engine > 0) s.push_back({true, engine});
-        return s;
+        return queue_sides(queue.workload.requests, engine_requests);
     }
 
     Policy continuous() const { return book_policies(queue.batch)[kContinuousCache]; }

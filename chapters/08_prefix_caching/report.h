@@ -146,10 +146,8 @@ inline int report(const Results& r, const OutputOptions& out) {
         fixed(before.summary.ttft_median, 1) + " s -> " + fixed(after.summary.ttft_median, 1) +
         " s";
 
-    std::string list = "[";
-    for (std::size_t i = 0; i < r.runs.size(); ++i)
-        list += (i ? "," : "") + queue_json(r.runs[i]).str();
-    list += "]";
+    std::vector<Json> each;
+    for (const QueueRun& q : r.runs) each.push_back(queue_json(q));
     Json json = Json()
                     .add("chapter", "08_prefix_caching")
                     .add("model", r.queue.config.describe())
@@ -162,7 +160,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("watermark", r.watermark)
                     .add("system_prompt", S)
                     .add("follow_ups", r.sharing.follow_ups)
-                    .add_raw("queue_runs", list)
+                    .add("queue_runs", each)
                     .add("sweep", sweep)
                     .add("samples_per_prompt", r.samples_per_prompt)
                     .add("n_sample_queue", n_samples)

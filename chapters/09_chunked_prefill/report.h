@@ -154,10 +154,8 @@ inline int report(const Results& r, const OutputOptions& out) {
         " ms; median time to first token " + fixed(before.summary.ttft_median, 1) + " s -> " +
         fixed(after.summary.ttft_median, 1) + " s";
 
-    std::string list = "[";
-    for (std::size_t i = 0; i < r.runs.size(); ++i)
-        list += (i ? "," : "") + run_json(r.runs[i]).str();
-    list += "]";
+    std::vector<Json> each;
+    for (const QueueRun& q : r.runs) each.push_back(run_json(q));
     Json json = Json()
                     .add("chapter", "09_chunked_prefill")
                     .add("model", r.config.describe())
@@ -174,7 +172,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("batch", r.batch)
                     .add("long_prompt", r.long_prompt)
                     .add("chunk", r.chunk)
-                    .add_raw("queue_runs", list)
+                    .add("queue_runs", each)
                     .add("agreement", agree)
                     .add("headline_workload", workload)
                     .add("headline_side", engine_all ? "engine" : "simulator")

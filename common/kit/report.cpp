@@ -149,6 +149,15 @@ Json& Json::add(const std::string& key, const std::string& v) {
 Json& Json::add(const std::string& key, const Json& object) {
     return add_raw(key, object.str());
 }
+Json& Json::add(const std::string& key, const std::vector<Json>& objects) {
+    std::string list = "[";
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+        if (i) list += ",";
+        list += objects[i].str();
+    }
+    list += "]";
+    return add_raw(key, list);
+}
 Json& Json::add(const std::string& key, const Table& table) {
     return add_raw(key, table.to_json());
 }

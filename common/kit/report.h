@@ -49,6 +49,7 @@ class Json {
     Json& add(const std::string& key, const std::vector<int>& values);
     Json& add(const std::string& key, const std::vector<double>& values);
     Json& add(const std::string& key, const Json& object);
+    Json& add(const std::string& key, const std::vector<Json>& objects);  // an array
     Json& add(const std::string& key, const Table& table);
     Json& add_raw(const std::string& key, const std::string& json);
     std::string str() const;
