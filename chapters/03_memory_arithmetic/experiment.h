@@ -114,6 +114,7 @@ struct Results {
     Config demo;                          // the book's demo model
     std::vector<CacheReading> readings;   // its cache against the formula while decoding
     ResidentGrowth resident;              // the process's memory when a cache is filled
+    int demo_capacity;                    // positions its cache reserved: the layout plot's
 
     // The budget's count for the priced shape's own layout.
     const BudgetFit& fit() const {
@@ -164,7 +165,8 @@ struct Experiment {
                 fit_layouts(price, budget),
                 demo,
                 std::move(readings),
-                resident};
+                resident,
+                prompt_len + decode_steps};
     }
 };
 

@@ -1,7 +1,9 @@
 // What chapter 03 prints: the price derived factor by factor, every
 // layout and width, the budget's count, the demo cache against the formula,
-// the resident memory and the plot; or all of it as one JSON object. The
-// arithmetic is in memory_arithmetic.h; this file only lays it out.
+// the resident memory and the plots (the price against the context, and
+// the cache's layout in memory); or all of it as one JSON object. The
+// arithmetic is in memory_arithmetic.h and cache_layout.h; this file only
+// lays it out.
 #pragma once
 
 #include <algorithm>
@@ -11,9 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "../../common/kit/files.h"
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
+#include "../../common/kit/svg_parts.h"
 #include "../../common/kit/svg_plot.h"
+#include "cache_layout.h"
 #include "experiment.h"
 #include "measured_cache.h"
 #include "memory_arithmetic.h"
@@ -183,6 +188,230 @@ inline std::string write_price_plot(const PriceOptions& o, std::uint64_t budget_
     return plot.write(path);
 }
 
+// ------------------------------------------------------- the layout plot
+
+// One byte offset the layout plot prints, and the number it points at, so
+// that the tests can hold it to the address a real KVCache uses.
+struct LayoutLabel {
+    bool in_values;  // an offset into values_ (otherwise keys_)
+    std::uint64_t layer, position, kv_head, number;
+    std::uint64_t offset;  // the bytes printed: from the start of its array
+};
+
+struct LayoutPlot {
+    std::string svg;
+    std::vector<LayoutLabel> labels;  // every offset the picture prints, in drawing order
+};
+
+// cache_layout.h drawn to scale, one level of the shape a row: keys_ by
+// layer; layer 0 by position; position `token` of it by KV head; KV head 0
+// of that by number; then values_, the second allocation. Each row is the
+// piece of the row above that a grey funnel points at, widened to the page;
+// position `token`'s bytes are red in every row that shows them. Every
+// offset printed is layout.offset() of the number it names.
+inline LayoutPlot cache_layout_plot(const CacheLayout& layout, std::uint64_t token) {
+    const double W = 960, x0 = 80, x1 = 920, row_h = 24;
+    const CacheShape& s = layout.shape;
+    LayoutPlot plot;
+    std::string& out = plot.svg;
+    auto text = [&](double x, double y, const std::string& t, const std::string& attributes) {
+        out += "<text x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\"" + attributes + ">" +
+               svg_escape(t) + "</text>\n";
+    };
+    auto rect = [&](double x, double y, double w, double h, const std::string& fill,
+                    const std::string& stroke) {
+        out += "<rect x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\" width=\"" +
+               svg_number(std::max(w, 0.5)) + "\" height=\"" + svg_number(h) + "\" fill=\"" + fill +
+               "\"" + (stroke.empty() ? "" : " stroke=\"" + stroke + "\"") + "/>\n";
+    };
+    // One row: `n` equal cells over [x0, x1], and under it the offset of
+    // every k-th boundary, k the smallest power of two that leaves room
+    // (always the first and the last).
+    struct Cell {
+        std::string name;
+        bool red;
+    };
+    auto row = [&](double y, const std::string& heading, std::uint64_t n, auto cell, auto boundary,
+                   const std::string& fill) {
+        text(x0, y - 6, heading, " font-weight=\"bold\"");
+        const double w = (x1 - x0) / double(n);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            const Cell c = cell(i);
+            rect(x0 + w * double(i), y, w, row_h, c.red ? "#d62728" : fill, w >= 3 ? "#555" : "");
+            const double font = w >= 40 ? 12 : w >= 20 ? 10 : 8;
+            if (0.62 * font * double(c.name.size()) <= w - 2)
+                text(x0 + w * (double(i) + 0.5), y + row_h / 2 + font / 3, c.name,
+                     " text-anchor=\"middle\" font-size=\"" + svg_number(font) + "\"" +
+                         (c.red ? " fill=\"white\"" : ""));
+        }
+        std::uint64_t k = 1;
+        while (double(k) * w < 64) k *= 2;
+        for (std::uint64_t i = 0; i <= n; ++i) {
+            if (i % k != 0 && i != n) continue;
+            if (i != n && i != 0 && double(n - i) * w < 64) continue;  // too near the last
+            const LayoutLabel label = boundary(i);
+            plot.labels.push_back(label);
+            text(x0 + w * double(i), y + row_h + 13, with_commas(label.offset),
+                 " text-anchor=\"middle\" font-size=\"10\" fill=\"#333\"");
+        }
+    };
+    // The grey funnel from [a, b] under one row to the whole of the next.
+    auto funnel = [&](double a, double b, double from_y, double to_y) {
+        out += "<polygon points=\"" + svg_number(a) + "," + svg_number(from_y) + " " +
+               svg_number(b) + "," + svg_number(from_y) + " " + svg_number(x1) + "," +
+               svg_number(to_y) + " " + svg_number(x0) + "," + svg_number(to_y) +
+               "\" fill=\"#eeeeee\" stroke=\"#bbbbbb\"/>\n";
+    };
+    const double cell_x = x1 - x0;  // the width of a row
+    const std::uint64_t L = s.layers, P = layout.capacity, H = s.kv_heads, D = s.head_size;
+    const std::string key_fill = "#cfe2f3", value_fill = "#d9ead3";
+    const std::string p = std::to_string(token);
+
+    text(W / 2, 24,
+         "How KVCache keeps the demo model's keys and values: (layer, position, KV head, number)",
+         " text-anchor=\"middle\" font-size=\"15\"");
+    text(W / 2, 44,
+         std::to_string(L) + " layers, " + std::to_string(P) + " positions reserved, " +
+             std::to_string(H) + " KV heads of " + std::to_string(D) + " numbers of " +
+             std::to_string(s.bytes_per_number) +
+             " bytes; each offset in bytes from the start of its array; red: position " + p,
+         " text-anchor=\"middle\"");
+
+    // keys_, layer by layer, with position `token`'s piece of each layer.
+    double y = 80;
+    row(
+        y,
+        "keys_: one allocation of " + with_commas(layout.array_bytes()) + " bytes, " +
+            std::to_string(L) + " layers of " + with_commas(layout.layer_bytes()),
+        L,
+        [&](std::uint64_t l) {
+            return Cell{"layer " + std::to_string(l), false};
+        },
+        [&](std::uint64_t l) { return LayoutLabel{false, l, 0, 0, 0, layout.offset(l, 0)}; },
+        key_fill);
+    for (std::uint64_t l = 0; l < L; ++l)
+        rect(x0 + cell_x * double(layout.offset(l, token)) / double(layout.array_bytes()), y,
+             cell_x * double(layout.position_bytes()) / double(layout.array_bytes()), row_h,
+             "#d62728", "");
+    const double layer_w = cell_x / double(L);
+    funnel(x0, x0 + layer_w, y + row_h + 18, y + row_h + 48);
+
+    // Layer 0, position by position.
+    y += row_h + 70;
+    row(
+        y,
+        "layer 0 of keys_: " + std::to_string(P) + " positions of " +
+            with_commas(layout.position_bytes()) + " bytes",
+        P,
+        [&](std::uint64_t i) {
+            return Cell{std::to_string(i), i == token};
+        },
+        [&](std::uint64_t i) { return LayoutLabel{false, 0, i, 0, 0, layout.offset(0, i)}; },
+        key_fill);
+    const double position_w = cell_x / double(P);
+    funnel(x0 + position_w * double(token), x0 + position_w * double(token + 1), y + row_h + 18,
+           y + row_h + 48);
+
+    // Position `token` of layer 0, KV head by KV head.
+    y += row_h + 70;
+    row(
+        y,
+        "position " + p + " of layer 0: " + std::to_string(H) + " KV heads of " +
+            with_commas(layout.head_bytes()) + " bytes (attention reads KV head h at h x " +
+            std::to_string(D) + " numbers)",
+        H,
+        [&](std::uint64_t h) {
+            return Cell{"KV head " + std::to_string(h), true};
+        },
+        [&](std::uint64_t h) {
+            return LayoutLabel{false, 0, token, h, 0, layout.offset(0, token, h)};
+        },
+        key_fill);
+    funnel(x0, x0 + cell_x / double(H), y + row_h + 18, y + row_h + 48);
+
+    // KV head 0 of it, number by number.
+    y += row_h + 70;
+    row(
+        y,
+        "KV head 0 of position " + p + ", layer 0: " + std::to_string(D) + " numbers of " +
+            std::to_string(s.bytes_per_number) + " bytes",
+        D,
+        [&](std::uint64_t d) {
+            return Cell{std::to_string(d), true};
+        },
+        [&](std::uint64_t d) {
+            return LayoutLabel{false, 0, token, 0, d, layout.offset(0, token, 0, d)};
+        },
+        key_fill);
+
+    // values_: the second allocation, the same shape.
+    y += row_h + 62;
+    row(
+        y,
+        "values_: a second allocation of " + with_commas(layout.array_bytes()) +
+            " bytes, the same shape",
+        L,
+        [&](std::uint64_t l) {
+            return Cell{"layer " + std::to_string(l), false};
+        },
+        [&](std::uint64_t l) { return LayoutLabel{true, l, 0, 0, 0, layout.offset(l, 0)}; },
+        value_fill);
+    for (std::uint64_t l = 0; l < L; ++l)
+        rect(x0 + cell_x * double(layout.offset(l, token)) / double(layout.array_bytes()), y,
+             cell_x * double(layout.position_bytes()) / double(layout.array_bytes()), row_h,
+             "#d62728", "");
+
+    // One token in words: its pieces and where they start.
+    y += row_h + 44;
+    text(x0, y,
+         "Position " + p + "'s keys and values: 2 arrays x " + std::to_string(L) + " layers = " +
+             with_commas(2 * L) + " pieces of " + with_commas(layout.position_bytes()) +
+             " bytes = " + with_commas(layout.token_bytes()) + " bytes (2 x " + std::to_string(L) +
+             " x " + std::to_string(H) + " x " + std::to_string(D) + " x " +
+             std::to_string(s.bytes_per_number) + ", the bytes per token), at",
+         "");
+    std::string starts;
+    const std::uint64_t shown = std::min<std::uint64_t>(L, 8);
+    for (std::uint64_t l = 0; l < shown; ++l) {
+        plot.labels.push_back({false, l, token, 0, 0, layout.offset(l, token)});
+        plot.labels.push_back({true, l, token, 0, 0, layout.offset(l, token)});
+        starts += (l ? ", " : "") + with_commas(layout.offset(l, token));
+    }
+    if (shown < L) starts += ", ...";
+    y += 18;
+    text(x0, y, "keys_ + " + starts + " and values_ + the same: one piece in each layer's block.",
+         "");
+    y += 18;
+    text(x0, y,
+         "The whole cache: 2 x " + std::to_string(L) + " layers x " + std::to_string(P) +
+             " positions x " + with_commas(layout.position_bytes()) +
+             " bytes = " + with_commas(layout.cache_bytes()) +
+             " bytes, all reserved up front (KVCache::bytes_allocated()).",
+         "");
+    y += 18;
+    text(x0, y,
+         "KVCache::key(l, p) points at keys_ + (l x " + std::to_string(P) + " + p) x " +
+             with_commas(layout.position_bytes()) +
+             " bytes; the forward pass writes a position's keys there in one copy.",
+         "");
+    y += 20;
+    plot.svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(W) +
+               "\" height=\"" + svg_number(y) +
+               "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+               "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" +
+               out + "</svg>\n";
+    return plot;
+}
+
+// The demo model's cache of `capacity` positions, drawn with position 2
+// (or the last, if fewer) in red. Returns the path written.
+inline std::string write_layout_plot(const Config& demo, int capacity, const std::string& path) {
+    const CacheLayout layout = cache_layout(demo, capacity);
+    write_file(path, cache_layout_plot(layout, std::min<std::uint64_t>(2, layout.capacity - 1)).svg,
+               "--plot-dir");
+    return path;
+}
+
 // ------------------------------------------------------------ the report
 
 // Writes the plot, then the JSON or the text. Returns the exit status: 1
@@ -198,6 +427,8 @@ inline int report(const Results& r, const OutputOptions& out) {
     const Table demo_readings = reading_table(r.readings);
     const std::string plot_path =
         write_price_plot(price, r.budget, out.plot_dir + "/03_cache_bytes.svg");
+    const std::string layout_path =
+        write_layout_plot(demo, r.demo_capacity, out.plot_dir + "/03_cache_layout.svg");
 
     if (emit(out, Json()
                       .add("chapter", "03_memory_arithmetic")
@@ -219,7 +450,8 @@ inline int report(const Results& r, const OutputOptions& out) {
                       .add("demo_cache", demo_readings)
                       .add("demo_cache_agrees", all_agree)
                       .add("resident", resident_json(r.resident))
-                      .add("plot", plot_path)))
+                      .add("plot", plot_path)
+                      .add("layout_plot", layout_path)))
         return status;
 
     std::cout << "Chapter 03: what the KV cache costs in memory\n\n"
@@ -256,7 +488,8 @@ inline int report(const Results& r, const OutputOptions& out) {
     std::cout << "  expected: the allocation rounded up to whole pages, plus a page or two "
               << "per array\n  (keys, values) for the allocator's header and for code run "
               << "the first time\n"
-              << "plot: " << plot_path << "\n\n"
+              << "plot: " << plot_path << "\n"
+              << "plot: " << layout_path << "\n\n"
               << format_bytes(r.per_token) << " per token\n"
               << format_bytes(r.per_conversation) << " per " << with_commas(price.context)
               << "-token conversation\n";

@@ -32,6 +32,7 @@
 #include "metrics.h"
 #include "rate_sweep.h"
 #include "scheduler.h"
+#include "timeline_plot.h"
 #include "validation.h"
 #include "vllm_workload.h"
 #include "workload.h"
@@ -51,6 +52,7 @@ struct Results {
     std::vector<Policy> policies;
     std::vector<Summary> summaries;          // (policies)
     std::vector<std::vector<double>> ttfts;  // (policies, requests) sorted times to first token
+    std::vector<PolicyTimeline> timeline;    // (2) the first requests, static then continuous
     double simulation_seconds = 0;           // wall time to simulate every policy
     std::optional<RateSweep> sweep;          // with --rate
     std::vector<ValidationRow> validation;   // the real engine against the simulator
@@ -339,6 +341,7 @@ struct Experiment {
         std::optional<Transformer> engine;  // built only to measure or to validate
         price_the_work(results, engine);
         simulate_every_policy(results);
+        results.timeline = batching_timelines(results.queue, results.budget, model);
         // With a rate: the same requests (every rate above 0 draws the same
         // lengths) arriving at rates around capacity.
         if (workload.rate > 0)

@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "rate_sweep.h"
 #include "scheduler.h"
+#include "timeline_plot.h"
 #include "validation.h"
 #include "workload.h"
 
@@ -239,15 +240,33 @@ inline std::vector<std::string> warnings(const Results& run) {
     return w;
 }
 
+// The first requests of the queue under static and continuous batching
+// (Results::timeline), one row each, on one time axis.
+inline std::string write_batching_timeline(const std::string& dir, const Results& run) {
+    const std::size_t n = run.timeline.empty() ? 0 : run.timeline[0].requests.size();
+    const std::string charged = run.budget.reserve == Reservation::whole_context
+                                    ? "each charged its longest context"
+                                    : "each charged what its cache holds";
+    const std::string queue_words =
+        "The first " + std::to_string(n) + " requests of this run's queue (seed " +
+        std::to_string(run.work.seed) + "), at most " + std::to_string(kTimelineBatch) +
+        " at once, " + charged + " in a KV budget of " + format_bytes(run.budget.bytes) +
+        "; each prefill runs alone.";
+    return batching_timeline_plot(run.timeline, queue_words)
+        .write(dir + "/05_batching_timeline.svg");
+}
+
 // Where the plots went.
 struct Plots {
     std::string ttft_cdf;  // every policy's distribution of time to first token
+    std::string timeline;  // the first requests, static against continuous batching
     std::string rate;      // with a rate: median time to first token against the rate
 };
 
 inline Plots write_plots(const Results& run, const std::string& dir) {
     Plots plots;
     plots.ttft_cdf = write_ttft_cdf(dir, run.policies, run.ttfts);
+    plots.timeline = write_batching_timeline(dir, run);
     if (run.sweep) plots.rate = write_rate_plot(dir, *run.sweep);
     return plots;
 }
@@ -300,7 +319,8 @@ inline Json to_json(const Results& run, const Plots& plots) {
         .add("median_ttft_cache_s", run.summaries[kSerialCache].ttft_median)
         .add("median_ttft_static_s", run.summaries[kStaticCache].ttft_median)
         .add("median_ttft_continuous_s", run.summaries[kContinuousCache].ttft_median)
-        .add("ttft_cdf_plot", plots.ttft_cdf);
+        .add("ttft_cdf_plot", plots.ttft_cdf)
+        .add("timeline_plot", plots.timeline);
     Json preempted;  // with --reserve held: times requests were sent back to the queue
     for (std::size_t i = 0; i < run.policies.size(); ++i)
         preempted.add(run.policies[i].name, run.summaries[i].preemptions);
@@ -337,7 +357,8 @@ inline void print_report(std::ostream& out, const Results& run, const Plots& plo
            "batch: mean requests per decode step\n"
         << preemption_line(run) << "simulated " << run.policies.size() << " policies x " << count
         << " requests in " << format_duration(run.simulation_seconds) << "\n"
-        << "plot: " << plots.ttft_cdf << "\n";
+        << "plot: " << plots.ttft_cdf << "\n"
+        << "plot: " << plots.timeline << "\n";
     if (run.sweep) {
         out << "\nmedian time to first token (s) against arrival rate; capacity (requests/s with "
                "everyone queued at once):";

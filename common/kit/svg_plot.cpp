@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "program.h"
+#include "svg_parts.h"
 
 namespace kv {
 
@@ -23,43 +24,18 @@ namespace {
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                          "#9467bd", "#8c564b", "#e377c2"};
 
+// The shared pieces (svg_parts.h), under the short names this file uses.
 std::string num(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-    return buf;
+    return svg_number(v);
 }
-
 std::string label(double v) {
-    char buf[32];
-    if (v != 0 && (std::fabs(v) >= 1e5 || std::fabs(v) < 1e-2))
-        std::snprintf(buf, sizeof buf, "%.0e", v);
-    else
-        std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
+    return svg_tick_label(v);
 }
-
 std::string escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '<')
-            out += "&lt;";
-        else if (c == '>')
-            out += "&gt;";
-        else if (c == '&')
-            out += "&amp;";
-        else
-            out += c;
-    }
-    return out;
+    return svg_escape(s);
 }
-
-// A "nice" tick step (1, 2 or 5 times a power of ten) giving about 5 ticks.
 double tick_step(double span) {
-    const double raw = span / 5.0;
-    const double power = std::pow(10.0, std::floor(std::log10(raw)));
-    for (double m : {1.0, 2.0, 5.0})
-        if (m * power >= raw) return m * power;
-    return 10.0 * power;
+    return svg_tick_step(span);
 }
 
 }  // namespace

@@ -1,0 +1,99 @@
+// The kit's SVG pieces: escaped text, and the timeline's bars where their
+// times say (start and length to scale, one axis or one per panel).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "../common/kit/svg_parts.h"
+#include "../common/kit/svg_plot.h"
+#include "../common/kit/svg_timeline.h"
+#include "svg_check.h"
+
+using namespace kv;
+
+TEST_CASE("svg_escape makes text and attribute values safe") {
+    CHECK(svg_escape("a<b & \"c\" > 'd'") == "a&lt;b &amp; &quot;c&quot; &gt; &#39;d&#39;");
+    CHECK(svg_escape(std::string("bell\x07 tab\t")) == "bell? tab\t");
+    CHECK(test::svg_problem("<svg a=\"1\"><text>" + svg_escape("<&>\"") + "</text></svg>\n") == "");
+}
+
+TEST_CASE("the SVG check catches what a careless writer leaves") {
+    CHECK(test::svg_problem("<svg x=\"1\"><text>a < b</text></svg>") != "");
+    CHECK(test::svg_problem("<svg x=\"1\"><text>a & b</text></svg>") != "");
+    CHECK(test::svg_problem("<svg x=\"1\"><text>a</svg>") != "");
+    CHECK(test::svg_problem("<svg x=\"1\"><g></text></svg>") != "");
+    CHECK(test::svg_problem("<svg x=1></svg>") != "");
+    CHECK(test::svg_problem("<svg x=\"1\"><rect/></svg>\n") == "");
+}
+
+TEST_CASE("a timeline draws each bar from its start for its length") {
+    SvgTimeline t("title", "time (s)");
+    const int a = t.add_kind("a", "#111111"), b = t.add_kind("b", "#222222");
+    t.add_row({"row", {{0, 1, a, "first"}, {1, 3, b, ""}, {3, 3, a, "empty"}}, "3 s"});
+    REQUIRE(t.axis_end(0) == doctest::Approx(3));  // ticks of 1: the axis ends at the last bar
+    const std::string svg = t.svg();
+    CHECK(test::svg_problem(svg) == "");
+    const std::vector<test::DrawnBar> bars = test::drawn_bars(svg);
+    REQUIRE(bars.size() == 2);                               // the bar of no length is not drawn
+    const double scale = (t.x_of(0, 3) - t.x_of(0, 0)) / 3;  // pixels per second
+    CHECK(bars[0].x == doctest::Approx(t.x_of(0, 0)).epsilon(0.001));
+    CHECK(bars[0].width == doctest::Approx(1 * scale).epsilon(0.002));
+    CHECK(bars[1].x == doctest::Approx(t.x_of(0, 1)).epsilon(0.001));
+    CHECK(bars[1].width == doctest::Approx(2 * scale).epsilon(0.002));
+    CHECK(bars[0].y == bars[1].y);  // one row
+    CHECK(svg.find("<title>first</title>") != std::string::npos);
+    CHECK(svg.find(">3 s</text>") != std::string::npos);
+    CHECK(svg.find("#222222") != std::string::npos);
+}
+
+TEST_CASE("a timeline's panels share one axis unless told otherwise") {
+    auto make = [](bool shared) {
+        SvgTimeline t("t", "ms");
+        const int k = t.add_kind("k", "#000000");
+        t.add_panel("short");
+        t.add_row({"a", {{0, 10, k}}});
+        t.add_panel("long");
+        t.add_row({"b", {{0, 100, k}}});
+        t.set_shared_axis(shared);
+        return t;
+    };
+    const SvgTimeline shared = make(true), own = make(false);
+    CHECK(shared.axis_end(0) == 100);
+    CHECK(shared.axis_end(1) == 100);
+    CHECK(own.axis_end(0) == 10);
+    CHECK(own.axis_end(1) == 100);
+    // On one axis the short bar is a tenth of the long one; on its own, as long.
+    const auto s = test::drawn_bars(shared.svg()), o = test::drawn_bars(own.svg());
+    REQUIRE(s.size() == 2);
+    REQUIRE(o.size() == 2);
+    CHECK(s[0].width == doctest::Approx(s[1].width / 10).epsilon(0.01));
+    CHECK(o[0].width == doctest::Approx(o[1].width).epsilon(0.01));
+}
+
+TEST_CASE("a timeline escapes its text and refuses bars it cannot draw") {
+    SvgTimeline t("a <title> & \"quotes\"", "x < y");
+    const int k = t.add_kind("kind & co", "#123456");
+    t.add_panel("panel <1>");
+    t.add_row({"row \"1\"", {{0, 1, k, "note <b>"}}, "after & more"});
+    const std::string svg = t.svg();
+    CHECK(test::svg_problem(svg) == "");
+    CHECK(svg.find("a &lt;title&gt; &amp; &quot;quotes&quot;") != std::string::npos);
+    CHECK(svg.find("<title>note &lt;b&gt;</title>") != std::string::npos);
+
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_AS(t.add_row({"r", {{2, 1, k}}}), std::invalid_argument);   // ends first
+    CHECK_THROWS_AS(t.add_row({"r", {{-1, 1, k}}}), std::invalid_argument);  // before 0
+    CHECK_THROWS_AS(t.add_row({"r", {{0, nan, k}}}), std::invalid_argument);
+    CHECK_THROWS_AS(t.add_row({"r", {{0, 1, 7}}}), std::invalid_argument);  // no such kind
+}
+
+TEST_CASE("the line chart's text is escaped too") {
+    SvgPlot plot("p < q & r", "x", "y");
+    plot.add_series("s \"1\"", {1, 2}, {1, 2});
+    const std::string svg = plot.svg();
+    CHECK(test::svg_problem(svg) == "");
+    CHECK(svg.find("p &lt; q &amp; r") != std::string::npos);
+}
