@@ -25,6 +25,7 @@
 #include "cpu_time.h"
 #include "memory_budget.h"
 #include "real_executor.h"
+#include "real_queue.h"
 #include "scheduler.h"
 #include "workload.h"
 
@@ -37,7 +38,7 @@ struct CalibrationPoint {
     std::string what;    // "prefill 96", "recompute 4 x 32", "decode 16 x 128"
     double x1 = 0;       // a pass: rows; a decode step: sequences
     double x2 = 0;       // a pass: sum(length^2); a decode step: sum(context)
-    double seconds = 0;  // measured: the median of a few runs after a warm-up
+    double seconds = 0;  // measured: the fastest of a few runs after a warm-up
     double fitted = 0;   // what the fitted formula says
 };
 
@@ -213,7 +214,8 @@ inline Probe decode_probe(Transformer& model, int batch, int context) {
 // kMostCalibratedBatch), and fits both formulas. Every shape runs
 // once per round, round after round: a burst of other work on the machine
 // then slows one run of many shapes, not every run of one shape, and the
-// median per shape ignores it. After each round, on_round(rounds done, of).
+// fastest run of each shape is kept, as a real queue keeps the fastest run
+// of each step (fastest_of_runs.h). After each round, on_round(rounds done, of).
 // The shapes calibrate() times: passes (sequences, length) and decode
 // steps (batch, context), for sequences up to `longest` positions and
 // batches up to `largest_batch` (at most kMostCalibratedBatch).
@@ -261,8 +263,11 @@ inline CalibrationShapes calibration_shapes(int longest, int largest_batch) {
     return s;
 }
 
+// After each round, after_round(round, of) may run real queues
+// (real_queue.h): between the rounds, so that both sample the same minutes.
 inline Calibration calibrate(Transformer& model, int longest, int largest_batch,
-                             const std::function<void(int, int)>& on_round = {}) {
+                             const std::function<void(int, int)>& on_round = {},
+                             const std::function<void(int, int)>& after_round = {}) {
     const auto start = Clock::now();
     const CalibrationShapes shapes = calibration_shapes(longest, largest_batch);
     const auto& [passes, batches, contexts] = shapes;
@@ -289,10 +294,11 @@ inline Calibration calibrate(Transformer& model, int longest, int largest_batch,
             }
         }
         if (on_round) on_round(round + 1, rounds);
+        if (after_round) after_round(round + 1, rounds);
     }
     Calibration cal;
     for (Probe& p : probes) {
-        p.point.seconds = median(p.seconds);
+        p.point.seconds = *std::min_element(p.seconds.begin(), p.seconds.end());
         (p.pass ? cal.passes : cal.steps).push_back(p.point);
     }
 
@@ -319,14 +325,14 @@ inline Calibration calibrate(Transformer& model, int longest, int largest_batch,
 // (37% of continuous batching's decode steps), caches that grow, a new
 // cache for every request, one-sequence steps one after another (all of
 // serial service), and what the formulas fit worst: the smallest batches.
-// So after the probes, run a short real queue and price each step it ran
-// with the formulas too: for each kind of step, measured over priced is
+// So beside the probes (between their rounds), run a short real queue and
+// price each step it ran with the formulas too: for each kind of step, measured over priced is
 // the level the queue runs it at, and the cost model keeps it as a scale.
 class LevelingExecutor : public Executor {
   public:
-    LevelingExecutor(Transformer& model, const CostModel& cost, std::uint64_t seed,
-                     std::vector<QueueLevel>& levels)
-        : real_(model, seed, StepClock::thread_cpu), priced_(cost), levels_(levels) {}
+    // `real` runs the steps, or replays them (real_queue.h).
+    LevelingExecutor(Executor& real, const CostModel& cost, std::vector<QueueLevel>& levels)
+        : real_(real), priced_(cost), levels_(levels) {}
     double run(const StepPlan& plan) override {
         const std::size_t kind = !plan.is_decode_step() ? 0 : plan.rows.size() == 1 ? 1 : 2;
         const double priced = priced_.run(plan), measured = real_.run(plan);
@@ -338,25 +344,23 @@ class LevelingExecutor : public Executor {
     void release(const Request& r) override { real_.release(r); }
 
   private:
-    RealExecutor real_;
+    Executor& real_;
     SimulatedExecutor priced_;
     std::vector<QueueLevel>& levels_;
 };
 
-// Runs `serial` requests one at a time and `batched` ones by continuous
-// batching (batch `batch`), both with the cache, on the real engine, and
-// sets the cost model's three scales from what they measured.
-inline void calibrate_on_a_queue(Transformer& model, std::span<const Request> serial,
-                                 std::span<const Request> batched, int batch,
-                                 const MemoryBudget& budget, std::uint64_t seed, Calibration& cal) {
+// The short real queues (serial service of a few requests, continuous
+// batching of more, both with the cache) have run (RealQueue::run_once);
+// replayed at each step's fastest time and priced by the formulas, they
+// set the cost model's three scales.
+inline void level_on_queues(std::span<RealQueue> queues, const MemoryBudget& budget,
+                            Calibration& cal) {
     const CostModel formulas = cal.cost;
     cal.queue = {{"prefills"}, {"one-sequence decode steps"}, {"batched decode steps"}};
-    const std::vector<Policy> policies = book_policies(batch);
-    for (const auto& [requests, policy] : {std::pair{serial, policies[kSerialCache]},
-                                           std::pair{batched, policies[kContinuousCache]}}) {
-        if (requests.empty()) continue;
-        LevelingExecutor executor(model, formulas, seed, cal.queue);
-        run_schedule(requests, policy, budget, executor);
+    for (RealQueue& q : queues) {
+        q.fastest.replay();
+        LevelingExecutor executor(q.fastest, formulas, cal.queue);
+        run_schedule(q.requests, q.policy, budget, executor);
     }
     auto scale = [](const QueueLevel& level) {
         return level.priced > 0 && level.measured > 0 ? level.measured / level.priced : 1.0;

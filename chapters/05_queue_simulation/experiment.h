@@ -12,10 +12,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../common/core/config.h"
@@ -339,7 +341,8 @@ struct Experiment {
         results.fit = concurrency(results.queue, results.budget);
         results.policies = book_policies(batch);
         std::optional<Transformer> engine;  // built only to measure or to validate
-        price_the_work(results, engine);
+        std::vector<RealQueue> validated;   // the validation's queues on the real engine
+        price_the_work(results, engine, validated);
         simulate_every_policy(results);
         results.timeline = batching_timelines(results.queue, results.budget, model);
         // With a rate: the same requests (every rate above 0 draws the same
@@ -350,27 +353,38 @@ struct Experiment {
                             {results.policies[kSerialCache], results.policies[kStaticCache],
                              results.policies[kContinuousCache]},
                             results.budget, results.cost);
-        validate_on_the_engine(results, engine);
+        validate_on_the_engine(results, engine, validated);
         return results;
     }
 
   private:
     // What each piece of work costs: loaded, counted, or measured now.
-    void price_the_work(Results& results, std::optional<Transformer>& engine) const {
+    // Measured now, the real queues run between the calibration's rounds:
+    // the short queue that sets each kind of step's level, and the
+    // validation's (real_queue.h).
+    void price_the_work(Results& results, std::optional<Transformer>& engine,
+                        std::vector<RealQueue>& validated) const {
         if (!calibration_file.empty()) {
             results.cost = load_cost_model(calibration_file, model);
         } else if (!measures_calibration()) {
             results.cost = analytic_cost_model(model);
         } else {
             engine.emplace(model, seed);
-            Progress progress("calibrating the cost model, round");
+            std::vector<RealQueue> leveling = leveling_queues(results.budget);
+            validated = validation_queues(results);
+            Progress progress("calibrating the cost model and running the real queues, round");
             const auto start = Clock::now();
-            results.calibration =
-                calibrate(*engine,
-                          calibration_context > 0 ? calibration_context
-                                                  : workload.prompt_max + workload.answer_max - 1,
-                          batch, [&](int done, int of) { progress.update(done, of); });
-            level_on_a_queue(results, *engine);
+            results.calibration = calibrate(
+                *engine,
+                calibration_context > 0 ? calibration_context
+                                        : workload.prompt_max + workload.answer_max - 1,
+                batch, [&](int done, int of) { progress.update(done, of); },
+                [&](int round, int rounds) {
+                    for (int run = real_runs_after(round, rounds); run > 0; --run)
+                        for (std::vector<RealQueue>* queues : {&leveling, &validated})
+                            for (RealQueue& q : *queues) q.run_once(*engine, results.budget, seed);
+                });
+            level_on_queues(leveling, results.budget, *results.calibration);
             results.calibration->seconds = seconds_since(start);
             results.cost = results.calibration->cost;
         }
@@ -380,15 +394,19 @@ struct Experiment {
     // The queue's own level of each kind of step (calibration.h): a short
     // real queue, another sample of the same workload (seed + 1), so that
     // the validation's requests are not the ones the model was set on.
-    void level_on_a_queue(Results& results, Transformer& engine) const {
+    std::vector<RealQueue> leveling_queues(const MemoryBudget& budget) const {
         WorkloadOptions w = workload_with_seed();
         w.seed = seed + 1;
         w.rate = 0;
         w.requests = kLevelingRequests;
         const std::vector<Request> sample = make_workload(w);
-        if (first_that_never_fits(sample, results.budget)) return;  // keeps the scales at 1
-        calibrate_on_a_queue(engine, std::span(sample).first(kLevelingSerial), sample, batch,
-                             results.budget, seed, *results.calibration);
+        if (first_that_never_fits(sample, budget)) return {};  // keeps the scales at 1
+        const std::vector<Policy> policies = book_policies(batch);
+        std::vector<RealQueue> queues;
+        queues.emplace_back(policies[kSerialCache],
+                            std::vector<Request>(sample.begin(), sample.begin() + kLevelingSerial));
+        queues.emplace_back(policies[kContinuousCache], sample);
+        return queues;
     }
 
     // The simulation: every policy over the same queue.
@@ -414,28 +432,43 @@ struct Experiment {
     // The first requests of the queue on the real engine too: the cached
     // policies at the chapter's batch size, the ones without the cache
     // (slow for real) on fewer requests in batches of a quarter of them.
-    void validate_on_the_engine(Results& results, std::optional<Transformer>& engine) const {
-        const int cached = requests_to_validate();
-        const int uncached = std::min(validate_no_cache, workload.requests);
-        if (cached == 0 && uncached == 0) return;
-        if (!engine) engine.emplace(model, seed);
-        Progress progress("validating against the real engine");
+    std::vector<RealQueue> validation_queues(const Results& results) const {
+        std::vector<RealQueue> queues;
         auto run_on = [&](int requests, std::vector<Policy> policies) {
             WorkloadOptions few = results.work;
             few.requests = requests;
-            for (ValidationRow& row :
-                 kv::validate(*engine, make_workload(few), policies, results.budget, results.cost,
-                              seed, [&](int done, int of) { progress.update(done, of); }))
-                results.validation.push_back(row);
+            const std::vector<Request> first = make_workload(few);
+            for (const Policy& p : policies) queues.emplace_back(p, first);
         };
+        const int cached = requests_to_validate();
+        const int uncached = std::min(validate_no_cache, workload.requests);
         const std::vector<Policy> all = book_policies(batch);
         const std::vector<Policy> few = book_policies(validation_batch(uncached, batch));
         if (uncached > 0)
             run_on(uncached,
                    {few[kSerialNoCache], few[kSerialNoCache + 1], few[kSerialNoCache + 2]});
-        results.validation_batch = batch;
         if (cached > 0)
             run_on(cached, {all[kSerialCache], all[kStaticCache], all[kContinuousCache]});
+        return queues;
+    }
+
+    // The validation's real queues against the simulator. Unless they ran
+    // between the calibration's rounds, they run now, kRealRuns times each.
+    void validate_on_the_engine(Results& results, std::optional<Transformer>& engine,
+                                std::vector<RealQueue>& queues) const {
+        if (!results.calibration) queues = validation_queues(results);
+        if (queues.empty()) return;
+        if (!results.calibration) {
+            if (!engine) engine.emplace(model, seed);
+            Progress progress("validating against the real engine");
+            for (std::size_t i = 0; i < queues.size(); ++i) {
+                for (int run = 0; run < kRealRuns; ++run)
+                    queues[i].run_once(*engine, results.budget, seed);
+                progress.update(long(i + 1), long(queues.size()));
+            }
+        }
+        results.validation_batch = batch;
+        results.validation = compare_with_simulator(queues, results.budget, results.cost);
     }
 
     // Whether the cost model is measured now, by calibration probes on the engine.

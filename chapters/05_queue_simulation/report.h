@@ -101,14 +101,16 @@ inline void print_cost_model(std::ostream& out, const CostModel& m, const Calibr
                 if (!worst || std::fabs(p.fitted / p.seconds - 1) >
                                   std::fabs(worst->fitted / worst->seconds - 1))
                     worst = &p;
-        out << " in " << format_duration(cal->seconds) << ", "
+        out << " in " << format_duration(cal->seconds) << " (its probes, and the real queues run "
+            << kRealRuns << " times between their rounds), "
             << cal->passes.size() + cal->steps.size() << " points; largest fit error "
             << percent(m.fit_error, false) << " (" << worst->what << ": measured "
             << ms(worst->seconds) << ", model " << ms(worst->fitted) << ")";
     }
     if (cal && !cal->queue.empty()) {
         out << "\n  a short real queue (" << kLevelingRequests
-            << " requests, another sample) ran each kind of step with the cache at:";
+            << " requests, another sample, each step the fastest of " << kRealRuns
+            << " runs) ran each kind of step with the cache at:";
         for (std::size_t i = 0; i < cal->queue.size(); ++i) {
             const QueueLevel& q = cal->queue[i];
             out << (i ? "; " : " ") << q.what << " x"
@@ -381,7 +383,8 @@ inline void print_report(std::ostream& out, const Results& run, const Plots& plo
     }
     if (!run.validation.empty()) {
         out << "\nvalidation: the first requests of the queue on the real engine against the "
-               "simulator, both timed in the thread's CPU time; seconds\n";
+               "simulator, both timed in the thread's CPU time, each real step the fastest of "
+            << kRealRuns << " runs; seconds\n";
         validation_table(run.validation).print(out);
     }
     if (!run.saved_workload.empty())

@@ -5,7 +5,8 @@
 // simulator with the cost model. The scheduler code is the same in both, so
 // any difference in time to first token is the cost model's error. The
 // real run is timed with the thread's CPU time, as the calibration is, so
-// that other work on the machine does not count as the engine's.
+// that other work on the machine does not count as the engine's, and
+// several times, each step at its fastest (real_queue.h).
 #pragma once
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "cpu_time.h"
 #include "metrics.h"
 #include "real_executor.h"
+#include "real_queue.h"
 #include "scheduler.h"
 
 namespace kv {
@@ -57,31 +59,40 @@ inline double relative_error(double simulated, double real) {
     return real > 0 ? simulated / real - 1 : 0;
 }
 
-// After each policy, on_policy(policies done, of).
+// Each real queue against the simulator's replay of the same requests.
+inline std::vector<ValidationRow> compare_with_simulator(std::span<const RealQueue> queues,
+                                                         const MemoryBudget& budget,
+                                                         const CostModel& cost) {
+    std::vector<ValidationRow> rows;
+    for (const RealQueue& q : queues) {
+        std::vector<int> sim_order;
+        SimulatedExecutor simulated(cost);
+        const Schedule replayed =
+            run_schedule(q.requests, q.policy, budget, simulated, record_admissions(sim_order));
+        rows.push_back({q.policy.name, summarize(q.schedule), summarize(replayed),
+                        q.order == sim_order, int(q.requests.size()), q.policy.batch});
+    }
+    return rows;
+}
+
+// The requests under each policy on the real engine, `runs` times in a row
+// (when the cost model was not measured just now, there are no rounds to
+// run them between), then against the simulator. After each policy's
+// runs, on_policy(policies done, of).
 inline std::vector<ValidationRow> validate(Transformer& model, std::span<const Request> requests,
                                            const std::vector<Policy>& policies,
                                            const MemoryBudget& budget, const CostModel& cost,
                                            std::uint64_t seed,
                                            const std::function<void(int, int)>& on_policy = {},
-                                           StepClock clock = StepClock::thread_cpu) {
-    std::vector<ValidationRow> rows;
+                                           StepClock clock = StepClock::thread_cpu,
+                                           int runs = kRealRuns) {
+    std::vector<RealQueue> queues;
     for (const Policy& policy : policies) {
-        std::vector<int> real_order, sim_order;
-        auto record = [](std::vector<int>& order) {
-            return [&order](const ScheduleEvent& e) {
-                if (e.kind == ScheduleEvent::admit) order.push_back(e.request);
-            };
-        };
-        RealExecutor real(model, seed, clock);
-        const Schedule measured = run_schedule(requests, policy, budget, real, record(real_order));
-        SimulatedExecutor simulated(cost);
-        const Schedule replayed =
-            run_schedule(requests, policy, budget, simulated, record(sim_order));
-        rows.push_back({policy.name, summarize(measured), summarize(replayed),
-                        real_order == sim_order, int(requests.size()), policy.batch});
-        if (on_policy) on_policy(int(rows.size()), int(policies.size()));
+        queues.emplace_back(policy, std::vector<Request>(requests.begin(), requests.end()));
+        for (int run = 0; run < runs; ++run) queues.back().run_once(model, budget, seed, clock);
+        if (on_policy) on_policy(int(queues.size()), int(policies.size()));
     }
-    return rows;
+    return compare_with_simulator(queues, budget, cost);
 }
 
 }  // namespace kv

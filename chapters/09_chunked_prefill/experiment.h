@@ -13,10 +13,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../common/core/block_pool.h"
@@ -28,6 +30,7 @@
 #include "../05_queue_simulation/experiment.h"
 #include "../05_queue_simulation/metrics.h"
 #include "../05_queue_simulation/real_executor.h"
+#include "../05_queue_simulation/real_queue.h"
 #include "../07_paged_kv_cache/paged_executor.h"
 #include "../07_paged_kv_cache/paged_memory.h"
 #include "step_calibration.h"
@@ -66,6 +69,7 @@ struct Results {
     int chunk = 0;  // the headline's chunk size
     StepCost cost;
     std::vector<StepProbe> probes;  // measured: the calibration's steps
+    std::vector<StepLevel> levels;  // measured: each kind of step in the short real queues
     double calibration_seconds = 0;
     std::vector<StepRule> rules;
     std::vector<QueueRun> runs;
@@ -117,6 +121,22 @@ class CountingExecutor : public Executor {
     Executor& inner_;
 };
 
+// The short real queues that set each kind of step's level (step_calibration.h).
+inline const std::string kLevelingQueue = "leveling";
+inline constexpr int kLevelingRequests = 32;
+
+// A queue the real engine runs kRealRuns times: its last run, each step
+// at the fastest of its runs.
+struct EngineQueue {
+    EngineQueue(std::string w, StepRule r, std::span<const Request> q)
+        : workload(std::move(w)), rule(std::move(r)), requests(q) {}
+    std::string workload;
+    StepRule rule;
+    std::span<const Request> requests;
+    FastestOfRuns fastest;
+    QueueRun run;
+};
+
 struct Experiment {
     ch05::Experiment queue;  // chapter 05's model, queue, batch and KV budget (its flags)
     int chunk = 64;          // the headline's chunk size: prompt tokens per step at most
@@ -124,7 +144,7 @@ struct Experiment {
     int block_size = 16;     // chapter 07's blocks
     double watermark = 0.05;
     int engine_requests = 48;  // each queue's first requests on the real engine too; 0: none
-    int rounds = 5;            // calibration rounds (the median is kept)
+    int rounds = 5;            // calibration rounds (the fastest is kept)
 
     Experiment() {
         queue.validate = 0;
@@ -141,7 +161,8 @@ struct Experiment {
         flags.add("watermark", watermark, 0.0, 0.5, "share of the blocks admission keeps free");
         flags.add("engine-requests", engine_requests, 0, 10'000'000,
                   "requests of each queue the real engine runs too (0: the simulator only)");
-        flags.add("rounds", rounds, 1, 100, "calibration rounds per step shape (median)");
+        flags.add("rounds", rounds, 1, 100,
+                  "calibration rounds per step shape (the fastest is kept)");
     }
 
     void check() const {
@@ -191,7 +212,6 @@ struct Experiment {
             int((queue.kv_budget_mib << 20) / BlockPool::bytes_per_block(queue.model, block_size));
         r.chunk = chunk;
         Transformer model(queue.model, queue.seed);
-        price_the_steps(r, model);
         r.rules = {{kPrefillFirst, 0}, {kBatchedPrefill, 0}};
         std::vector<int> chunks = kChunks;
         if (std::find(chunks.begin(), chunks.end(), chunk) == chunks.end())
@@ -203,15 +223,56 @@ struct Experiment {
         const std::vector<std::pair<std::string, std::vector<Request>>> queues = {
             {kShortPrompts, make_workload(r.work)},
             {long_prompts(long_prompt), make_workload(long_work)}};
-        Progress progress("the queues on the real engine, run");
-        const int total = engine_requests > 0 ? int(queues.size() * r.rules.size()) : 0;
-        int done = 0;
+        // The real engine's queues: each runs kRealRuns times, each step
+        // at its fastest (chapter 05's real_queue.h), between the
+        // calibration's rounds when it is measured now.
+        std::vector<EngineQueue> engine;
         for (const auto& [name, all] : queues)
             for (const StepRule& rule : r.rules)
-                for (const auto& [engine, n] : sides()) {
-                    r.runs.push_back(run_queue(name, rule, std::span(all).first(std::size_t(n)),
-                                               engine, model, r));
-                    if (engine) progress.update(++done, total);
+                for (const auto& [on_engine, n] : sides())
+                    if (on_engine)
+                        engine.emplace_back(name, rule, std::span(all).first(std::size_t(n)));
+        // The short real queues that set each kind of step's level:
+        // another sample of the long prompts (seed + 1), under the
+        // headline's chunks and under prefill first.
+        WorkloadOptions sample = long_work;
+        sample.seed += 1;
+        sample.requests = kLevelingRequests;
+        const std::vector<Request> leveling_requests = make_workload(sample);
+        if (queue.cost_model != "analytic" && engine_requests > 0)
+            for (const StepRule& rule :
+                 {StepRule{chunked(chunk), chunk}, StepRule{kPrefillFirst, 0}})
+                engine.emplace_back(kLevelingQueue, rule, std::span(leveling_requests));
+        Progress progress("the queues on the real engine, run");
+        long done = 0;
+        auto run_engine = [&](int runs) {
+            for (int run = 0; run < runs; ++run)
+                for (EngineQueue& e : engine) {
+                    run_on_engine(e, model, r);
+                    progress.update(++done, long(engine.size()) * kRealRuns);
+                }
+        };
+        price_the_steps(r, model, run_engine);
+        // Each leveling queue's steps at their fastest, priced by the formula.
+        r.levels = no_step_levels();
+        for (EngineQueue& e : engine)
+            if (e.workload == kLevelingQueue) {
+                e.fastest.replay();
+                StepLevelingExecutor leveling(e.fastest, r.cost, r.levels);
+                run_queue(e.workload, e.rule, e.requests, true, leveling, r);
+            }
+        set_step_scales(r.cost, r.levels);
+        for (const auto& [name, all] : queues)
+            for (const StepRule& rule : r.rules)
+                for (const auto& [on_engine, n] : sides()) {
+                    if (!on_engine) {
+                        r.runs.push_back(
+                            simulate(name, rule, std::span(all).first(std::size_t(n)), r));
+                        continue;
+                    }
+                    for (const EngineQueue& e : engine)
+                        if (e.run.workload == name && e.run.rule.name == rule.name)
+                            r.runs.push_back(e.run);
                 }
         return r;
     }
@@ -220,15 +281,19 @@ struct Experiment {
     // The widest batch the calibration times (chapter 05's limit).
     int calibrated_batch() const { return std::clamp(queue.batch, 1, kMostCalibratedBatch); }
 
-    void price_the_steps(Results& r, Transformer& model) const {
+    // Counted, or measured now with run_engine(runs) between the rounds.
+    void price_the_steps(Results& r, Transformer& model,
+                         const std::function<void(int)>& run_engine) const {
         if (queue.cost_model == "analytic") {
             r.cost = analytic_step_cost(queue.model);
+            run_engine(kRealRuns);
             return;
         }
         Progress progress("calibrating the step cost, round");
         const StepCalibration cal = calibrate_step_cost(
             model, calibrated_batch(), queue.model.max_seq - 1, std::max(chunk, 512), block_size,
-            rounds, [&](int done, int of) { progress.update(done, of); });
+            rounds, [&](int done, int of) { progress.update(done, of); },
+            [&](int round, int of) { run_engine(real_runs_after(round, of)); });
         r.cost = cal.cost;
         r.probes = cal.probes;
         r.calibration_seconds = cal.seconds;
@@ -239,8 +304,23 @@ struct Experiment {
         return queue_sides(queue.workload.requests, engine_requests);
     }
 
+    // One queue in the simulator.
+    QueueRun simulate(const std::string& name, const StepRule& rule,
+                      std::span<const Request> requests, const Results& r) const {
+        StepCostSimulator priced(r.cost);
+        return run_queue(name, rule, requests, false, priced, r);
+    }
+
+    // One more run of a queue on the real engine, on a fresh pool.
+    void run_on_engine(EngineQueue& e, Transformer& model, const Results& r) const {
+        BlockPool pool(queue.model, block_size, r.blocks);
+        PagedExecutor real(model, queue.seed, pool, Preemption::recompute, StepClock::thread_cpu);
+        e.fastest.start_run(real);
+        e.run = run_queue(e.workload, e.rule, e.requests, true, e.fastest, r);
+    }
+
     QueueRun run_queue(const std::string& name, const StepRule& rule,
-                       std::span<const Request> requests, bool engine, Transformer& model,
+                       std::span<const Request> requests, bool engine, Executor& executor,
                        const Results& r) const {
         const Policy policy = book_policies(queue.batch)[kContinuousCache];
         const std::unique_ptr<StepComposition> steps = steps_for(rule);
@@ -253,22 +333,10 @@ struct Experiment {
         q.rule = rule;
         q.engine = engine;
         q.requests = int(requests.size());
-        Schedule s;
-        if (engine) {
-            BlockPool pool(queue.model, block_size, r.blocks);
-            PagedExecutor inner(model, queue.seed, pool, Preemption::recompute,
-                                StepClock::thread_cpu);
-            CountingExecutor counting(inner);
-            s = run_schedule(requests, policy, memory, *steps, counting);
-            q.mixed = counting.mixed;
-            q.most_prompt = counting.most_prompt;
-        } else {
-            StepCostSimulator inner(r.cost);
-            CountingExecutor counting(inner);
-            s = run_schedule(requests, policy, memory, *steps, counting);
-            q.mixed = counting.mixed;
-            q.most_prompt = counting.most_prompt;
-        }
+        CountingExecutor counting(executor);
+        const Schedule s = run_schedule(requests, policy, memory, *steps, counting);
+        q.mixed = counting.mixed;
+        q.most_prompt = counting.most_prompt;
         q.summary = summarize(s);
         q.steps = s.decode_steps;
         return q;

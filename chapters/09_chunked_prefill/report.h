@@ -166,6 +166,9 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("step_per_pair_s", r.cost.per_pair)
                     .add("step_per_position_s", r.cost.per_position)
                     .add("step_fit_error", r.cost.fit_error)
+                    .add("prompt_step_scale", r.cost.prompt_scale)
+                    .add("decode_step_scale", r.cost.decode_scale)
+                    .add("mixed_step_scale", r.cost.mixed_scale)
                     .add("probes", probes)
                     .add("kv_budget_mib", r.kv_budget_mib)
                     .add("block_size", r.block_size)
@@ -201,9 +204,23 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (!r.probes.empty()) {
         std::cout << "  fitted to " << r.probes.size() << " steps of every mix, timed in "
                   << fixed(r.calibration_seconds, 1)
-                  << " s (thread CPU time, median of the rounds); " << within(r, 0.03)
-                  << " of them within 3 %, the largest error " << fixed(100 * r.cost.fit_error, 1)
-                  << "%\n";
+                  << " s with the real queues run between the rounds (thread CPU time, the "
+                     "fastest of the rounds); "
+                  << within(r, 0.03) << " of them within 3 %, the largest error "
+                  << fixed(100 * r.cost.fit_error, 1) << "%\n";
+    }
+    if (std::any_of(r.levels.begin(), r.levels.end(), [](const StepLevel& l) { return l.steps; })) {
+        std::cout << "  short real queues (" << kLevelingRequests << " requests of "
+                  << r.long_prompt << "-token prompts, another sample; chunked " << r.chunk
+                  << " and prefill first; each step the fastest of " << kRealRuns
+                  << " runs) ran each kind of step at:";
+        for (std::size_t i = 0; i < r.levels.size(); ++i) {
+            const StepLevel& l = r.levels[i];
+            std::cout << (i ? "; " : " ") << l.what << " x"
+                      << fixed(l.priced > 0 && l.measured > 0 ? l.measured / l.priced : 1.0, 3)
+                      << " (" << l.steps << ")";
+        }
+        std::cout << "\n";
     }
     std::cout << "\nShort prompts (times to first token in s, between tokens in ms):\n";
     short_table.print(std::cout);
@@ -212,7 +229,8 @@ inline int report(const Results& r, const OutputOptions& out) {
     std::cout << "tbt: time between two tokens of one answer, over every gap; batch: mean\n"
               << "requests answered per decode step; mixed steps: steps\n"
               << "with decode rows and prompt tokens both; most prompt: the most prompt tokens\n"
-              << "one step carried; the engine's steps are timed by the thread's CPU time\n";
+              << "one step carried; the engine's steps are timed by the thread's CPU time, each\n"
+              << "the fastest of " << kRealRuns << " runs\n";
     if (std::any_of(r.runs.begin(), r.runs.end(), [](const QueueRun& q) { return q.engine; })) {
         std::cout << "\nThe simulator against the engine on the same requests (simulator / engine "
                      "- 1, %):\n";

@@ -6,8 +6,10 @@
 // the one formula of step_cost.h to the timings by non-negative least
 // squares on relative error (chapter 05's fit, with five unknowns). Each
 // step is timed by the thread's CPU time, shape after shape, round after
-// round, and the median of the rounds kept: a burst of other work on the
-// machine slows one run of many shapes, not every run of one.
+// round, and the fastest of the rounds kept: a burst of other work on the
+// machine slows one run of many shapes, not every run of one. The real
+// queues the simulator is compared with run between the rounds, each step
+// at the fastest of its runs (chapter 05's real_queue.h).
 #pragma once
 
 #include <algorithm>
@@ -32,7 +34,7 @@ namespace kv {
 struct StepProbe {
     std::string what;  // "decode 8 x 256 + chunk 64 after 0"
     StepWork work;
-    double seconds = 0;  // measured: the median of the rounds
+    double seconds = 0;  // measured: the fastest of the rounds
     double fitted = 0;   // what the fitted formula says
 };
 
@@ -99,9 +101,11 @@ inline std::uint64_t step_calibration_positions(int largest_batch, int longest, 
 // (chapter 07), built anew at its turn and given back after; each is run
 // twice in a row and the second run timed, so that a step is measured with
 // the weights and its caches as warm as in a queue's run of steps.
+// After each timed round, after_round(round, rounds) may run real queues.
 inline StepCalibration calibrate_step_cost(Transformer& model, int largest_batch, int longest,
                                            int largest_chunk, int block_size, int rounds,
-                                           const std::function<void(int, int)>& on_round) {
+                                           const std::function<void(int, int)>& on_round,
+                                           const std::function<void(int, int)>& after_round = {}) {
     const Config& c = model.config();
     const auto start = Clock::now();
     const std::vector<StepShape> shapes = step_shapes(largest_batch, longest, largest_chunk);
@@ -158,12 +162,14 @@ inline StepCalibration calibrate_step_cost(Transformer& model, int largest_batch
             if (round > 0) seconds_of[k].push_back(took);
         }
         if (on_round) on_round(round, rounds);
+        if (after_round && round > 0) after_round(round, rounds);
     }
     StepCalibration cal;
     std::vector<std::array<double, 5>> features;
     std::vector<double> seconds;
     for (std::size_t k = 0; k < shapes.size(); ++k) {
-        probes[k].seconds = std::max(median(seconds_of[k]), 1e-9);
+        probes[k].seconds =
+            std::max(*std::min_element(seconds_of[k].begin(), seconds_of[k].end()), 1e-9);
         const StepWork& w = probes[k].work;
         features.push_back({1.0, w.rows, w.sequences, w.pairs, w.positions});
         seconds.push_back(probes[k].seconds);
@@ -184,6 +190,55 @@ inline StepCalibration calibrate_step_cost(Transformer& model, int largest_batch
     cal.cost.source = "measured on this machine";
     cal.seconds = seconds_since(start);
     return cal;
+}
+
+// ------------------------------------------------- the queue's own level
+
+// The probes time each shape alone, twice in a row; a queue runs its steps
+// in its own order and mix (a step of chunks after a decode step, caches
+// that grow a block at a time, a new table for every request). As chapter
+// 05 does (calibration.h, LevelingExecutor), a short real queue sets the
+// level of each kind of step: measured over what the formula says.
+struct StepLevel {
+    std::string what;  // "prompt-only steps", "decode-only steps", "mixed steps"
+    int steps = 0;
+    double measured = 0, priced = 0;  // seconds
+};
+
+class StepLevelingExecutor : public Executor {
+  public:
+    // `real` runs the steps, or replays them (chapter 05's real_queue.h).
+    StepLevelingExecutor(Executor& real, const StepCost& cost, std::vector<StepLevel>& levels)
+        : real_(real), cost_(cost), levels_(levels) {}
+    double run(const StepPlan& plan) override {
+        StepLevel& level = levels_[std::size_t(kind_of(plan))];
+        const double priced = cost_.seconds(work_of(plan)), measured = real_.run(plan);
+        level.steps += 1;
+        level.priced += priced;
+        level.measured += measured;
+        return measured;
+    }
+    void release(const Request& r) override { real_.release(r); }
+
+  private:
+    Executor& real_;
+    const StepCost& cost_;
+    std::vector<StepLevel>& levels_;
+};
+
+inline std::vector<StepLevel> no_step_levels() {
+    return {{"prompt-only steps"}, {"decode-only steps"}, {"mixed steps"}};
+}
+
+// Sets the cost's three scales from what the levels measured.
+inline void set_step_scales(StepCost& cost, const std::vector<StepLevel>& levels) {
+    auto scale = [&](StepKind k) {
+        const StepLevel& l = levels[std::size_t(k)];
+        return l.priced > 0 && l.measured > 0 ? l.measured / l.priced : 1.0;
+    };
+    cost.prompt_scale = scale(StepKind::prompt);
+    cost.decode_scale = scale(StepKind::decode);
+    cost.mixed_scale = scale(StepKind::mixed);
 }
 
 }  // namespace kv

@@ -64,6 +64,16 @@ inline StepWork work_of(const StepPlan& plan) {
     return w;
 }
 
+// The three kinds of step a queue runs: prompt tokens only (a prefill, or
+// chunks with no decode row beside them), decode rows only, or both.
+enum class StepKind { prompt, decode, mixed };
+inline StepKind kind_of(const StepPlan& plan) {
+    bool prompt = false, decode = false;
+    for (const StepRow& row : plan.rows)
+        (row.request->status == RequestStatus::prefilling ? prompt : decode) = true;
+    return prompt && decode ? StepKind::mixed : prompt ? StepKind::prompt : StepKind::decode;
+}
+
 struct StepCost {
     double fixed = 0;         // seconds per step: the weights read once
     double per_row = 0;       // seconds per token through the layers
@@ -72,10 +82,23 @@ struct StepCost {
     double per_position = 0;  // seconds per position a sequence's attention reads
     double fit_error = 0;     // measured: largest relative error over the probes
     std::string source;       // "analytic ..." or "measured on this machine"
+    // The level a real queue runs each kind of step at, against the
+    // formula (step_calibration.h, level_steps); 1: as the formula says.
+    double prompt_scale = 1, decode_scale = 1, mixed_scale = 1;
 
+    // The formula alone, as the probes are fitted.
     double seconds(const StepWork& w) const {
         return fixed + per_row * w.rows + per_sequence * w.sequences + per_pair * w.pairs +
                per_position * w.positions;
+    }
+    double scale(StepKind k) const {
+        return k == StepKind::prompt   ? prompt_scale
+               : k == StepKind::decode ? decode_scale
+                                       : mixed_scale;
+    }
+    // A step of a queue: the formula at its kind's level.
+    double seconds(const StepPlan& plan) const {
+        return seconds(work_of(plan)) * scale(kind_of(plan));
     }
 };
 
@@ -98,7 +121,7 @@ inline StepCost analytic_step_cost(const Config& c) {
 class StepCostSimulator : public Executor {
   public:
     explicit StepCostSimulator(StepCost cost) : cost_(std::move(cost)) {}  // its own copy
-    double run(const StepPlan& plan) override { return cost_.seconds(work_of(plan)); }
+    double run(const StepPlan& plan) override { return cost_.seconds(plan); }
 
   private:
     StepCost cost_;

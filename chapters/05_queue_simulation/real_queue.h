@@ -1,0 +1,137 @@
+// Chapter 05: a queue on the real engine, run several times, each step
+// timed at its fastest, so that a real run is measured as the bench
+// measures a kernel.
+//
+// The thread's CPU time (cpu_time.h) leaves out the moments other programs
+// run instead of ours, but not how much slower ours runs beside them: a
+// virtual processor shares its physical core and the machine's caches and
+// memory with whatever else the host runs. On this book's shared machines
+// the same small engine step has taken twice as long from one second to
+// the next. One real run then measures the neighbours as much as the engine.
+//
+// A queue with every request there at the start is decided by counts
+// alone (who fits, who is answered), never by how long a step took, so
+// every run of it runs the same steps in the same order, and each step can
+// be timed at the fastest of its runs: a burst of other work slows one run
+// of a step, not all of them. The machine also drifts over minutes, so
+// when the cost model is measured now, the real runs are made between the
+// calibration's rounds (experiment.h): both sides then sample the same
+// minutes of the machine, and each keeps the fastest of what it timed.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../../common/core/transformer.h"
+#include "memory_budget.h"
+#include "real_executor.h"
+#include "scheduler.h"
+#include "step_plan.h"
+
+namespace kv {
+
+// How many times the book runs a real queue it compares with the simulator.
+inline constexpr int kRealRuns = 3;
+
+class FastestOfRuns : public Executor {
+  public:
+    // The next run of the queue executes on `engine` (a fresh one each
+    // run: its caches start empty). Runs after the first must run the
+    // same steps: a different step is a logic error, thrown.
+    void start_run(Executor& engine) {
+        engine_ = &engine;
+        runs_ += 1;
+        step_ = 0;
+    }
+    // Run the queue once more without an engine: each step returns its
+    // fastest time so far (to price a queue's steps after the runs).
+    void replay() {
+        engine_ = nullptr;
+        step_ = 0;
+    }
+    int runs() const { return runs_; }
+
+    double run(const StepPlan& plan) override {
+        const Shape shape = shape_of(plan);
+        if (!engine_) {
+            if (step_ >= shapes_.size() || shapes_[step_] != shape)
+                throw std::logic_error("FastestOfRuns: the replay ran another step " +
+                                       std::to_string(step_) + " than the runs");
+            return fastest_[step_++];
+        }
+        const double seconds = engine_->run(plan);
+        if (runs_ == 1) {
+            shapes_.push_back(shape);
+            fastest_.push_back(seconds);
+        } else if (step_ >= shapes_.size() || shapes_[step_] != shape) {
+            throw std::logic_error("FastestOfRuns: run " + std::to_string(runs_) +
+                                   " ran another step " + std::to_string(step_) +
+                                   " than the first run");
+        } else {
+            fastest_[step_] = std::min(fastest_[step_], seconds);
+        }
+        return fastest_[step_++];
+    }
+    void release(const Request& r) override {
+        if (engine_) engine_->release(r);
+    }
+
+  private:
+    // What identifies a step: its rows, each as (request, first position, tokens).
+    using Shape = std::vector<std::array<int, 3>>;
+    static Shape shape_of(const StepPlan& plan) {
+        Shape s;
+        for (const StepRow& row : plan.rows) s.push_back({row.request->id, row.first, row.tokens});
+        return s;
+    }
+
+    Executor* engine_ = nullptr;
+    int runs_ = 0;
+    std::size_t step_ = 0;         // steps so far in this run
+    std::vector<Shape> shapes_;    // (steps) of the first run
+    std::vector<double> fastest_;  // (steps) seconds, the fastest run of each so far
+};
+
+// How many of the kRealRuns runs of the real queues come after
+// calibration round `round` (1..rounds): spread evenly from the first
+// round to the last, so that both sides sample the same minutes.
+inline int real_runs_after(int round, int rounds) {
+    int n = 0;
+    for (int run = 0; run < kRealRuns; ++run)
+        n += round == 1 + run * (rounds - 1) / std::max(1, kRealRuns - 1);
+    return n;
+}
+
+// Records the requests in the order the scheduler admits them.
+inline ScheduleObserver record_admissions(std::vector<int>& order) {
+    return [&order](const ScheduleEvent& e) {
+        if (e.kind == ScheduleEvent::admit) order.push_back(e.request);
+    };
+}
+
+// One queue under one policy on the real engine, run as often as asked.
+struct RealQueue {
+    RealQueue(Policy p, std::vector<Request> r) : policy(std::move(p)), requests(std::move(r)) {}
+
+    Policy policy;
+    std::vector<Request> requests;  // the workload, as run_schedule takes it
+    FastestOfRuns fastest;
+    Schedule schedule;       // the last run's, each step at the fastest of its runs
+    std::vector<int> order;  // the requests as the last run admitted them
+
+    // One more run, on a fresh real executor (its caches start empty).
+    void run_once(Transformer& model, const MemoryBudget& budget, std::uint64_t seed,
+                  StepClock clock = StepClock::thread_cpu) {
+        order.clear();
+        RealExecutor real(model, seed, clock);
+        fastest.start_run(real);
+        schedule = run_schedule(requests, policy, budget, fastest, record_admissions(order));
+    }
+};
+
+}  // namespace kv

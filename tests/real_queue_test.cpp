@@ -1,0 +1,155 @@
+// Chapter 05: a real queue run several times keeps each step's fastest
+// time, refuses a run that ran other steps, and replays what it kept; the
+// calibration's rounds leave room for the real runs between them.
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <stdexcept>
+#include <vector>
+
+#include "../chapters/05_queue_simulation/calibration.h"
+#include "../chapters/05_queue_simulation/real_queue.h"
+#include "../chapters/05_queue_simulation/validation.h"
+#include "tiny_models.h"
+
+using namespace kv;
+
+namespace {
+
+// Prices every step with the analytic model, times a scripted factor that
+// depends on the run and the step: a stand-in for a noisy machine.
+class ScriptedExecutor : public Executor {
+  public:
+    ScriptedExecutor(const CostModel& cost, std::vector<double> factors)
+        : priced_(cost), factors_(std::move(factors)) {}
+    double run(const StepPlan& plan) override {
+        const double f = factors_[step_++ % factors_.size()];
+        return priced_.run(plan) * f;
+    }
+    std::size_t steps() const { return step_; }
+
+  private:
+    SimulatedExecutor priced_;
+    std::vector<double> factors_;
+    std::size_t step_ = 0;
+};
+
+MemoryBudget roomy_budget(const Config& c) {
+    MemoryBudget b;
+    b.bytes_per_token = c.kv_bytes_per_token();
+    b.tokens = 4096;
+    b.bytes = b.tokens * b.bytes_per_token;
+    return b;
+}
+
+std::vector<Request> small_queue(int requests) {
+    WorkloadOptions w;
+    w.requests = requests;
+    w.prompt_min = 3;
+    w.prompt_max = 9;
+    w.answer_len = 4;
+    w.answer_max = 8;
+    w.seed = 3;
+    return make_workload(w);
+}
+
+}  // namespace
+
+TEST_CASE("FastestOfRuns keeps each step's fastest run and replays it") {
+    const Config c = test::tiny_config();
+    const CostModel cost = analytic_cost_model(c);
+    const MemoryBudget budget = roomy_budget(c);
+    const std::vector<Request> queue = small_queue(6);
+    const Policy policy = book_policies(3)[kContinuousCache];
+
+    // The noiseless schedule: every step at factor 1.
+    ScriptedExecutor exact(cost, {1.0});
+    const Schedule truth = run_schedule(queue, policy, budget, exact);
+
+    // Three runs, each slowing a different third of the steps by 2x or
+    // 3x: the fastest of each step is the exact price, so the last run's
+    // schedule is the noiseless one to the last bit.
+    FastestOfRuns fastest;
+    std::vector<ScriptedExecutor> runs = {ScriptedExecutor(cost, {2.0, 1.0, 1.0}),
+                                          ScriptedExecutor(cost, {1.0, 3.0, 1.0}),
+                                          ScriptedExecutor(cost, {1.0, 1.0, 2.0})};
+    Schedule last;
+    for (ScriptedExecutor& run : runs) {
+        fastest.start_run(run);
+        last = run_schedule(queue, policy, budget, fastest);
+    }
+    CHECK(fastest.runs() == 3);
+    REQUIRE(last.requests.size() == truth.requests.size());
+    CHECK(last.end_s == truth.end_s);
+    for (std::size_t i = 0; i < truth.requests.size(); ++i) {
+        CHECK(last.requests[i].first_token_s == truth.requests[i].first_token_s);
+        CHECK(last.requests[i].last_token_s == truth.requests[i].last_token_s);
+    }
+    // A single slow run alone would not have given it.
+    FastestOfRuns once;
+    ScriptedExecutor slow(cost, {2.0, 1.0, 1.0});
+    once.start_run(slow);
+    CHECK(run_schedule(queue, policy, budget, once).end_s > truth.end_s);
+
+    // The replay runs no engine and gives the same times again.
+    fastest.replay();
+    const Schedule replayed = run_schedule(queue, policy, budget, fastest);
+    CHECK(replayed.end_s == truth.end_s);
+}
+
+TEST_CASE("FastestOfRuns refuses a run that ran other steps than the first") {
+    const Config c = test::tiny_config();
+    const CostModel cost = analytic_cost_model(c);
+    const MemoryBudget budget = roomy_budget(c);
+    const std::vector<Request> queue = small_queue(6);
+    FastestOfRuns fastest;
+    ScriptedExecutor first(cost, {1.0}), second(cost, {1.0});
+    fastest.start_run(first);
+    run_schedule(queue, book_policies(3)[kContinuousCache], budget, fastest);
+    fastest.start_run(second);
+    CHECK_THROWS_AS(run_schedule(queue, book_policies(3)[kStaticCache], budget, fastest),
+                    std::logic_error);
+    fastest.replay();
+    CHECK_THROWS_AS(run_schedule(queue, book_policies(2)[kContinuousCache], budget, fastest),
+                    std::logic_error);
+}
+
+TEST_CASE("a real queue run again gives the same tokens and admits in the same order") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 5);
+    const MemoryBudget budget = roomy_budget(c);
+    RealQueue q(book_policies(3)[kContinuousCache], small_queue(5));
+    q.run_once(model, budget, 7);
+    const std::vector<int> order = q.order;
+    std::vector<std::vector<int>> tokens;
+    for (const Request& r : q.schedule.requests) tokens.push_back(r.token_ids);
+    q.run_once(model, budget, 7);
+    CHECK(q.fastest.runs() == 2);
+    CHECK(q.order == order);
+    REQUIRE(q.schedule.requests.size() == tokens.size());
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        CHECK(q.schedule.requests[i].token_ids == tokens[i]);
+}
+
+TEST_CASE("calibrate leaves a turn after every round, in order") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 5);
+    std::vector<int> after;
+    calibrate(model, 20, 4, {}, [&](int round, int rounds) {
+        CHECK(rounds == 5);
+        after.push_back(round);
+    });
+    CHECK(after == std::vector<int>{1, 2, 3, 4, 5});
+}
+
+TEST_CASE("the real runs are spread over the calibration's rounds, kRealRuns in all") {
+    for (int rounds : {1, 2, 3, 5, 9, 100}) {
+        int total = 0;
+        for (int round = 1; round <= rounds; ++round) total += real_runs_after(round, rounds);
+        CHECK(total == kRealRuns);
+        CHECK(real_runs_after(1, rounds) >= 1);       // from the first round
+        CHECK(real_runs_after(rounds, rounds) >= 1);  // to the last
+    }
+    CHECK(real_runs_after(3, 5) == 1);
+    CHECK(real_runs_after(2, 5) == 0);
+}
