@@ -65,10 +65,16 @@ struct Experiment {
         // Both methods, timed on the same model in the same run.
         AnswerTiming naive_timing = time_answer(m, repeats, naive);
         AnswerTiming cached_timing = time_answer(m, repeats, cached);
-        // One more run of each, keeping every step's logits to compare them.
+        // One more run of each, keeping every step's logits to compare them
+        // (a long prompt's passes show on a terminal).
         std::vector<int> naive_again, cached_again;
-        const double max_diff = max_abs_difference(logits_per_step(naive, naive_again),
-                                                   logits_per_step(cached, cached_again));
+        Progress progress("keeping every step's logits: method");
+        const PassesShown passes(m, progress);
+        progress.update(1, 2, "(without the cache)");
+        const std::vector<std::vector<float>> naive_logits = logits_per_step(naive, naive_again);
+        progress.update(2, 2, "(with the cache)");
+        const double max_diff =
+            max_abs_difference(naive_logits, logits_per_step(cached, cached_again));
         return {std::move(loaded),
                 !model.source.checkpoint.empty(),
                 std::move(saved),

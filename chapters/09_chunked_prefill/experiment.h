@@ -23,6 +23,7 @@
 
 #include "../../common/core/block_pool.h"
 #include "../../common/core/transformer.h"
+#include "../../common/kit/answer_timing.h"  // PassesShown
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
 #include "../../common/kit/model_flags.h"
@@ -290,6 +291,7 @@ struct Experiment {
             return;
         }
         Progress progress("calibrating the step cost, round");
+        const PassesShown passes(model, progress);  // a long pass shows its layers
         const StepCalibration cal = calibrate_step_cost(
             model, calibrated_batch(), queue.model.max_seq - 1, std::max(chunk, 512), block_size,
             rounds, [&](int done, int of) { progress.update(done, of); },

@@ -115,7 +115,7 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
         int first_row = 0;
         for (const SequenceInput& input : inputs) {
             append_to_cache(input, first_row, l);
-            attention(input, first_row, l);
+            attention(input, first_row, l, rows);
             first_row += static_cast<int>(input.tokens.size());
         }
         matmul(att_, w.wo, proj_);
@@ -129,6 +129,7 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
             gate_.data[i] = silu(gate_.data[i]) * up_.data[i];
         matmul(gate_, w.w2, proj_);
         for (std::size_t i = 0; i < std::size_t(rows) * c.dim; ++i) x_.data[i] += proj_.data[i];
+        if (on_progress) on_progress({l, c.n_layers, rows, rows});
     }
 
     // Only the last token of each sequence needs logits: it is the one whose
@@ -172,7 +173,7 @@ void Transformer::append_to_cache(const SequenceInput& input, int first_row, int
 // as runs (one for a contiguous cache, one per block for a paged one); each
 // score is its own dot product, and each output sums the runs' values in
 // position order, so the runs change nothing in the numbers.
-void Transformer::attention(const SequenceInput& input, int first_row, int layer) {
+void Transformer::attention(const SequenceInput& input, int first_row, int layer, int rows) {
     const Config& c = config_;
     const int start = input.cache->length();
     const int n_new = static_cast<int>(input.tokens.size());
@@ -188,6 +189,11 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
                 attend_group(first_row + t, pos, kv_head);
         else
             for (int h = 0; h < c.n_heads; ++h) attend_one_head(first_row + t, pos, h);
+        // A sign of life every kRowsPerSign rows of the pass, short of the
+        // layer's end (forward() says when the layer is done).
+        const int done = first_row + t + 1;
+        if (on_progress && done % kRowsPerSign == 0 && done < rows)
+            on_progress({layer, c.n_layers, done, rows});
     }
 }
 

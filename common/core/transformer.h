@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -24,6 +25,16 @@ namespace kv {
 struct SequenceInput {
     std::span<const int> tokens;
     KVStore* cache;  // contiguous (KVCache) or paged (PagedKVCache)
+};
+
+// How far one forward pass has got, for a sign of life during a pass that
+// runs for minutes (a 60,000-token prefill): told in each layer after every
+// kRowsPerSign rows it has attended, and once when the layer is done.
+struct PassProgress {
+    int layer;      // the layer being worked on, 0..layers-1
+    int layers;     // in the model
+    int rows_done;  // rows of this pass the layer has attended; rows: the layer is done
+    int rows;       // new tokens in the pass, all sequences together
 };
 
 class Transformer {
@@ -52,6 +63,13 @@ class Transformer {
     // reference: the logits are the same to the last bit either way.
     bool attend_by_group = true;
 
+    // Called as a pass goes (PassProgress), by whoever wants to show it:
+    // unset, nothing is called. It only watches; the logits are the same to
+    // the last bit with it or without (tests/progress_test.cpp). It must not
+    // throw: the pass would leave its caches half written.
+    std::function<void(const PassProgress&)> on_progress;
+    static constexpr int kRowsPerSign = 256;  // in a layer, rows between two calls
+
     const Config& config() const { return config_; }
     const Weights& weights() const { return weights_; }
 
@@ -63,7 +81,7 @@ class Transformer {
     void check(std::span<const SequenceInput> inputs) const;
     void reserve(std::span<const SequenceInput> inputs);
     void append_to_cache(const SequenceInput& input, int first_row, int layer);
-    void attention(const SequenceInput& input, int first_row, int layer);
+    void attention(const SequenceInput& input, int first_row, int layer, int rows);
     void attend_one_head(int row, int pos, int h);     // the reference
     void attend_group(int row, int pos, int kv_head);  // the fast path: one pass per group
 

@@ -1,28 +1,34 @@
 #include "answer_timing.h"
 
-#include "program.h"  // Progress
+#include <string>
+#include <utility>
+
+#include "report.h"  // with_commas
 #include "timing.h"
 
 namespace kv {
 
-AnswerTiming time_answer(const Transformer& model, int repeats, const Generator& generate) {
+AnswerTiming time_answer(Transformer& model, int repeats, const Generator& generate) {
     AnswerTiming result;
     std::vector<std::vector<double>> per_step;  // (step, repeat)
     // A long prompt's prefill, or a long answer without the cache, takes
-    // minutes: the run and the tokens so far on stderr, on a terminal only.
+    // minutes: the run, the tokens so far and the pass on stderr, on a
+    // terminal only.
     Progress progress("timing the answer: run");
+    const PassesShown passes(model, progress);
     long run = 0;
     const std::vector<double> totals = timed_runs(repeats, [&](bool timed) {
         auto last = Clock::now();
         std::vector<double> steps;
         const std::uint64_t before = model.positions_processed();
-        progress.update(run + 1, repeats + 1, timed ? "" : "(a warm-up)");
+        const std::string warm_up = timed ? "" : "(a warm-up) ";
+        progress.update(run + 1, repeats + 1, warm_up + "0 tokens");
         result.tokens = generate([&](int, std::span<const float>) {
             steps.push_back(seconds_since(last));
             last = Clock::now();
-            progress.update(
-                run + 1, repeats + 1,
-                (timed ? "" : "(a warm-up) ") + std::to_string(steps.size()) + " tokens");
+            if (progress.on_terminal())  // kept, and shown when due
+                progress.update(run + 1, repeats + 1,
+                                warm_up + std::to_string(steps.size()) + " tokens");
         });
         ++run;
         result.positions = model.positions_processed() - before;
@@ -33,6 +39,23 @@ AnswerTiming time_answer(const Transformer& model, int repeats, const Generator&
     result.answer_seconds = median(totals);
     for (const auto& samples : per_step) result.step_seconds.push_back(median(samples));
     return result;
+}
+
+PassesShown::PassesShown(Transformer& model, Progress& progress)
+    : model_(model), before_(model.on_progress), watching_(progress.on_terminal()) {
+    if (!watching_) return;
+    model_.on_progress = [&progress](const PassProgress& p) {
+        if (p.rows < kLongPass || !progress.due()) return;
+        progress.detail("a pass of " + with_commas(std::uint64_t(p.rows)) + " tokens: layer " +
+                        std::to_string(p.layer + 1) + "/" + std::to_string(p.layers) +
+                        (p.rows_done < p.rows
+                             ? " (" + with_commas(std::uint64_t(p.rows_done)) + " attended)"
+                             : " done"));
+    };
+}
+
+PassesShown::~PassesShown() {
+    if (watching_) model_.on_progress = std::move(before_);
 }
 
 }  // namespace kv

@@ -27,29 +27,57 @@ std::string Allocating::failed() {
 }
 
 Progress::Progress(std::string label)
+    : Progress(std::move(label), std::cerr, isatty(STDERR_FILENO) == 1, std::chrono::seconds(1)) {}
+
+Progress::Progress(std::string label, std::ostream& out, bool terminal,
+                   std::chrono::milliseconds quiet)
     : label_(std::move(label)),
-      enabled_(isatty(STDERR_FILENO)),
+      out_(out),
+      enabled_(terminal),
+      quiet_(quiet),
       start_(std::chrono::steady_clock::now()) {}
 
 Progress::~Progress() {
-    if (shown_) std::cerr << "\r" << std::string(width_, ' ') << "\r" << std::flush;
+    if (shown_) out_ << "\r" << std::string(width_, ' ') << "\r" << std::flush;
 }
 
-void Progress::show(const std::string& text) {
-    if (!enabled_) return;
-    if (!shown_ && std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1)) return;
+bool Progress::due() const {
+    if (!enabled_) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start_ < quiet_) return false;
+    return !shown_ || now - last_shown_ >= std::chrono::milliseconds(100);
+}
+
+void Progress::show() {
+    std::string text = label_;
+    if (total_ >= 0)
+        text.append(" ").append(std::to_string(done_)).append("/").append(std::to_string(total_));
+    if (!note_.empty()) text.append(" ").append(note_);
+    if (!detail_.empty()) text.append(", ").append(detail_);
     shown_ = true;
+    last_shown_ = std::chrono::steady_clock::now();
     width_ = std::max(width_, text.size());
-    std::cerr << "\r" << text << std::string(width_ - text.size(), ' ') << std::flush;
+    out_ << "\r" << text << std::string(width_ - text.size(), ' ') << std::flush;
 }
 
 void Progress::update(long done, long total) {
-    if (enabled_) show(label_ + " " + std::to_string(done) + "/" + std::to_string(total));
+    update(done, total, std::string());
 }
 
 void Progress::update(long done, long total, const std::string& note) {
-    if (enabled_)
-        show(label_ + " " + std::to_string(done) + "/" + std::to_string(total) + " " + note);
+    if (!enabled_) return;
+    const bool new_count = done != done_ || total != total_;
+    done_ = done;
+    total_ = total;
+    note_ = note;
+    detail_.clear();
+    if (new_count ? std::chrono::steady_clock::now() - start_ >= quiet_ : due()) show();
+}
+
+void Progress::detail(const std::string& text) {
+    if (!enabled_) return;
+    detail_ = text;
+    if (due()) show();
 }
 
 }  // namespace kv

@@ -61,20 +61,41 @@ int run_program(const char* program, Body&& body) {
 
 // Progress for long runs: rewritten in place on stderr, and only when stderr
 // is a terminal, so logs and pipes stay clean. Nothing shows for the first
-// second, so quick runs do not flicker.
+// second, so quick runs do not flicker. A new count shows at once; a new
+// note or detail at most every tenth of a second, so that a loop may update
+// as often as it likes (the line shown is then the latest when it shows).
 class Progress {
   public:
     explicit Progress(std::string label);
-    ~Progress();
+    // For tests: lines go to `out`, as if stderr were a terminal or not, and
+    // may show after `quiet` instead of a second.
+    Progress(std::string label, std::ostream& out, bool terminal, std::chrono::milliseconds quiet);
+    ~Progress();  // clears the line
+    Progress(const Progress&) = delete;
+    Progress& operator=(const Progress&) = delete;
+
     void update(long done, long total);                           // "label done/total"
     void update(long done, long total, const std::string& note);  // "label done/total note"
+    // Work inside the current item, shown after the note (how far a long
+    // forward pass has got: PassesShown, answer_timing.h); the next update()
+    // clears it.
+    void detail(const std::string& text);
+
+    bool on_terminal() const { return enabled_; }
+    // Whether a new note or detail would show now. A hot loop asks before
+    // it builds one.
+    bool due() const;
 
   private:
-    void show(const std::string& text);
+    void show();
     std::string label_;
+    std::ostream& out_;
     bool enabled_;
+    std::chrono::milliseconds quiet_;  // nothing shows before
     bool shown_ = false;
-    std::chrono::steady_clock::time_point start_;
+    std::chrono::steady_clock::time_point start_, last_shown_;
+    long done_ = -1, total_ = -1;
+    std::string note_, detail_;
     std::size_t width_ = 0;  // of the longest line shown
 };
 
