@@ -208,3 +208,21 @@ TEST_CASE("the simulated serial server waits as M/G/1 predicts below capacity") 
     MESSAGE("simulated mean wait " << kv::mean_wait(run) << " s, M/G/1 " << predicted << " s");
     CHECK(kv::mean_wait(run) == doctest::Approx(predicted).epsilon(0.1));
 }
+
+TEST_CASE("the rate sweep tells each whole-queue simulation as it ends, in order") {
+    const kv::Config c = kv::Config{};
+    kv::WorkloadOptions w;
+    w.requests = 50;
+    const kv::MemoryBudget budget = kv::make_budget(c, 16, kv::Reservation::whole_context);
+    const std::vector<kv::Policy> all = kv::book_policies(8);
+    const std::vector<kv::Policy> policies = {all[kv::kSerialCache], all[kv::kContinuousCache]};
+    std::vector<int> done;
+    const kv::RateSweep sweep =
+        kv::sweep_rates(w, policies, budget, kv::analytic_cost_model(c), [&](int d, int of) {
+            CHECK(of == 2 * 13);
+            done.push_back(d);
+        });
+    // Capacity at once, then every rate: one simulation a policy each.
+    REQUIRE(done.size() == policies.size() * (1 + sweep.rates.size()));
+    for (std::size_t i = 0; i < done.size(); ++i) CHECK(done[i] == int(i) + 1);
+}

@@ -348,12 +348,14 @@ struct Experiment {
         results.timeline = batching_timelines(results.queue, results.budget, model);
         // With a rate: the same requests (every rate above 0 draws the same
         // lengths) arriving at rates around capacity.
-        if (workload.rate > 0)
-            results.sweep =
-                sweep_rates(results.work,
-                            {results.policies[kSerialCache], results.policies[kStaticCache],
-                             results.policies[kContinuousCache]},
-                            results.budget, results.cost);
+        if (workload.rate > 0) {
+            Progress progress("sweeping the arrival rate, simulation");
+            results.sweep = sweep_rates(
+                results.work,
+                {results.policies[kSerialCache], results.policies[kStaticCache],
+                 results.policies[kContinuousCache]},
+                results.budget, results.cost, [&](int done, int of) { progress.update(done, of); });
+        }
         validate_on_the_engine(results, engine, validated);
         return results;
     }

@@ -16,6 +16,7 @@
 // takes one draw per request whatever the rate, which only scales it.
 #pragma once
 
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -88,14 +89,23 @@ inline Summary simulate(std::span<const Request> requests, const Policy& policy,
 
 // policies[0] should be serial service with the cache: its simulated mean
 // wait is shown beside the M/G/1 prediction.
+// After each whole-queue simulation, on_simulation(done, of): ten million
+// requests take a minute a simulation, and the sweep runs 39 of them.
 inline RateSweep sweep_rates(WorkloadOptions workload, const std::vector<Policy>& policies,
-                             const MemoryBudget& budget, const CostModel& cost) {
+                             const MemoryBudget& budget, const CostModel& cost,
+                             const std::function<void(int, int)>& on_simulation = {}) {
     RateSweep sweep;
+    const int simulations = int(policies.size()) * 13;  // at once, then 12 rates
+    int done = 0;
+    auto simulated = [&] {
+        if (on_simulation) on_simulation(++done, simulations);
+    };
     workload.rate = 0;
     const std::vector<Request> at_once = make_workload(workload);
     double best = 0;
     for (const Policy& p : policies) {
         const Summary s = simulate(at_once, p, budget, cost);
+        simulated();
         sweep.policies.push_back(p.name);
         sweep.capacity.push_back(s.total_s > 0 ? double(at_once.size()) / s.total_s : 0);
         best = std::max(best, sweep.capacity.back());
@@ -112,6 +122,7 @@ inline RateSweep sweep_rates(WorkloadOptions workload, const std::vector<Policy>
             const Schedule s = run_schedule(arriving, policies[i], budget, executor);
             sweep.median_ttft[i].push_back(summarize(s).ttft_median);
             if (i == 0) sweep.serial_mean_wait.push_back(mean_wait(s));
+            simulated();
         }
         sweep.mg1_wait.push_back(mg1_mean_wait(workload.rate, sweep.service));
     }
