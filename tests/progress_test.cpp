@@ -102,9 +102,12 @@ TEST_CASE("progress writes nothing when stderr is not a terminal") {
 }
 
 TEST_CASE("progress on a terminal: a new count at once, notes at most every tenth of a second") {
+    // Notes held back: an hour between notes, so no pause of a loaded
+    // machine can let one through.
     std::ostringstream out;
     {
-        Progress progress("working", out, true, std::chrono::milliseconds(0));
+        Progress progress("working", out, true, std::chrono::milliseconds(0),
+                          std::chrono::hours(1));
         progress.update(1, 3);
         CHECK(out.str() == "\rworking 1/3");
         progress.update(1, 3, "a note");  // the same count, at once after: held back
@@ -112,17 +115,35 @@ TEST_CASE("progress on a terminal: a new count at once, notes at most every tent
         CHECK(out.str() == "\rworking 1/3");
         progress.update(2, 3, "(a warm-up)");  // a new count shows at once
         CHECK(out.str() == "\rworking 1/3\rworking 2/3 (a warm-up)");
-        std::this_thread::sleep_for(std::chrono::milliseconds(120));
-        CHECK(progress.due());
-        out.str("");
-        progress.detail("a pass of 300 tokens: layer 1/2");
-        CHECK(out.str() == "\rworking 2/3 (a warm-up), a pass of 300 tokens: layer 1/2");
+        progress.detail("a pass of 300 tokens: layer 1/2");  // held back
+        CHECK(out.str() == "\rworking 1/3\rworking 2/3 (a warm-up)");
         out.str("");
     }
     // Leaving, it blanks the longest line it showed and goes back.
+    CHECK(out.str() ==
+          "\r" + std::string(std::string("working 2/3 (a warm-up)").size(), ' ') + "\r");
+
+    // Once the interval has passed (here none), a note or detail shows.
+    std::ostringstream later;
+    {
+        Progress progress("working", later, true, std::chrono::milliseconds(0),
+                          std::chrono::milliseconds(0));
+        progress.update(2, 3, "(a warm-up)");
+        CHECK(progress.due());
+        later.str("");
+        progress.detail("a pass of 300 tokens: layer 1/2");
+        CHECK(later.str() == "\rworking 2/3 (a warm-up), a pass of 300 tokens: layer 1/2");
+        later.str("");
+    }
     const std::string blank(
         std::string("working 2/3 (a warm-up), a pass of 300 tokens: layer 1/2").size(), ' ');
-    CHECK(out.str() == "\r" + blank + "\r");
+    CHECK(later.str() == "\r" + blank + "\r");
+    // The book's own Progress waits a tenth of a second between notes.
+    Progress book("working", later, true, std::chrono::milliseconds(0));
+    book.update(1, 2);
+    book.update(1, 2, "a note");
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));
+    CHECK(book.due());
 }
 
 TEST_CASE("progress on a terminal waits out its quiet time, so quick runs show nothing") {

@@ -30,11 +30,12 @@ Progress::Progress(std::string label)
     : Progress(std::move(label), std::cerr, isatty(STDERR_FILENO) == 1, std::chrono::seconds(1)) {}
 
 Progress::Progress(std::string label, std::ostream& out, bool terminal,
-                   std::chrono::milliseconds quiet)
+                   std::chrono::milliseconds quiet, std::chrono::milliseconds every)
     : label_(std::move(label)),
       out_(out),
       enabled_(terminal),
       quiet_(quiet),
+      every_(every),
       start_(std::chrono::steady_clock::now()) {}
 
 Progress::~Progress() {
@@ -45,7 +46,7 @@ bool Progress::due() const {
     if (!enabled_) return false;
     const auto now = std::chrono::steady_clock::now();
     if (now - start_ < quiet_) return false;
-    return !shown_ || now - last_shown_ >= std::chrono::milliseconds(100);
+    return !shown_ || now - last_shown_ >= every_;
 }
 
 void Progress::show() {

@@ -68,8 +68,9 @@ class Progress {
   public:
     explicit Progress(std::string label);
     // For tests: lines go to `out`, as if stderr were a terminal or not, and
-    // may show after `quiet` instead of a second.
-    Progress(std::string label, std::ostream& out, bool terminal, std::chrono::milliseconds quiet);
+    // may show after `quiet` instead of a second, a new note `every` so often.
+    Progress(std::string label, std::ostream& out, bool terminal, std::chrono::milliseconds quiet,
+             std::chrono::milliseconds every = std::chrono::milliseconds(100));
     ~Progress();  // clears the line
     Progress(const Progress&) = delete;
     Progress& operator=(const Progress&) = delete;
@@ -92,6 +93,7 @@ class Progress {
     std::ostream& out_;
     bool enabled_;
     std::chrono::milliseconds quiet_;  // nothing shows before
+    std::chrono::milliseconds every_;  // a new note or detail at most this often
     bool shown_ = false;
     std::chrono::steady_clock::time_point start_, last_shown_;
     long done_ = -1, total_ = -1;
