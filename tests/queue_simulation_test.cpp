@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "../chapters/05_queue_simulation/experiment.h"
@@ -394,4 +397,53 @@ TEST_CASE("percentiles are the nearest rank") {
     CHECK(percentile(sorted, 0.99) == 4);
     CHECK(percentile(sorted, 0.0) == 1);
     CHECK(percentile(std::vector<double>{}, 0.5) == 0);
+}
+
+// A stand-in for the real engine: counts what reaches it.
+namespace {
+class CountedSteps : public kv::Executor {
+  public:
+    double run(const kv::StepPlan&) override {
+        ++steps;
+        return 0.5;
+    }
+    void release(const kv::Request&) override { ++released; }
+    int steps = 0, released = 0;
+};
+}  // namespace
+
+TEST_CASE("a real run's line counts each answered request and passes every call on") {
+    std::ostringstream out;
+    CountedSteps engine;
+    std::vector<kv::Request> requests(3);
+    {
+        // On a terminal, no quiet time, a new note whenever asked.
+        kv::Progress progress("the queue on the real engine, run", out, true,
+                              std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+        kv::ch05::AnswersShown answers(engine, {progress, 2, 6}, requests.size());
+        CHECK(answers.run(kv::StepPlan{}) == 0.5);
+        requests[0].status = kv::RequestStatus::finished;
+        answers.release(requests[0]);
+        requests[1].status = kv::RequestStatus::waiting;  // sent back: not answered
+        answers.release(requests[1]);
+        requests[2].status = kv::RequestStatus::finished;
+        answers.release(requests[2]);
+        CHECK(answers.answered() == 2);
+        CHECK(engine.steps == 1);
+        CHECK(engine.released == 3);
+    }
+    const std::string shown = out.str();
+    MESSAGE(shown);
+    CHECK(shown.find("run 2/6 1 of 3 requests answered") != std::string::npos);
+    CHECK(shown.find("run 2/6 2 of 3 requests answered") != std::string::npos);
+    CHECK(shown.find("3 of 3") == std::string::npos);
+
+    // Off a terminal: counted, nothing shown.
+    std::ostringstream quiet;
+    kv::Progress off("run", quiet, false, std::chrono::milliseconds(0),
+                     std::chrono::milliseconds(0));
+    kv::ch05::AnswersShown counted(engine, {off, 1, 1}, requests.size());
+    counted.release(requests[0]);
+    CHECK(counted.answered() == 1);
+    CHECK(quiet.str().empty());
 }

@@ -209,7 +209,7 @@ TEST_CASE("the simulated serial server waits as M/G/1 predicts below capacity") 
     CHECK(kv::mean_wait(run) == doctest::Approx(predicted).epsilon(0.1));
 }
 
-TEST_CASE("the rate sweep tells each whole-queue simulation as it ends, in order") {
+TEST_CASE("the rate sweep tells its start and each whole-queue simulation as it ends in order") {
     const kv::Config c = kv::Config{};
     kv::WorkloadOptions w;
     w.requests = 50;
@@ -219,10 +219,11 @@ TEST_CASE("the rate sweep tells each whole-queue simulation as it ends, in order
     std::vector<int> done;
     const kv::RateSweep sweep =
         kv::sweep_rates(w, policies, budget, kv::analytic_cost_model(c), [&](int d, int of) {
-            CHECK(of == 2 * 13);
+            CHECK(of == 2 * (1 + kv::kRateSteps));
             done.push_back(d);
         });
-    // Capacity at once, then every rate: one simulation a policy each.
-    REQUIRE(done.size() == policies.size() * (1 + sweep.rates.size()));
-    for (std::size_t i = 0; i < done.size(); ++i) CHECK(done[i] == int(i) + 1);
+    // 0 before the first, then capacity at once and every rate: one
+    // simulation a policy each.
+    REQUIRE(done.size() == 1 + policies.size() * (1 + sweep.rates.size()));
+    for (std::size_t i = 0; i < done.size(); ++i) CHECK(done[i] == int(i));
 }

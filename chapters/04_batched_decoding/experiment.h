@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../../common/kit/answer_timing.h"  // PassesShown
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
 #include "../../common/kit/machine_probes.h"
@@ -149,7 +150,12 @@ struct Experiment {
 
         // The demo width, every batched step checked against decoding alone.
         std::vector<WidthResult> widths;
-        AloneReference alone(loaded.model, prompts, steps);
+        AloneReference alone = [&] {
+            // A long prompt's prefills run minutes before the first round.
+            Progress progress("prefilling the sequences alone");
+            const PassesShown passes(loaded.model, progress);
+            return AloneReference(loaded.model, prompts, steps);
+        }();
         widths.push_back(
             {config, time_batches(loaded.model, prompts, sizes,
                                   [&](int s, const Matrix& l) { alone.compare(s, l); })});
@@ -180,7 +186,12 @@ struct Experiment {
                                           const std::vector<std::vector<int>>& prompts,
                                           const std::vector<int>& sizes,
                                           const BatchStepCallback& on_step = {}) const {
-        DecodeBench bench(m, prompts, repeats);
+        DecodeBench bench = [&] {
+            Progress prefilling("dim " + std::to_string(m.config().dim) +
+                                ", prefilling the sequences");
+            const PassesShown passes(m, prefilling);
+            return DecodeBench(m, prompts, repeats);
+        }();
         Progress progress("dim " + std::to_string(m.config().dim) + ", round");
         return bench.run(sizes, on_step,
                          [&](int round, int rounds) { progress.update(round, rounds); });

@@ -184,6 +184,43 @@ inline void save_atomically(const std::string& path, const std::string& text,
     }
 }
 
+// ---------------------------------------- a real queue's run, shown as it goes
+
+// Where a run of a queue on the real engine shows itself: the line, and
+// this run's place among the line's runs.
+struct RunShown {
+    Progress& progress;
+    long run, runs;  // "run 3/6"
+};
+
+// Around the executor of a run on the real engine (chapters 07 to 09): each
+// request that leaves answered is counted, and when the line is due it says
+// "run 3/6 120 of 1,000 requests answered". A real queue of many requests
+// takes minutes; off a terminal nothing is shown and the count costs nothing.
+class AnswersShown : public Executor {
+  public:
+    AnswersShown(Executor& inner, const RunShown& shown, std::size_t requests)
+        : inner_(inner),
+          shown_(shown),
+          of_(" of " + with_commas(std::uint64_t(requests)) + " requests answered") {}
+    double run(const StepPlan& plan) override { return inner_.run(plan); }
+    void release(const Request& r) override {
+        inner_.release(r);
+        if (r.status != RequestStatus::finished) return;
+        ++answered_;
+        if (shown_.progress.due())
+            shown_.progress.update(shown_.run, shown_.runs,
+                                   with_commas(std::uint64_t(answered_)) + of_);
+    }
+    long answered() const { return answered_; }
+
+  private:
+    Executor& inner_;
+    RunShown shown_;
+    std::string of_;
+    long answered_ = 0;
+};
+
 // ---------------------------------------------------------- the experiment
 
 // The value a string flag keeps until it is given: "not given" and "given

@@ -87,16 +87,21 @@ inline Summary simulate(std::span<const Request> requests, const Policy& policy,
     return summarize(run_schedule(requests, policy, budget, executor));
 }
 
+// The rates swept: a tenth of the capacity, two tenths, ... up to 1.2 times it.
+inline constexpr int kRateSteps = 12;
+
 // policies[0] should be serial service with the cache: its simulated mean
 // wait is shown beside the M/G/1 prediction.
-// After each whole-queue simulation, on_simulation(done, of): ten million
-// requests take a minute a simulation, and the sweep runs 39 of them.
+// on_simulation(0, of) first, then after each whole-queue simulation
+// on_simulation(done, of): ten million requests take a minute a simulation,
+// and the sweep runs 39 of them for three policies (at once, then each rate).
 inline RateSweep sweep_rates(WorkloadOptions workload, const std::vector<Policy>& policies,
                              const MemoryBudget& budget, const CostModel& cost,
                              const std::function<void(int, int)>& on_simulation = {}) {
     RateSweep sweep;
-    const int simulations = int(policies.size()) * 13;  // at once, then 12 rates
+    const int simulations = int(policies.size()) * (1 + kRateSteps);  // at once, then each rate
     int done = 0;
+    if (on_simulation) on_simulation(done, simulations);
     auto simulated = [&] {
         if (on_simulation) on_simulation(++done, simulations);
     };
@@ -111,7 +116,7 @@ inline RateSweep sweep_rates(WorkloadOptions workload, const std::vector<Policy>
         best = std::max(best, sweep.capacity.back());
     }
     sweep.median_ttft.resize(policies.size());
-    for (int tenth = 1; tenth <= 12; ++tenth) {
+    for (int tenth = 1; tenth <= kRateSteps; ++tenth) {
         workload.rate = best * tenth / 10.0;
         if (!(workload.rate > 0)) break;
         sweep.rates.push_back(workload.rate);

@@ -26,6 +26,7 @@
 #include "../../common/core/kv_cache.h"
 #include "../../common/core/paged_kv_cache.h"
 #include "../../common/core/transformer.h"
+#include "../../common/kit/answer_timing.h"  // PassesShown
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
 #include "../../common/kit/machine_probes.h"
@@ -167,6 +168,7 @@ struct Experiment {
         r.swap_bytes_per_second =
             queue.cost_model == "analytic" ? kAnalyticBytesPerSecond : measure_swap_rate();
         Progress progress("the queue on the real engine, run");
+        const PassesShown passes(model, progress);      // a long prompt's pass shows its layers
         const int total = engine_requests > 0 ? 6 : 0;  // engine runs: 2 at the budget, 4 tight
         int done = 0;
         for (const std::uint64_t mib : {queue.kv_budget_mib, tight_budget_mib}) {
@@ -179,10 +181,12 @@ struct Experiment {
             }
             for (const auto& [engine, n] : sides()) {
                 const std::span<const Request> requests(r.queue.queue.data(), std::size_t(n));
-                r.runs.push_back(run_reserving(requests, mib, engine, model, r));
+                r.runs.push_back(
+                    run_reserving(requests, mib, engine, model, r, {progress, done + 1, total}));
                 if (engine) progress.update(++done, total);
                 for (const auto& [name, o] : managers) {
-                    r.runs.push_back(run_paged(requests, name, mib, o, engine, model, r));
+                    r.runs.push_back(run_paged(requests, name, mib, o, engine, model, r,
+                                               {progress, done + 1, total}));
                     if (engine) progress.update(++done, total);
                 }
             }
@@ -295,12 +299,14 @@ struct Experiment {
     }
 
     QueueRun run_reserving(std::span<const Request> requests, std::uint64_t mib, bool engine,
-                           Transformer& model, const Results& r) const {
+                           Transformer& model, const Results& r,
+                           const ch05::RunShown& shown) const {
         const MemoryBudget budget = make_budget(queue.model, mib, Reservation::whole_context);
         if (engine) {
             RealExecutor executor(model, queue.seed, StepClock::thread_cpu);
+            ch05::AnswersShown answers(executor, shown, requests.size());
             return finish(kReserve, mib, true, requests,
-                          run_schedule(requests, continuous(), budget, executor));
+                          run_schedule(requests, continuous(), budget, answers));
         }
         SimulatedExecutor executor(r.queue.cost);
         return finish(kReserve, mib, false, requests,
@@ -309,7 +315,7 @@ struct Experiment {
 
     QueueRun run_paged(std::span<const Request> requests, const std::string& name,
                        std::uint64_t mib, const PagedMemoryOptions& o, bool engine,
-                       Transformer& model, const Results& r) const {
+                       Transformer& model, const Results& r, const ch05::RunShown& shown) const {
         PagedMemory memory(o);
         const PrefillFirst steps;
         const std::uint64_t per_block = BlockPool::bytes_per_block(queue.model, o.block_size);
@@ -317,8 +323,9 @@ struct Experiment {
         if (engine) {
             BlockPool pool(queue.model, o.block_size, o.blocks);
             PagedExecutor executor(model, queue.seed, pool, o.preemption, StepClock::thread_cpu);
+            ch05::AnswersShown answers(executor, shown, requests.size());
             q = finish(name, mib, true, requests,
-                       run_schedule(requests, continuous(), memory, steps, executor));
+                       run_schedule(requests, continuous(), memory, steps, answers));
             q.bytes_swapped = executor.bytes_swapped();
         } else {
             SwapPricedExecutor executor(r.queue.cost, memory, per_block, r.swap_bytes_per_second);

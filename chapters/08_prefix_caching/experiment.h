@@ -23,6 +23,7 @@
 #include "../../common/core/block_pool.h"
 #include "../../common/core/generation.h"
 #include "../../common/core/transformer.h"
+#include "../../common/kit/answer_timing.h"  // PassesShown
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
 #include "../../common/kit/program.h"
@@ -173,6 +174,7 @@ struct Experiment {
         Transformer model(queue.model, queue.seed);
         r.system_prompts = system_prompts();
         Progress progress("the queues on the real engine, run");
+        const PassesShown passes(model, progress);  // a long prompt's pass shows its layers
         const int total = engine_requests > 0 ? 2 * int(r.system_prompts.size() + 1) : 0;
         int done = 0;
         auto both = [&](const std::string& name, const SharingOptions& s) {
@@ -181,8 +183,8 @@ struct Experiment {
             for (const auto& [engine, n] : sides())
                 for (bool share : {false, true}) {
                     const std::span<const Request> requests(all.data(), std::size_t(n));
-                    r.runs.push_back(
-                        run_queue(name, s.system_prompt, requests, share, engine, model, r));
+                    r.runs.push_back(run_queue(name, s.system_prompt, requests, share, engine,
+                                               model, r, {progress, done + 1, total}));
                     if (engine) progress.update(++done, total);
                 }
         };
@@ -221,7 +223,8 @@ struct Experiment {
     Policy continuous() const { return book_policies(queue.batch)[kContinuousCache]; }
 
     QueueRun run_queue(const std::string& name, int s, std::span<const Request> requests,
-                       bool share, bool engine, Transformer& model, const Results& r) const {
+                       bool share, bool engine, Transformer& model, const Results& r,
+                       const ch05::RunShown& shown) const {
         const SharingMemoryOptions o{.watermark = watermark, .share = share};
         const PrefillFirst steps;
         QueueRun q;
@@ -247,7 +250,8 @@ struct Experiment {
             BlockPool pool(queue.model, block_size, r.blocks);
             PrefixSharingMemory memory(pool, o);
             SharedBlocksExecutor executor(model, queue.seed, pool, memory, StepClock::thread_cpu);
-            finish(run_schedule(requests, continuous(), memory, steps, executor), memory);
+            ch05::AnswersShown answers(executor, shown, requests.size());
+            finish(run_schedule(requests, continuous(), memory, steps, answers), memory);
         } else {
             BlockLedger ledger(block_size, r.blocks);
             PrefixSharingMemory memory(ledger, o);

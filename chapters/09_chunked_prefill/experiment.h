@@ -244,13 +244,17 @@ struct Experiment {
             for (const StepRule& rule :
                  {StepRule{chunked(chunk), chunk}, StepRule{kPrefillFirst, 0}})
                 engine.emplace_back(kLevelingQueue, rule, std::span(leveling_requests));
-        Progress progress("the queues on the real engine, run");
         long done = 0;
+        const long total = long(engine.size()) * kRealRuns;
         auto run_engine = [&](int runs) {
+            // Its own line only while it runs: it runs between the
+            // calibration's rounds, whose line waits meanwhile.
+            Progress progress("the queues on the real engine, run");
+            const PassesShown passes(model, progress);  // a long prompt's pass shows its layers
             for (int run = 0; run < runs; ++run)
                 for (EngineQueue& e : engine) {
-                    run_on_engine(e, model, r);
-                    progress.update(++done, long(engine.size()) * kRealRuns);
+                    run_on_engine(e, model, r, {progress, done + 1, total});
+                    progress.update(++done, total);
                 }
         };
         price_the_steps(r, model, run_engine);
@@ -314,11 +318,13 @@ struct Experiment {
     }
 
     // One more run of a queue on the real engine, on a fresh pool.
-    void run_on_engine(EngineQueue& e, Transformer& model, const Results& r) const {
+    void run_on_engine(EngineQueue& e, Transformer& model, const Results& r,
+                       const ch05::RunShown& shown) const {
         BlockPool pool(queue.model, block_size, r.blocks);
         PagedExecutor real(model, queue.seed, pool, Preemption::recompute, StepClock::thread_cpu);
         e.fastest.start_run(real);
-        e.run = run_queue(e.workload, e.rule, e.requests, true, e.fastest, r);
+        ch05::AnswersShown answers(e.fastest, shown, e.requests.size());
+        e.run = run_queue(e.workload, e.rule, e.requests, true, answers, r);
     }
 
     QueueRun run_queue(const std::string& name, const StepRule& rule,
