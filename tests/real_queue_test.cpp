@@ -97,6 +97,38 @@ TEST_CASE("FastestOfRuns keeps each step's fastest run and replays it") {
     CHECK(replayed.end_s == truth.end_s);
 }
 
+TEST_CASE("FastestOfRuns keeps each run's own time, and how far the runs spread") {
+    const Config c = test::tiny_config();
+    const CostModel cost = analytic_cost_model(c);
+    const MemoryBudget budget = roomy_budget(c);
+    const std::vector<Request> queue = small_queue(6);
+    const Policy policy = book_policies(3)[kContinuousCache];
+    ScriptedExecutor exact(cost, {1.0});
+    const double truth = run_schedule(queue, policy, budget, exact).end_s;
+
+    // Runs on a machine 1.0x, 1.25x and 1.1x as slow: each run's time is
+    // its own sum, and the spread is the slowest against the fastest.
+    FastestOfRuns fastest;
+    CHECK(fastest.run_spread() == 0);  // no runs yet
+    std::vector<ScriptedExecutor> runs = {ScriptedExecutor(cost, {1.0}),
+                                          ScriptedExecutor(cost, {1.25}),
+                                          ScriptedExecutor(cost, {1.1})};
+    for (ScriptedExecutor& run : runs) {
+        fastest.start_run(run);
+        run_schedule(queue, policy, budget, fastest);
+        if (fastest.runs() == 1) CHECK(fastest.run_spread() == 0);  // one run: nothing to spread
+    }
+    REQUIRE(fastest.run_totals().size() == 3);
+    CHECK(fastest.run_totals()[0] == doctest::Approx(truth).epsilon(1e-12));
+    CHECK(fastest.run_totals()[1] == doctest::Approx(1.25 * truth).epsilon(1e-12));
+    CHECK(fastest.run_totals()[2] == doctest::Approx(1.1 * truth).epsilon(1e-12));
+    CHECK(fastest.run_spread() == doctest::Approx(0.25).epsilon(1e-12));
+    // A replay runs no engine and adds no run.
+    fastest.replay();
+    run_schedule(queue, policy, budget, fastest);
+    CHECK(fastest.run_totals().size() == 3);
+}
+
 TEST_CASE("FastestOfRuns refuses a run that ran other steps than the first") {
     const Config c = test::tiny_config();
     const CostModel cost = analytic_cost_model(c);

@@ -47,6 +47,7 @@ class FastestOfRuns : public Executor {
         engine_ = &engine;
         runs_ += 1;
         step_ = 0;
+        run_totals_.push_back(0);
     }
     // Run the queue once more without an engine: each step returns its
     // fastest time so far (to price a queue's steps after the runs).
@@ -55,6 +56,17 @@ class FastestOfRuns : public Executor {
         step_ = 0;
     }
     int runs() const { return runs_; }
+    // Each run's own time, its steps summed as the engine timed them.
+    const std::vector<double>& run_totals() const { return run_totals_; }
+    // How far the machine moved between the runs: the slowest run's time
+    // against the fastest's, minus 1 (0 with fewer than two runs). When it
+    // is larger than the error a comparison looks for, the machine, not
+    // the model, may decide the comparison.
+    double run_spread() const {
+        if (run_totals_.size() < 2) return 0;
+        const auto [least, most] = std::minmax_element(run_totals_.begin(), run_totals_.end());
+        return *least > 0 ? *most / *least - 1 : 0;
+    }
 
     double run(const StepPlan& plan) override {
         const Shape shape = shape_of(plan);
@@ -65,6 +77,7 @@ class FastestOfRuns : public Executor {
             return fastest_[step_++];
         }
         const double seconds = engine_->run(plan);
+        run_totals_.back() += seconds;
         if (runs_ == 1) {
             shapes_.push_back(shape);
             fastest_.push_back(seconds);
@@ -92,9 +105,10 @@ class FastestOfRuns : public Executor {
 
     Executor* engine_ = nullptr;
     int runs_ = 0;
-    std::size_t step_ = 0;         // steps so far in this run
-    std::vector<Shape> shapes_;    // (steps) of the first run
-    std::vector<double> fastest_;  // (steps) seconds, the fastest run of each so far
+    std::size_t step_ = 0;            // steps so far in this run
+    std::vector<Shape> shapes_;       // (steps) of the first run
+    std::vector<double> fastest_;     // (steps) seconds, the fastest run of each so far
+    std::vector<double> run_totals_;  // (runs) seconds, each run's steps summed
 };
 
 // How many of the kRealRuns runs of the real queues come after

@@ -205,14 +205,14 @@ inline std::string write_rate_plot(const std::string& dir, const RateSweep& swee
 
 inline Table validation_table(const std::vector<ValidationRow>& rows) {
     Table t({"policy", "requests", "batch", "real p50", "sim p50", "error p50", "real total",
-             "sim total", "error total", "same order"});
+             "sim total", "error total", "same order", "runs spread"});
     for (const ValidationRow& r : rows)
         t.add_row({r.policy, Cell(r.real_requests), Cell(r.batch), Cell(r.real.ttft_median, 3),
                    Cell(r.simulated.ttft_median, 3),
                    percent(relative_error(r.simulated.ttft_median, r.real.ttft_median)),
                    Cell(r.real.total_s, 3), Cell(r.simulated.total_s, 3),
                    percent(relative_error(r.simulated.total_s, r.real.total_s)),
-                   r.same_order ? "yes" : "no"});
+                   r.same_order ? "yes" : "no", percent(r.run_spread, false)});
     return t;
 }
 
@@ -236,9 +236,9 @@ inline std::vector<std::string> warnings(const Results& run) {
             if (std::fabs(relative_error(sim, real)) > kValidationErrorWarning)
                 w.push_back("warning: " + r.policy + ": the simulated " + what + " is " +
                             percent(relative_error(sim, real)) +
-                            " off the real engine's (more "
-                            "than " +
-                            percent(kValidationErrorWarning, false) + ")");
+                            " off the real engine's (more than " +
+                            percent(kValidationErrorWarning, false) + "; its real runs took " +
+                            percent(r.run_spread, false) + " longer, slowest against fastest)");
     return w;
 }
 
@@ -386,6 +386,9 @@ inline void print_report(std::ostream& out, const Results& run, const Plots& plo
                "simulator, both timed in the thread's CPU time, each real step the fastest of "
             << kRealRuns << " runs; seconds\n";
         validation_table(run.validation).print(out);
+        out << "runs spread: the slowest real run's time against the fastest's, how far the "
+               "machine moved\nwhile they ran; an error smaller than it cannot be told from "
+               "the machine's noise\n";
     }
     if (!run.saved_workload.empty())
         out << "\nworkload saved for vllm bench serve: " << run.saved_workload << "\n";

@@ -46,6 +46,7 @@ struct ValidationRow {
     bool same_order = true;  // the same requests joined in the same order
     int real_requests = 0;   // how many requests ran
     int batch = 1;           // the policy's batch size in this run
+    double run_spread = 0;   // the slowest real run's time against the fastest's, minus 1
 };
 
 // The batch size validation uses: a quarter of the requests (at least 1),
@@ -70,7 +71,8 @@ inline std::vector<ValidationRow> compare_with_simulator(std::span<const RealQue
         const Schedule replayed =
             run_schedule(q.requests, q.policy, budget, simulated, record_admissions(sim_order));
         rows.push_back({q.policy.name, summarize(q.schedule), summarize(replayed),
-                        q.order == sim_order, int(q.requests.size()), q.policy.batch});
+                        q.order == sim_order, int(q.requests.size()), q.policy.batch,
+                        q.fastest.run_spread()});
     }
     return rows;
 }

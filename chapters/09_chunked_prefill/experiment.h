@@ -58,6 +58,7 @@ struct QueueRun {
     std::int64_t steps = 0;        // decode steps (every step with a decode row)
     std::int64_t mixed = 0;        // steps with decode rows and prompt tokens both
     std::int64_t most_prompt = 0;  // the most prompt tokens one step carried
+    double run_spread = 0;         // engine: its slowest run's time against its fastest's, minus 1
 };
 
 struct Results {
@@ -325,6 +326,7 @@ struct Experiment {
         e.fastest.start_run(real);
         ch05::AnswersShown answers(e.fastest, shown, e.requests.size());
         e.run = run_queue(e.workload, e.rule, e.requests, true, answers, r);
+        e.run.run_spread = e.fastest.run_spread();
     }
 
     QueueRun run_queue(const std::string& name, const StepRule& rule,

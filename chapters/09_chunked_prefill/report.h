@@ -47,13 +47,14 @@ inline Agreement agreement(const QueueRun& sim, const QueueRun& engine) {
 }
 
 inline Table agreement_table(const Results& r) {
-    Table t({"workload", "steps", "requests", "ttft p50", "tbt p50", "tbt p99", "total"});
+    Table t({"workload", "steps", "requests", "ttft p50", "tbt p50", "tbt p99", "total",
+             "runs spread"});
     for (const QueueRun& e : r.runs) {
         if (!e.engine) continue;
         const Agreement a = agreement(r.run(e.workload, e.rule.name, false, e.requests), e);
         auto pct = [](double x) { return Cell(100 * x, 1); };
         t.add_row({e.workload, e.rule.name, e.requests, pct(a.ttft), pct(a.tbt_median),
-                   pct(a.tbt_p99), pct(a.total)});
+                   pct(a.tbt_p99), pct(a.total), pct(e.run_spread)});
     }
     return t;
 }
@@ -235,6 +236,9 @@ inline int report(const Results& r, const OutputOptions& out) {
         std::cout << "\nThe simulator against the engine on the same requests (simulator / engine "
                      "- 1, %):\n";
         agree.print(std::cout);
+        std::cout << "runs spread: the slowest engine run's time against the fastest's, how far "
+                     "the machine\nmoved while they ran; a difference smaller than it cannot be "
+                     "told from the machine's noise\n";
     }
     std::cout << "plot: " << plot << "\n\n"
               << "the waits below: " << (engine_all ? "the real engine's" : "the simulator's")
