@@ -39,12 +39,12 @@ namespace kv {
 // with the calibration's 5 rounds, one run after each round, so that every
 // minute the probes sample, the real queues sample too. Measured on this
 // book's Emerald Rapids machine (chapter 05, 128 requests per cached
-// policy, one session, the virtual machine otherwise idle): with 3 runs
-// after rounds 1, 3 and 5 the largest error over the three cached policies
-// was 2.2, 11.8, 20.4 and 3.7 % in four runs of the program; with 5, one
-// after each round, 3.7, 2.5 and 2.3 % in three, while the runs of one
-// queue still differed by 6 to 44 % among themselves. Chapter 05's
-// program takes about 80 s instead of 50.
+// policy, the virtual machine otherwise idle), the largest error over the
+// three cached policies, median and total: with 3 runs, after rounds 1, 3
+// and 5, 2.2, 11.8, 20.4 and 3.7 % in four runs of the program; with 5,
+// one after each round, 3.7, 2.5, 2.3, 10.6, 4.9 and 5.0 % in six, while
+// the slowest run of one queue took 6 to 50 % longer than its fastest.
+// Chapter 05's program takes about 80 s instead of 50.
 inline constexpr int kRealRuns = 5;
 
 class FastestOfRuns : public Executor {
@@ -67,10 +67,10 @@ class FastestOfRuns : public Executor {
     int runs() const { return runs_; }
     // Each run's own time, its steps summed as the engine timed them.
     const std::vector<double>& run_totals() const { return run_totals_; }
-    // How far the machine moved between the runs: the slowest run's time
-    // against the fastest's, minus 1 (0 with fewer than two runs). When it
-    // is larger than the error a comparison looks for, the machine, not
-    // the model, may decide the comparison.
+    // How much longer the slowest run took than the fastest, as a
+    // fraction (0 with fewer than two runs): how much the machine's speed
+    // changed while the runs ran. The queue's real times are each step's
+    // fastest run, which changes less than any one run does.
     double run_spread() const {
         if (run_totals_.size() < 2) return 0;
         const auto [least, most] = std::minmax_element(run_totals_.begin(), run_totals_.end());
@@ -86,7 +86,6 @@ class FastestOfRuns : public Executor {
             return fastest_[step_++];
         }
         const double seconds = engine_->run(plan);
-        run_totals_.back() += seconds;
         if (runs_ == 1) {
             shapes_.push_back(shape);
             fastest_.push_back(seconds);
@@ -97,6 +96,7 @@ class FastestOfRuns : public Executor {
         } else {
             fastest_[step_] = std::min(fastest_[step_], seconds);
         }
+        run_totals_.back() += seconds;  // a step of this queue, as the engine timed it
         return fastest_[step_++];
     }
     void release(const Request& r) override {

@@ -234,11 +234,11 @@ inline std::vector<std::string> warnings(const Results& run) {
              {std::tuple{"median time to first token", r.simulated.ttft_median, r.real.ttft_median},
               std::tuple{"total time", r.simulated.total_s, r.real.total_s}})
             if (std::fabs(relative_error(sim, real)) > kValidationErrorWarning)
-                w.push_back("warning: " + r.policy + ": the simulated " + what + " is " +
-                            percent(relative_error(sim, real)) +
-                            " off the real engine's (more than " +
-                            percent(kValidationErrorWarning, false) + "; its real runs took " +
-                            percent(r.run_spread, false) + " longer, slowest against fastest)");
+                w.push_back(
+                    "warning: " + r.policy + ": the simulated " + what + " is " +
+                    percent(relative_error(sim, real)) + " off the real engine's (more than " +
+                    percent(kValidationErrorWarning, false) + "; its slowest real run took " +
+                    percent(r.run_spread, false) + " longer than its fastest)");
     return w;
 }
 
@@ -386,9 +386,9 @@ inline void print_report(std::ostream& out, const Results& run, const Plots& plo
                "simulator, both timed in the thread's CPU time, each real step the fastest of "
             << kRealRuns << " runs; seconds\n";
         validation_table(run.validation).print(out);
-        out << "runs spread: the slowest real run's time against the fastest's, how far the "
-               "machine moved\nwhile they ran; an error smaller than it cannot be told from "
-               "the machine's noise\n";
+        out << "runs spread: how much longer the slowest real run of a queue took than its "
+               "fastest, how much\nthe machine's speed changed while they ran; the real "
+               "columns take each step at its fastest run\n";
     }
     if (!run.saved_workload.empty())
         out << "\nworkload saved for vllm bench serve: " << run.saved_workload << "\n";

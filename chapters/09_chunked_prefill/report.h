@@ -236,9 +236,9 @@ inline int report(const Results& r, const OutputOptions& out) {
         std::cout << "\nThe simulator against the engine on the same requests (simulator / engine "
                      "- 1, %):\n";
         agree.print(std::cout);
-        std::cout << "runs spread: the slowest engine run's time against the fastest's, how far "
-                     "the machine\nmoved while they ran; a difference smaller than it cannot be "
-                     "told from the machine's noise\n";
+        std::cout << "runs spread: how much longer the slowest engine run of a queue took than "
+                     "its fastest (%),\nhow much the machine's speed changed while they ran; the "
+                     "engine's columns take each step\nat its fastest run\n";
     }
     std::cout << "plot: " << plot << "\n\n"
               << "the waits below: " << (engine_all ? "the real engine's" : "the simulator's")
