@@ -210,8 +210,11 @@ inline void matmul_block(const Matrix& x, int i0, const Matrix& w, int j0, Matri
 
 // The tile: 4 input rows by 4 weight rows, 16 accumulators of kLanes each:
 // one full block for reduce_many, and half the 32 vector registers of
-// AVX-512, which leaves room for the 4 input and 4 weight vectors of a step
-// on a core with 256-bit datapaths (Zen 4) as on one with 512-bit ones.
+// AVX-512, which leaves room for the 4 input and 4 weight vectors of a
+// step. The register count is the instruction set's, the same on a core
+// that executes 512-bit operations in two 256-bit halves (Zen 4) as on
+// one with 512-bit datapaths; how fast the tile runs there was not
+// measured after this choice (the Zen 5 figures below predate it).
 // Measured on an Intel Xeon (Emerald Rapids, two 512-bit FMA ports, GCC 12),
 // quiet moments of a shared machine, in GFLOP/s for a 128 x 256 by
 // 256 x 256 and a 16 x 768 by 256 x 768 product, once the sums were reduced
