@@ -141,9 +141,34 @@ TEST_CASE("FastestOfRuns refuses a run that ran other steps than the first") {
     fastest.start_run(second);
     CHECK_THROWS_AS(run_schedule(queue, book_policies(3)[kStaticCache], budget, fastest),
                     std::logic_error);
-    fastest.replay();
-    CHECK_THROWS_AS(run_schedule(queue, book_policies(2)[kContinuousCache], budget, fastest),
+    // That run stopped short: nothing may build on it, another run or a replay.
+    ScriptedExecutor third(cost, {1.0});
+    CHECK_THROWS_AS(fastest.start_run(third), std::logic_error);
+    CHECK_THROWS_AS(fastest.replay(), std::logic_error);
+
+    // A replay of other steps than the runs ran is refused too.
+    FastestOfRuns whole;
+    whole.start_run(first);
+    run_schedule(queue, book_policies(3)[kContinuousCache], budget, whole);
+    whole.replay();
+    CHECK_THROWS_AS(run_schedule(queue, book_policies(2)[kContinuousCache], budget, whole),
                     std::logic_error);
+}
+
+TEST_CASE("the validation's rows carry each real queue's runs spread") {
+    const Config c = test::tiny_config();
+    const CostModel cost = analytic_cost_model(c);
+    const MemoryBudget budget = roomy_budget(c);
+    RealQueue q(book_policies(3)[kContinuousCache], small_queue(6));
+    ScriptedExecutor quick(cost, {1.0}), slow(cost, {1.5});
+    for (ScriptedExecutor* run : {&quick, &slow}) {
+        q.fastest.start_run(*run);
+        q.schedule = run_schedule(q.requests, q.policy, budget, q.fastest);
+    }
+    const std::vector<ValidationRow> rows = compare_with_simulator(std::span(&q, 1), budget, cost);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].run_spread == doctest::Approx(0.5).epsilon(1e-12));
+    CHECK(rows[0].real.total_s == doctest::Approx(rows[0].simulated.total_s).epsilon(1e-12));
 }
 
 TEST_CASE("a real queue run again gives the same tokens and admits in the same order") {

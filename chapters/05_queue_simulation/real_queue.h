@@ -53,6 +53,7 @@ class FastestOfRuns : public Executor {
     // run: its caches start empty). Runs after the first must run the
     // same steps: a different step is a logic error, thrown.
     void start_run(Executor& engine) {
+        check_last_run_ended();
         engine_ = &engine;
         runs_ += 1;
         step_ = 0;
@@ -61,6 +62,7 @@ class FastestOfRuns : public Executor {
     // Run the queue once more without an engine: each step returns its
     // fastest time so far (to price a queue's steps after the runs).
     void replay() {
+        check_last_run_ended();
         engine_ = nullptr;
         step_ = 0;
     }
@@ -104,6 +106,16 @@ class FastestOfRuns : public Executor {
     }
 
   private:
+    // A run that stopped short (an exception in the middle of the queue)
+    // would leave its last steps at older times and its total short:
+    // the runs after it must not build on it.
+    void check_last_run_ended() const {
+        if (engine_ && step_ != shapes_.size())
+            throw std::logic_error("FastestOfRuns: run " + std::to_string(runs_) +
+                                   " stopped after step " + std::to_string(step_) + " of " +
+                                   std::to_string(shapes_.size()));
+    }
+
     // What identifies a step: its rows, each as (request, first position, tokens).
     using Shape = std::vector<std::array<int, 3>>;
     static Shape shape_of(const StepPlan& plan) {

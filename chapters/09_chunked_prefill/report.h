@@ -116,8 +116,8 @@ inline int within(const Results& r, double share) {
 
 inline Json run_json(const QueueRun& q) {
     const Summary& m = q.summary;
-    return Json()
-        .add("workload", q.workload)
+    Json json;
+    json.add("workload", q.workload)
         .add("steps", q.rule.name)
         .add("chunk", q.rule.chunk)
         .add("side", q.engine ? "engine" : "simulator")
@@ -134,6 +134,8 @@ inline Json run_json(const QueueRun& q) {
         .add("mixed_steps", q.mixed)
         .add("most_prompt_tokens_in_a_step", q.most_prompt)
         .add("preemptions", m.preemptions);
+    if (q.engine) json.add("run_spread", q.run_spread);  // the slowest run against the fastest
+    return json;
 }
 
 inline int report(const Results& r, const OutputOptions& out) {
