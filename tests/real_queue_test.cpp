@@ -53,18 +53,27 @@ std::vector<Request> small_queue(int requests) {
     return make_workload(w);
 }
 
+// Six small requests under continuous batching, priced by the analytic
+// model: the queue the scripted runs below replay.
+struct ScriptedQueue {
+    Config c = test::tiny_config();
+    CostModel cost = analytic_cost_model(c);
+    MemoryBudget budget = roomy_budget(c);
+    std::vector<Request> queue = small_queue(6);
+    Policy policy = book_policies(3)[kContinuousCache];
+
+    Schedule run_queue(Executor& executor, const Policy& p) const {
+        return run_schedule(queue, p, budget, executor);
+    }
+    Schedule run_queue(Executor& executor) const { return run_queue(executor, policy); }
+};
+
 }  // namespace
 
-TEST_CASE("FastestOfRuns keeps each step's fastest run and replays it") {
-    const Config c = test::tiny_config();
-    const CostModel cost = analytic_cost_model(c);
-    const MemoryBudget budget = roomy_budget(c);
-    const std::vector<Request> queue = small_queue(6);
-    const Policy policy = book_policies(3)[kContinuousCache];
-
+TEST_CASE_FIXTURE(ScriptedQueue, "FastestOfRuns keeps each step's fastest run and replays it") {
     // The noiseless schedule: every step at factor 1.
     ScriptedExecutor exact(cost, {1.0});
-    const Schedule truth = run_schedule(queue, policy, budget, exact);
+    const Schedule truth = run_queue(exact);
 
     // Three runs, each slowing a different third of the steps by 2x or
     // 3x: the fastest of each step is the exact price, so the last run's
@@ -76,7 +85,7 @@ TEST_CASE("FastestOfRuns keeps each step's fastest run and replays it") {
     Schedule last;
     for (ScriptedExecutor& run : runs) {
         fastest.start_run(run);
-        last = run_schedule(queue, policy, budget, fastest);
+        last = run_queue(fastest);
     }
     CHECK(fastest.runs() == 3);
     REQUIRE(last.requests.size() == truth.requests.size());
@@ -89,22 +98,18 @@ TEST_CASE("FastestOfRuns keeps each step's fastest run and replays it") {
     FastestOfRuns once;
     ScriptedExecutor slow(cost, {2.0, 1.0, 1.0});
     once.start_run(slow);
-    CHECK(run_schedule(queue, policy, budget, once).end_s > truth.end_s);
+    CHECK(run_queue(once).end_s > truth.end_s);
 
     // The replay runs no engine and gives the same times again.
     fastest.replay();
-    const Schedule replayed = run_schedule(queue, policy, budget, fastest);
+    const Schedule replayed = run_queue(fastest);
     CHECK(replayed.end_s == truth.end_s);
 }
 
-TEST_CASE("FastestOfRuns keeps each run's own time, and how far the runs spread") {
-    const Config c = test::tiny_config();
-    const CostModel cost = analytic_cost_model(c);
-    const MemoryBudget budget = roomy_budget(c);
-    const std::vector<Request> queue = small_queue(6);
-    const Policy policy = book_policies(3)[kContinuousCache];
+TEST_CASE_FIXTURE(ScriptedQueue,
+                  "FastestOfRuns keeps each run's own time, and how far the runs spread") {
     ScriptedExecutor exact(cost, {1.0});
-    const double truth = run_schedule(queue, policy, budget, exact).end_s;
+    const double truth = run_queue(exact).end_s;
 
     // Runs on a machine 1.0x, 1.25x and 1.1x as slow: each run's time is
     // its own sum, and the spread is the slowest against the fastest.
@@ -115,7 +120,7 @@ TEST_CASE("FastestOfRuns keeps each run's own time, and how far the runs spread"
                                           ScriptedExecutor(cost, {1.1})};
     for (ScriptedExecutor& run : runs) {
         fastest.start_run(run);
-        run_schedule(queue, policy, budget, fastest);
+        run_queue(fastest);
         if (fastest.runs() == 1) CHECK(fastest.run_spread() == 0);  // one run: nothing to spread
     }
     REQUIRE(fastest.run_totals().size() == 3);
@@ -125,22 +130,18 @@ TEST_CASE("FastestOfRuns keeps each run's own time, and how far the runs spread"
     CHECK(fastest.run_spread() == doctest::Approx(0.25).epsilon(1e-12));
     // A replay runs no engine and adds no run.
     fastest.replay();
-    run_schedule(queue, policy, budget, fastest);
+    run_queue(fastest);
     CHECK(fastest.run_totals().size() == 3);
 }
 
-TEST_CASE("FastestOfRuns refuses a run that ran other steps than the first") {
-    const Config c = test::tiny_config();
-    const CostModel cost = analytic_cost_model(c);
-    const MemoryBudget budget = roomy_budget(c);
-    const std::vector<Request> queue = small_queue(6);
+TEST_CASE_FIXTURE(ScriptedQueue,
+                  "FastestOfRuns refuses a run that ran other steps than the first") {
     FastestOfRuns fastest;
     ScriptedExecutor first(cost, {1.0}), second(cost, {1.0});
     fastest.start_run(first);
-    run_schedule(queue, book_policies(3)[kContinuousCache], budget, fastest);
+    run_queue(fastest);
     fastest.start_run(second);
-    CHECK_THROWS_AS(run_schedule(queue, book_policies(3)[kStaticCache], budget, fastest),
-                    std::logic_error);
+    CHECK_THROWS_AS(run_queue(fastest, book_policies(3)[kStaticCache]), std::logic_error);
     // That run stopped short: nothing may build on it, another run or a replay.
     ScriptedExecutor third(cost, {1.0});
     CHECK_THROWS_AS(fastest.start_run(third), std::logic_error);
@@ -149,17 +150,13 @@ TEST_CASE("FastestOfRuns refuses a run that ran other steps than the first") {
     // A replay of other steps than the runs ran is refused too.
     FastestOfRuns whole;
     whole.start_run(first);
-    run_schedule(queue, book_policies(3)[kContinuousCache], budget, whole);
+    run_queue(whole);
     whole.replay();
-    CHECK_THROWS_AS(run_schedule(queue, book_policies(2)[kContinuousCache], budget, whole),
-                    std::logic_error);
+    CHECK_THROWS_AS(run_queue(whole, book_policies(2)[kContinuousCache]), std::logic_error);
 }
 
-TEST_CASE("the validation's rows carry each real queue's runs spread") {
-    const Config c = test::tiny_config();
-    const CostModel cost = analytic_cost_model(c);
-    const MemoryBudget budget = roomy_budget(c);
-    RealQueue q(book_policies(3)[kContinuousCache], small_queue(6));
+TEST_CASE_FIXTURE(ScriptedQueue, "the validation's rows carry each real queue's runs spread") {
+    RealQueue q(policy, queue);
     ScriptedExecutor quick(cost, {1.0}), slow(cost, {1.5});
     for (ScriptedExecutor* run : {&quick, &slow}) {
         q.fastest.start_run(*run);

@@ -216,6 +216,27 @@ inline Table validation_table(const std::vector<ValidationRow>& rows) {
     return t;
 }
 
+// The same rows as numbers, for a program that reads the JSON: seconds,
+// and errors and spreads as fractions (0.05 is 5 %).
+inline std::vector<Json> validation_json(const std::vector<ValidationRow>& rows) {
+    std::vector<Json> out;
+    for (const ValidationRow& r : rows)
+        out.push_back(Json()
+                          .add("policy", r.policy)
+                          .add("requests", r.real_requests)
+                          .add("batch", r.batch)
+                          .add("real_ttft_median_s", r.real.ttft_median)
+                          .add("simulated_ttft_median_s", r.simulated.ttft_median)
+                          .add("error_ttft_median",
+                               relative_error(r.simulated.ttft_median, r.real.ttft_median))
+                          .add("real_total_s", r.real.total_s)
+                          .add("simulated_total_s", r.simulated.total_s)
+                          .add("error_total", relative_error(r.simulated.total_s, r.real.total_s))
+                          .add("same_order", r.same_order)
+                          .add("run_spread", r.run_spread));
+    return out;
+}
+
 // ---------------------------------------------------------- one run
 
 // What a reader should not trust without a second look: a cost model that
@@ -338,7 +359,8 @@ inline Json to_json(const Results& run, const Plots& plots) {
             .add("rate_plot", plots.rate);
     if (!run.validation.empty())
         json.add("validation_batch", run.validation_batch)
-            .add("validation", validation_table(run.validation));
+            .add("validation", validation_table(run.validation))
+            .add("validation_rows", validation_json(run.validation));
     if (!run.saved_workload.empty()) json.add("saved_workload", run.saved_workload);
     Table warned({"warning"});
     for (const std::string& w : warnings(run)) warned.add_row({w});
