@@ -35,19 +35,30 @@ float dot(const float* a, const float* b, int n);
 // l + 4, l + 2, l + 1). dot(), dot_rows() and matmul() compute exactly this,
 // bit for bit, only kLanes (or many times kLanes) numbers at a time; that,
 // with -ffp-contract=off, is why the naive, cached and batched paths give
-// the same logits to the last bit on every machine. Slow; never called by
+// the same logits to the last bit on every machine. Slow (on an Intel Xeon,
+// Emerald Rapids, family 6 model 207, GCC 12, AVX-512, both in one process,
+// interleaved, fastest of 1,500 samples of 20,000 calls: 188 ns over 256
+// numbers against dot()'s 17.8, 34.5 against 5.5 over 32); never called by
 // the model; tests/kernels_test.cpp checks the fast kernels against it.
 float dot_in_book_order(const float* a, const float* b, int n);
 
 // out[j] = dot(x, rows + j * stride, n) for j < n_rows: one query against many
-// keys, as attention needs. Same order of additions as dot(), computed 8
-// rows at a time so the query's numbers are loaded once for all 8.
+// keys, as attention needs. Same order of additions as dot(), computed 16
+// rows at a time so the query's numbers are loaded once for all 16. What
+// that bought, and where it bought nothing, is measured at kKeyRows in
+// kernels.cpp. Its reference is dot() on each row (tests/kernels_test.cpp).
 void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride, int n, float* out);
 
 // out[d] = sum over j of weights[j] * rows[j * stride + d], for d < width,
 // adding the terms in the order j = 0, 1, 2, ...: attention's weighted sum
 // of values. The plain loop is the reference; this one keeps kLanes outputs
 // in a register while it walks the rows, which gives the same numbers.
+// Measured on an Intel Xeon (Emerald Rapids, family 6 model 207, GCC 12,
+// AVX-512), both in one process, interleaved, fastest of 1,500 samples of
+// 20 calls: 4,097 rows of head size 32, 64 floats apart, 18.5 -> 10.7 us;
+// a demo decode step over 4,096 cached positions, one head at a time
+// (attend_one_head, the path that calls this), fastest of 150: 5.14 ->
+// 4.65 ms (5.96 -> 5.26 in a run of 60).
 void weighted_sum(const float* weights, int n_rows, const float* rows, std::size_t stride,
                   int width, float* out);
 
@@ -88,8 +99,11 @@ void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t we
 // stored (out, in) as in Llama, so each output reads one contiguous row.
 void matmul(const Matrix& x, const Matrix& w, Matrix& y);
 
-// The textbook triple loop, one sequential sum per output. Slow, and its sums
-// round differently; kept as the reference the fast kernel is tested against.
+// The textbook triple loop, one sequential sum per output. Slow (on the same
+// Xeon, both in one process, interleaved, fastest of 150: 128 x 256 by
+// 768 x 256 20.1 ms against matmul's 0.66, 16 rows 2.54 against 0.084),
+// and its sums round differently; kept as the reference the fast kernel is
+// tested against.
 void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y);
 
 // out = x / sqrt(mean(x^2) + 1e-5) * scale, as in Llama.
@@ -115,7 +129,15 @@ void softmax_for_group(float* x, int n_rows, std::size_t stride, int n);
 // compiler turns a loop of them (SiLU over a row of the feed-forward,
 // softmax over a row of scores) into vector code. The arithmetic is the
 // same on every path: vectorising changes how many numbers go through at
-// once, not how any one of them is rounded.
+// once, not how any one of them is rounded. The lack of branches measured
+// no gain with GCC 12: written with early returns for NaN and the two
+// ends, the loops became vector code all the same, and ran as fast or a
+// little faster (Intel Xeon, Emerald Rapids, family 6 model 207, AVX-512,
+// both in one process, interleaved, fastest of 1,500: silu(gate) * up over
+// 128 x 768 numbers 85.0 us branch-free against 80.1 with branches,
+// softmax_for_group over 4 x 4,097 scores 20.1 against 18.8 us; a 128-token
+// prefill 19.4 against 19.1 ms, fastest of 150). Kept: another compiler
+// may not make vector code of the branches; that was not measured.
 inline float exp_float(float x) {
     // Clamped to where the steps below stay in range (NaN becomes 0 here);
     // the ends, and NaN, are put right at the end.
@@ -156,7 +178,13 @@ void rope(std::span<float> vec, int head_size, int pos);
 
 // The same rotation with the cosines and sines of every position worked out
 // once, when the model is built, instead of a pow, a cos and a sin per pair
-// on every call. Gives exactly what rope() gives.
+// on every call. Gives exactly what rope() gives; rope() stays as its
+// reference. Measured on an Intel Xeon (Emerald Rapids, family 6 model 207,
+// GCC 12, AVX-512), both in one process, interleaved, rope() against the
+// table: a 128-token demo prefill 20.98 -> 19.40 ms (fastest of 300; 3 to
+// 10 % in three runs: rope() works out 16 angles per call, 32 per token
+// and layer, about 24,600 in this prefill); a batch-1 decode step 0.893 ->
+// 0.889 ms (fastest of 900), no gain to see there: 192 angles a step.
 class RopeTable {
   public:
     RopeTable(int head_size, int max_positions);

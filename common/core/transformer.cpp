@@ -133,7 +133,11 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
     }
 
     // Only the last token of each sequence needs logits: it is the one whose
-    // next token we are about to choose.
+    // next token we are about to choose. Against logits for every row,
+    // measured on an Intel Xeon (Emerald Rapids, family 6 model 207, GCC 12,
+    // AVX-512), both in one process, interleaved, fastest of 300: a 128-token
+    // demo prefill 23.5 -> 19.8 ms. (A decode step has one row per sequence,
+    // so there it changes nothing.)
     const int n_inputs = static_cast<int>(inputs.size());
     last_.resize_rows(n_inputs);
     logits_.resize_rows(n_inputs);
