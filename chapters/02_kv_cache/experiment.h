@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../../common/kit/answer_timing.h"
+#include "../../common/kit/digest.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/timing.h"
@@ -25,6 +26,7 @@ struct Results {
     AnswerTiming naive;           // chapter 01's way
     AnswerTiming cached;          // prefill once, then decode against the cache
     double max_logit_difference;  // over every step of one more run of each
+    std::string logits_digest;    // FNV-1a 64 over every logit of that cached run, step by step
 
     int prompt_len() const { return static_cast<int>(loaded.prompt.size()); }
     bool same_tokens() const { return naive.tokens == cached.tokens; }
@@ -73,8 +75,12 @@ struct Experiment {
         progress.update(1, 2, "(without the cache)");
         const std::vector<std::vector<float>> naive_logits = logits_per_step(naive, naive_again);
         progress.update(2, 2, "(with the cache)");
-        const double max_diff =
-            max_abs_difference(naive_logits, logits_per_step(cached, cached_again));
+        const std::vector<std::vector<float>> cached_logits = logits_per_step(cached, cached_again);
+        const double max_diff = max_abs_difference(naive_logits, cached_logits);
+        // Every logit's bits in one digest, so that builds can be compared
+        // (tests/check_same_tokens.sh): equal digests, equal logits.
+        Fnv1a64 digest;
+        for (const std::vector<float>& step : cached_logits) digest.add_floats(step);
         return {std::move(loaded),
                 !model.source.checkpoint.empty(),
                 std::move(saved),
@@ -82,7 +88,8 @@ struct Experiment {
                 repeats,
                 std::move(naive_timing),
                 std::move(cached_timing),
-                max_diff};
+                max_diff,
+                digest.hex()};
     }
 };
 

@@ -99,6 +99,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("cached_positions", r.cached.positions)
                     .add("same_tokens", same_tokens)
                     .add("max_logit_difference", max_diff)
+                    .add("logits_fnv1a64", r.logits_digest)
                     .add("tokens", r.cached.tokens)
                     .add("steps", steps)
                     .add("plot", plot_path)

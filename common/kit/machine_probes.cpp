@@ -65,54 +65,104 @@ CacheSizes cache_sizes() {
 
 namespace {
 
-typedef float ProbeLanes __attribute__((vector_size(16 * sizeof(float))));
-constexpr int kChains = 16;  // independent chains: throughput, not latency, sets the pace
-constexpr double kFlopsPerIteration = 2.0 * kChains * 16;
+// One chain is one vector register of the widest kind the build targets,
+// and there are as many chains as the register file holds with room to
+// spare, so that every chain stays in a register for the whole loop. (The
+// probe used to run 16 chains of 16 floats in every build: one zmm register
+// each with AVX-512, but two ymm with AVX2 and four xmm with SSE2, 32 and 64
+// registers where 16 exist, so the chains lived on the stack and the probe
+// timed loads and stores as much as arithmetic.)
+//
+// How many chains: each step of a chain waits for the step before it, a
+// fused multiply-add's latency (4 cycles on recent Intel and AMD cores), and
+// two ports each start one a cycle, so at least 4 x 2 = 8 chains must be in
+// flight to keep both ports busy. A multiply then an add is two dependent
+// instructions, twice the latency and twice the work per step, which needs
+// no more chains. With 32 vector registers (AVX-512's zmm0-31, ARM64's
+// v0-v31) 16 chains leave 16 registers free, and cover an ARM64 core with
+// four pipes too (4 x 4); with 16 registers (AVX2's ymm, SSE2's xmm) 12
+// chains, plus the two constants a and b, leave two for the compiler.
+//
+// What it measured, before and after, on the Xeon this was written on
+// (Emerald Rapids, family 6 model 207; GCC 12.2; a shared 2-vCPU machine),
+// in GFLOP/s, the old probe and this one interleaved in one process, best
+// of 5 rounds of 3 runs each:
+//   build                       fused, before -> after   multiply then add
+//   -march=native (AVX-512)        172.0 -> 172.6          90.7 -> 86.0
+//   -march=x86-64-v3 (AVX2, FMA)     1.0 ->  89.3          13.8 -> 62.3
+//   no -march (SSE2, no FMA)        23.0 ->  30.5 *        23.0 -> 28.3
+//   (* without a fused instruction, "fused" is a multiply and an add too)
+// The AVX2 build's old fused() copied its operands through memory, in a
+// loop GCC did not unroll. The native build lost nothing to spills, but its old
+// multiply-then-add loop had 15 chains counted as 16 (see chains() below):
+// 86.0 x 16 / 15 = 91.7. With AVX-512 the multiply-then-add rate is half
+// the fused one: two instructions for one, on the same two ports. At 256
+// and 128 bits it is more (0.70 of AVX2's fused rate): there a multiply and
+// an add, side by side, ran 1.3 instructions for every fused one, though
+// each alone ran at the fused rate (12 chains of ymm, one process), so the
+// adds have a port the multiplies do not. The same holds at SSE2's 4 lanes:
+// its 28.3 is about half AVX2's 62.3 and a third (a quarter of the width,
+// 1.3 x the instructions) of AVX-512's 86.0.
+#if defined(__AVX512F__)
+constexpr int kLanes = 16;      // floats in one zmm register
+constexpr int kRegisters = 32;  // zmm0-zmm31
+#elif defined(__AVX__)
+constexpr int kLanes = 8;       // floats in one ymm register
+constexpr int kRegisters = 16;  // ymm0-ymm15
+#elif defined(__aarch64__)
+constexpr int kLanes = 4;       // floats in one NEON register
+constexpr int kRegisters = 32;  // v0-v31
+#else
+constexpr int kLanes = 4;       // floats in one xmm register (SSE2, the x86-64 baseline)
+constexpr int kRegisters = 16;  // xmm0-xmm15
+#endif
+constexpr int kChains = kRegisters >= 32 ? 16 : 12;
+constexpr double kFlopsPerIteration = 2.0 * kChains * kLanes;  // a multiply and an add per lane
+
+typedef float ProbeLanes __attribute__((vector_size(kLanes * sizeof(float))));
 
 // a * b + c rounded once, with the instruction the build targets.
 inline ProbeLanes fused(ProbeLanes a, ProbeLanes b, ProbeLanes c) {
 #if defined(__AVX512F__)
     return ProbeLanes(_mm512_fmadd_ps(__m512(a), __m512(b), __m512(c)));
 #elif defined(__FMA__)
-    __m256 lo[3], hi[3];
-    const ProbeLanes* in[3] = {&a, &b, &c};
-    for (int i = 0; i < 3; ++i) {
-        std::memcpy(&lo[i], in[i], sizeof lo[i]);
-        std::memcpy(&hi[i], reinterpret_cast<const char*>(in[i]) + 32, sizeof hi[i]);
-    }
-    const __m256 rlo = _mm256_fmadd_ps(lo[0], lo[1], lo[2]);
-    const __m256 rhi = _mm256_fmadd_ps(hi[0], hi[1], hi[2]);
-    ProbeLanes out;
-    std::memcpy(&out, &rlo, 32);
-    std::memcpy(reinterpret_cast<char*>(&out) + 32, &rhi, 32);
-    return out;
+    return ProbeLanes(_mm256_fmadd_ps(__m256(a), __m256(b), __m256(c)));
 #elif defined(__aarch64__)
-    ProbeLanes out;
-    for (int q = 0; q < 4; ++q) {
-        float32x4_t va, vb, vc;
-        std::memcpy(&va, reinterpret_cast<const char*>(&a) + 16 * q, 16);
-        std::memcpy(&vb, reinterpret_cast<const char*>(&b) + 16 * q, 16);
-        std::memcpy(&vc, reinterpret_cast<const char*>(&c) + 16 * q, 16);
-        const float32x4_t r = vfmaq_f32(vc, va, vb);
-        std::memcpy(reinterpret_cast<char*>(&out) + 16 * q, &r, 16);
-    }
-    return out;
+    return ProbeLanes(vfmaq_f32(float32x4_t(c), float32x4_t(a), float32x4_t(b)));
 #else
-    return a * b + c;  // no fused instruction in this build: a multiply and an add
+    // No fused instruction in this build: a multiply and an add.
+    return a * b + c;
 #endif
 }
 
+// Clang, tuned for a core where it prefers 256-bit vectors (as -march=native
+// is on this Xeon), splits a 16-float vector into two ymm halves unless the
+// function says it wants zmm: 16 multiply-then-add chains became 32 halves,
+// which with a and b need 34 of the 32 registers, and three spilled.
 template <bool Fused>
-__attribute__((noinline)) float chains(long iterations) {
+#if defined(__clang__) && defined(__AVX512F__)
+__attribute__((noinline, min_vector_width(512)))
+#else
+__attribute__((noinline))
+#endif
+float chains(long iterations) {
+    // The starting values come through a volatile, so the compiler cannot
+    // run the chains at compile time. It did: chain 1 started at 1, which
+    // 1 * 0.999 + 0.001 rounds back to, and GCC 12 (-march=native) left
+    // that chain out of the multiply-then-add loop: 15 chains of work
+    // counted as 16.
+    volatile float first = 2.0f;
     ProbeLanes acc[kChains];
-    for (int i = 0; i < kChains; ++i) acc[i] = ProbeLanes{} + float(i);
+    for (int i = 0; i < kChains; ++i) acc[i] = ProbeLanes{} + (first + float(i));
     // The values converge to 1: nothing overflows or goes subnormal.
     const ProbeLanes a = ProbeLanes{} + 0.999f, b = ProbeLanes{} + 0.001f;
     for (long it = 0; it < iterations; ++it)
         for (int i = 0; i < kChains; ++i) acc[i] = Fused ? fused(acc[i], a, b) : acc[i] * a + b;
     ProbeLanes sum = {};
     for (const ProbeLanes& v : acc) sum += v;
-    return sum[0];
+    float total = 0;  // every lane, or the compiler could compute only the ones returned
+    for (int l = 0; l < kLanes; ++l) total += sum[l];
+    return total;
 }
 
 template <bool Fused>

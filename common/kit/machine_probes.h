@@ -31,8 +31,13 @@ struct CacheSizes {
 };
 CacheSizes cache_sizes();
 
-// Float32 FLOP/s of 16 independent chains acc = acc * a + b, 16 lanes each,
-// over `iterations` steps (512 FLOP each): the best of `repeats` runs.
+// Float32 FLOP/s of independent chains acc = acc * a + b, over `iterations`
+// steps: the best of `repeats` runs. Each chain is one vector register of
+// the build's width (16 floats with AVX-512, 8 with AVX2, 4 with SSE2 or
+// NEON), and there are as many chains as keep every one in a register and
+// both arithmetic ports busy (16 with 32 registers, 12 with 16; the .cpp
+// says why), so a step is 2 x chains x lanes FLOP: 512 with AVX-512, 192
+// with AVX2, 96 with SSE2, 128 with NEON.
 //   fused:    one fused multiply-add per step, where the build targets an
 //             instruction for it (AVX-512, AVX2 with FMA, ARM64); in a build
 //             without one (the x86-64 baseline, SSE2) it returns the

@@ -1,0 +1,51 @@
+// A fingerprint of many floats in one short string, so that two runs (two
+// builds, two compilers, two machines) can be shown to have computed the
+// same numbers to the last bit without printing them all: chapter 02's
+// JSON carries one over every logit of its cached answer, and
+// tests/check_same_tokens.sh compares it across builds.
+//
+// The hash is FNV-1a, 64 bits (Fowler, Noll and Vo): start from the offset
+// basis; for each byte, xor it in, then multiply by the FNV prime. A float
+// goes in as the four bytes of its bit pattern, least significant first,
+// whatever the machine's byte order, so -0 and +0 differ, and so does any
+// one bit. It is not a cryptographic hash: it only has to tell honest runs
+// apart, and an accidental collision is one chance in 2^64.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace kv {
+
+class Fnv1a64 {
+  public:
+    void add_byte(std::uint8_t byte) { state_ = (state_ ^ byte) * kPrime; }
+    void add_bytes(std::string_view bytes) {
+        for (const char c : bytes) add_byte(static_cast<std::uint8_t>(c));
+    }
+    void add_floats(std::span<const float> values) {
+        for (const float v : values) {
+            const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
+            for (int shift = 0; shift < 32; shift += 8) add_byte(std::uint8_t(bits >> shift));
+        }
+    }
+
+    std::uint64_t value() const { return state_; }
+    // The value as 16 lowercase hex digits, e.g. "af63dc4c8601ec8c".
+    std::string hex() const {
+        std::string digits(16, '0');
+        for (int i = 15, shift = 0; i >= 0; --i, shift += 4)
+            digits[i] = "0123456789abcdef"[(state_ >> shift) & 0xf];
+        return digits;
+    }
+
+  private:
+    static constexpr std::uint64_t kOffsetBasis = 0xcbf29ce484222325ull;
+    static constexpr std::uint64_t kPrime = 0x100000001b3ull;  // 2^40 + 2^8 + 0xb3
+    std::uint64_t state_ = kOffsetBasis;
+};
+
+}  // namespace kv
