@@ -51,10 +51,10 @@ std::string instruction_set() {
 
 // Each probe's sample is about as long as a step of the workloads it is
 // compared with, so that a lucky quiet moment is as likely to fall on one as
-// on the other: an arithmetic sample is a million steps of 512 FLOPs (5.5 ms
+// on the other: an arithmetic sample is a million steps of 512 FLOPs (5.6 ms
 // at 92 GFLOP/s, a batch-16 decode takes 3 ms and a prefill 19), a
 // last-level one one pass over its buffer (0.8 ms, a batch-1 decode's 0.9).
-// A DRAM sample is one pass over its buffer too: 70 ms for 1 GiB, longer
+// A DRAM sample is one pass over its buffer too: about 70 ms for 1 GiB, longer
 // than the large model's 28 ms decode step (a smaller buffer would leave
 // part of it in the cache).
 constexpr long kPeakIterations = 1'000'000;
@@ -78,8 +78,8 @@ struct Limits {
             mul_add.values.push_back(peak_multiply_then_add_flops(1, kPeakIterations));
         }
         // Two passes first, not counted: after the DRAM probe, the pass after
-        // the probe's own untimed one still read 12 to 14 GB/s on the Xeon of
-        // the README, the ones after it 22 to 28.
+        // the probe's own untimed one read 11.5 to 14.1 GB/s in four tries on
+        // the Xeon of the README, most passes after it 21 to 28.
         llc_probe.bytes_per_second(1, llc_probe.bytes());
         for (int k = 0; k < runs; ++k)
             llc.values.push_back(llc_probe.bytes_per_second(1, llc_probe.bytes()));
