@@ -101,10 +101,10 @@ $(BUILD)/bench: $(BENCH_OBJ) $(COMMON_OBJ)
 
 bench: $(BUILD)/bench
 	@$(MAKE) --no-print-directory ARCH= BUILD=$(BUILD)/generic $(BUILD)/generic/bench
-	@echo "==> $(BUILD)/bench: $(CXX) $(CXXFLAGS) $(ARCH) $(EXTRA)"
+	@echo "==> $(BUILD)/bench: $(strip $(CXX) $(CXXFLAGS) $(ARCH) $(EXTRA))"
 	./$(BUILD)/bench
 	@echo
-	@echo "==> $(BUILD)/generic/bench, the baseline: $(CXX) $(CXXFLAGS) $(EXTRA) (no -march)"
+	@echo "==> $(BUILD)/generic/bench, the baseline: $(strip $(CXX) $(CXXFLAGS) $(EXTRA)) (no -march)"
 	./$(BUILD)/generic/bench
 
 # ------------------------------------------------------------- fuzzing
