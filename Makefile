@@ -90,13 +90,22 @@ sanitize: doctest
 # How close the engine runs to this machine's limits (not a test: it times).
 # The machine's limits are measured by common/kit/machine_probes.cpp, built
 # like everything else (its fused multiply-adds are written as instructions).
+# make bench runs two builds, each headed by its flags: this one, then the
+# baseline (ARCH empty: no -march=native, SSE2 on x86-64), built apart in
+# $(BUILD)/generic. The targets are the native build's; the baseline's
+# fractions are there to compare.
 BENCH_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard tests/bench/*.cpp))
 
 $(BUILD)/bench: $(BENCH_OBJ) $(COMMON_OBJ)
 	$(CXX) $(ALL_FLAGS) -o $@ $^
 
 bench: $(BUILD)/bench
+	@$(MAKE) --no-print-directory ARCH= BUILD=$(BUILD)/generic $(BUILD)/generic/bench
+	@echo "==> $(BUILD)/bench: $(strip $(CXX) $(CXXFLAGS) $(ARCH) $(EXTRA))"
 	./$(BUILD)/bench
+	@echo
+	@echo "==> $(BUILD)/generic/bench, the baseline: $(strip $(CXX) $(CXXFLAGS) $(EXTRA)) (no -march)"
+	./$(BUILD)/generic/bench
 
 # ------------------------------------------------------------- fuzzing
 # make fuzz: libFuzzer (Clang: Debian's clang and libclang-rt-dev) on the

@@ -393,14 +393,21 @@ TEST_CASE("the roofline is the lower of the peak and intensity times the memory 
     CHECK(batch_at_intensity(4.0, 2) == doctest::Approx(4.0));
 }
 
-TEST_CASE("a width's memory roof is the last-level cache's only if its weights fit the probe") {
+TEST_CASE("a width's memory roof is the last-level cache's only if its weights fit in a quarter") {
     Roofline roofs;
     roofs.last_level_bytes_per_second = 25e9;
     roofs.dram_bytes_per_second = 10e9;
     const Config c = test::tiny_config();
     const std::uint64_t bytes = weight_bytes_per_step(c);
-    CHECK(ch04::reads_from_last_level(c, bytes));
-    CHECK(ch04::memory_roof(roofs, ch04::reads_from_last_level(c, bytes)) == 25e9);
-    CHECK_FALSE(ch04::reads_from_last_level(c, bytes - 1));
-    CHECK(ch04::memory_roof(roofs, ch04::reads_from_last_level(c, bytes - 1)) == 10e9);
+    // The reported last level is four times the weights: they fit in its
+    // quarter (common/kit/memory_level.h), the roof is the cache's.
+    CHECK(ch04::reads_from_last_level(c, 4 * bytes));
+    CHECK(ch04::memory_roof(roofs, ch04::reads_from_last_level(c, 4 * bytes)) == 25e9);
+    // A last level of four times the weights less 4 bytes: its quarter is a
+    // byte short, the roof is DRAM's. Fitting in the whole reported cache
+    // is not enough.
+    CHECK_FALSE(ch04::reads_from_last_level(c, 4 * bytes - 4));
+    CHECK(ch04::memory_roof(roofs, ch04::reads_from_last_level(c, 4 * bytes - 4)) == 10e9);
+    CHECK_FALSE(ch04::reads_from_last_level(c, bytes));
+    CHECK_FALSE(ch04::reads_from_last_level(c, 0));  // not reported: DRAM
 }

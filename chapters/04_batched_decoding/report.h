@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../../common/core/config.h"
+#include "../../common/kit/memory_level.h"
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
@@ -42,10 +43,11 @@ inline Table batch_table(const std::vector<BatchTiming>& timings, const Roofline
 }
 
 // The memory roof of a width: the last-level cache's if its weights fit in
-// the buffer the last-level probe read (they stay there between steps),
-// DRAM's otherwise.
-inline bool reads_from_last_level(const Config& c, std::uint64_t last_level_probe_bytes) {
-    return weight_bytes_per_step(c) <= last_level_probe_bytes;
+// the share of the reported cache the book counts on, a quarter (they stay
+// there between steps: common/kit/memory_level.h, the rule make bench uses
+// too), DRAM's otherwise.
+inline bool reads_from_last_level(const Config& c, std::uint64_t last_level_cache_bytes) {
+    return fits_in_last_level(weight_bytes_per_step(c), last_level_cache_bytes);
 }
 
 inline double memory_roof(const Roofline& roofs, bool from_last_level) {
@@ -99,7 +101,7 @@ struct WidthFacts {
 };
 
 inline WidthFacts width_facts(const WidthResult& w, const Results& r) {
-    const bool llc = reads_from_last_level(w.config, r.last_level_probe_bytes);
+    const bool llc = reads_from_last_level(w.config, r.cache_bytes);
     const double roof = memory_roof(r.roofs, llc);
     return {w,
             weight_bytes_per_step(w.config),

@@ -44,13 +44,19 @@ StepCost step_cost(const Config& c, const Workload& w);
 // (scores q.k, then the weighted sum of values).
 double forward_flops(const Config& c, int rows, int start, int logit_rows);
 
+// Positions of a decode workload's cache that a real prefill writes; the
+// rest repeat them (TimedWorkload's constructor says why).
+constexpr int kRealPositions = 64;
+
 // A model and its caches, built once, timed many times.
 class TimedWorkload {
   public:
     TimedWorkload(const Config& config, const Workload& workload);
     ~TimedWorkload();
-    // The fastest of `repeats` steps, in this thread's CPU seconds.
-    double best_step_seconds(int repeats);
+    // The fastest of `repeats` timed steps, in this thread's CPU seconds,
+    // after one untimed step; fewer once the timed ones have taken
+    // `budget_seconds` (at least one).
+    double best_step_seconds(int repeats, double budget_seconds);
     const Workload& workload() const { return workload_; }
     const Config& config() const { return config_; }
 
