@@ -47,7 +47,7 @@ TEST_CASE("dot_in_book_order by hand: 16 partial sums then the pairwise tree") {
     CHECK(dot(big.data(), ones.data(), 4) == 16777218.0f);
 }
 
-TEST_CASE("dot dot_rows and matmul equal dot_in_book_order bit for bit") {
+TEST_CASE("dot dot_rows and matmul equal the book order bit for bit") {
     // Every length from 0 to 300 (every tail of the 16 lanes, several times
     // over) and a few long ones, on random numbers of mixed size.
     std::vector<int> lengths;
@@ -59,15 +59,17 @@ TEST_CASE("dot dot_rows and matmul equal dot_in_book_order bit for bit") {
         const Matrix x = random_matrix(1, std::max(n, 1), 80 + n);
         Matrix rows = random_matrix(n_rows, std::max(stride, 1), 90 + n);
         for (std::size_t i = 0; i < rows.data.size(); i += 7) rows.data[i] *= 1000.0f;
-        std::vector<float> scores(n_rows);
+        std::vector<float> scores(n_rows), plain_scores(n_rows);
         dot_rows(x.row(0), rows.row(0), n_rows, std::size_t(stride), n, scores.data());
+        dot_rows_reference(x.row(0), rows.row(0), n_rows, std::size_t(stride), n,
+                           plain_scores.data());
         for (int j = 0; j < n_rows; ++j) {
             const float* row = rows.row(0) + std::size_t(j) * stride;
-            const float plain = dot_in_book_order(x.row(0), row, n);
             INFO("length " << n << " row " << j);
             CHECK(std::bit_cast<std::uint32_t>(dot(x.row(0), row, n)) ==
-                  std::bit_cast<std::uint32_t>(plain));
-            CHECK(std::bit_cast<std::uint32_t>(scores[j]) == std::bit_cast<std::uint32_t>(plain));
+                  std::bit_cast<std::uint32_t>(dot_in_book_order(x.row(0), row, n)));
+            CHECK(std::bit_cast<std::uint32_t>(scores[j]) ==
+                  std::bit_cast<std::uint32_t>(plain_scores[j]));
         }
     }
     // matmul through the 4 x 4 tile, the 8-row decode stream and every leftover.
@@ -212,30 +214,66 @@ TEST_CASE("rope keeps lengths and makes q.k depend only on the distance") {
     CHECK(dot(a_q.data(), c_k.data(), hs) != doctest::Approx(dot(a_q.data(), a_k.data(), hs)));
 }
 
-TEST_CASE("dot_rows equals dot for every row at odd counts and strides") {
-    for (int n_rows : {1, 7, 8, 9, 17})
-        for (int n : {2, 6, 16, 33}) {
+namespace {
+
+// The bits of each float, so that vectors compare bit for bit (-0 against
+// +0, NaN against NaN) and a failure prints the first place they differ.
+std::vector<std::uint32_t> bits(const std::vector<float>& v) {
+    std::vector<std::uint32_t> out;
+    for (float f : v) out.push_back(std::bit_cast<std::uint32_t>(f));
+    return out;
+}
+
+// Random numbers in [-1, 1], every seventh times 1,000: sums of mixed sizes,
+// whose rounding depends on the order they are added in.
+Matrix mixed_matrix(int rows, int cols, std::uint64_t seed) {
+    Matrix m = random_matrix(rows, cols, seed);
+    for (std::size_t i = 0; i < m.data.size(); i += 7) m.data[i] *= 1000.0f;
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("dot_rows equals dot_rows_reference to the last bit at every row count") {
+    // 0 to 40 rows: one and two 16-key blocks, and every leftover of 8, 4, 2
+    // and 1; lengths with and without a tail of the 16 lanes.
+    for (int n_rows = 0; n_rows <= 40; ++n_rows)
+        for (int n : {0, 1, 2, 6, 16, 17, 33, 64, 100}) {
             const int stride = n + 3;
-            const Matrix keys = random_matrix(n_rows, stride, 40 + n_rows);
-            const Matrix q = random_matrix(1, n, 50 + n);
-            std::vector<float> out(n_rows);
-            dot_rows(q.row(0), keys.row(0), n_rows, std::size_t(stride), n, out.data());
-            for (int j = 0; j < n_rows; ++j) CHECK(out[j] == dot(q.row(0), keys.row(j), n));
+            const Matrix keys = mixed_matrix(std::max(n_rows, 1), stride, 40 + n_rows);
+            const Matrix q = mixed_matrix(1, std::max(n, 1), 50 + n);
+            std::vector<float> fast(n_rows + 1, -1.0f), plain = fast;  // + 1: nothing past the end
+            dot_rows(q.row(0), keys.row(0), n_rows, std::size_t(stride), n, fast.data());
+            dot_rows_reference(q.row(0), keys.row(0), n_rows, std::size_t(stride), n, plain.data());
+            INFO("rows " << n_rows << " length " << n);
+            CHECK(bits(fast) == bits(plain));
         }
 }
 
-TEST_CASE("weighted_sum equals the plain loop to the last bit") {
-    for (int n_rows : {1, 2, 9})
-        for (int width : {1, 6, 16, 35}) {
+TEST_CASE("weighted_sum and weighted_sum_add equal their plain loops to the last bit") {
+    // Widths of 4, 2 and 1 lane chunks with every scalar tail (0 to 80
+    // outputs); row counts long enough that a different order of addition
+    // rounds differently; weighted_sum_add from what out already holds.
+    for (int n_rows : {0, 1, 2, 3, 9, 17, 100})
+        for (int width = 0; width <= 80; ++width) {
             const int stride = width + 2;
-            const Matrix rows = random_matrix(n_rows, stride, 60 + width);
-            const Matrix weights = random_matrix(1, n_rows, 70 + n_rows);
-            std::vector<float> fast(width), plain(width, 0.0f);
+            const Matrix rows = mixed_matrix(std::max(n_rows, 1), stride, 60 + width);
+            const Matrix weights = random_matrix(1, std::max(n_rows, 1), 70 + n_rows);
+            const Matrix start = mixed_matrix(1, width + 1, 75 + width);
+            INFO("rows " << n_rows << " width " << width);
+            std::vector<float> fast(start.data.begin(), start.data.end()), plain = fast;
             weighted_sum(weights.row(0), n_rows, rows.row(0), std::size_t(stride), width,
                          fast.data());
-            for (int j = 0; j < n_rows; ++j)
-                for (int d = 0; d < width; ++d) plain[d] += weights.at(0, j) * rows.at(j, d);
-            CHECK(fast == plain);
+            weighted_sum_reference(weights.row(0), n_rows, rows.row(0), std::size_t(stride), width,
+                                   plain.data());
+            CHECK(bits(fast) == bits(plain));  // out[width], past the end, is left as it was
+            fast.assign(start.data.begin(), start.data.end());
+            plain = fast;
+            weighted_sum_add(weights.row(0), n_rows, rows.row(0), std::size_t(stride), width,
+                             fast.data());
+            weighted_sum_add_reference(weights.row(0), n_rows, rows.row(0), std::size_t(stride),
+                                       width, plain.data());
+            CHECK(bits(fast) == bits(plain));
         }
 }
 
@@ -304,6 +342,30 @@ TEST_CASE("the rope table rotates exactly as rope does") {
         table.apply(b, pos);
         CHECK(a == b);
     }
+}
+
+TEST_CASE("exp_float equals exp_float_reference to the last bit in vector loops") {
+    // Every 1,000th float from -100 to 100 and the edges: the ends of the
+    // clamp, ties of the rounding to n, subnormal results, zeros,
+    // infinities and NaN. The loop below is the kind the compiler turns into
+    // vector code (as in softmax and SiLU); the reference takes one at a time.
+    std::vector<float> x;
+    for (std::uint32_t b = 0; b < 0x42c80000u; b += 1000)  // 0 up to 100
+        for (float sign : {1.0f, -1.0f}) x.push_back(sign * std::bit_cast<float>(b));
+    for (float v :
+         {-87.0f, 88.0f, std::nextafter(-87.0f, -INFINITY), std::nextafter(88.0f, INFINITY), -86.9f,
+          87.9f, 0.5f * 0.693147181f, 1.5f * 0.693147181f, -0.0f, INFINITY, -INFINITY, NAN})
+        x.push_back(v);
+    std::vector<float> fast(x.size()), plain(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) fast[i] = exp_float(x[i]);
+    for (std::size_t i = 0; i < x.size(); ++i) plain[i] = exp_float_reference(x[i]);
+    std::size_t differ = 0;
+    float first = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        if (std::bit_cast<std::uint32_t>(fast[i]) != std::bit_cast<std::uint32_t>(plain[i]))
+            if (differ++ == 0) first = x[i];
+    INFO(differ << " of " << x.size() << " inputs differ, the first at x = " << first);
+    CHECK(differ == 0);
 }
 
 TEST_CASE("exp_float is within a few units in the last place of e^x") {

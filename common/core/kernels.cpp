@@ -383,6 +383,11 @@ void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride,
     key_block<1>(x, rows, j, n_rows, stride, n, out);
 }
 
+void dot_rows_reference(const float* x, const float* rows, int n_rows, std::size_t stride, int n,
+                        float* out) {
+    for (int j = 0; j < n_rows; ++j) out[j] = dot_in_book_order(x, rows + j * stride, n);
+}
+
 void weighted_sum(const float* weights, int n_rows, const float* rows, std::size_t stride,
                   int width, float* out) {
     std::fill(out, out + width, 0.0f);  // each sum then starts from 0, as a plain loop's does
@@ -436,6 +441,18 @@ void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::
         for (int j = 0; j < n_rows; ++j) acc += weights[j] * rows[j * stride + d];
         out[d] = acc;
     }
+}
+
+void weighted_sum_reference(const float* weights, int n_rows, const float* rows, std::size_t stride,
+                            int width, float* out) {
+    std::fill(out, out + width, 0.0f);
+    weighted_sum_add_reference(weights, n_rows, rows, stride, width, out);
+}
+
+void weighted_sum_add_reference(const float* weights, int n_rows, const float* rows,
+                                std::size_t stride, int width, float* out) {
+    for (int j = 0; j < n_rows; ++j)
+        for (int d = 0; d < width; ++d) out[d] += weights[j] * rows[j * stride + d];
 }
 
 // ------------------------------------------- a group of query heads at once
@@ -722,6 +739,23 @@ void softmax_for_group(float* x, int n_rows, std::size_t stride, int n) {
         for (int r = 0; r < m; ++r)
             for (int j = 0; j < n; ++j) rows[r * stride + j] /= sums[r];
     }
+}
+
+float exp_float_reference(float x) {
+    if (x != x) return x;
+    if (x < -87.0f) return 0.0f;
+    if (x > 88.0f) return std::numeric_limits<float>::infinity();
+    const float n = std::nearbyint(x * 1.44269504f);  // x / ln2, to the nearest, ties to even
+    const float r = (x - n * 0.693145751953125f) - n * 1.42860677e-06f;
+    float p = 1.0f / 5040;  // e^r, the same Taylor series in the same order
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    return std::ldexp(p, static_cast<int>(n));  // p * 2^n
 }
 
 namespace {

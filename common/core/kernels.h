@@ -46,13 +46,19 @@ float dot_in_book_order(const float* a, const float* b, int n);
 // keys, as attention needs. Same order of additions as dot(), computed 16
 // rows at a time so the query's numbers are loaded once for all 16. What
 // that bought, and where it bought nothing, is measured at kKeyRows in
-// kernels.cpp. Its reference is dot() on each row (tests/kernels_test.cpp).
+// kernels.cpp. dot_rows_reference below is what it must equal, bit for bit.
 void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride, int n, float* out);
+
+// The same as a plain loop: dot_in_book_order on each row, one at a time.
+// The reference dot_rows is tested against; never called by the model.
+void dot_rows_reference(const float* x, const float* rows, int n_rows, std::size_t stride, int n,
+                        float* out);
 
 // out[d] = sum over j of weights[j] * rows[j * stride + d], for d < width,
 // adding the terms in the order j = 0, 1, 2, ...: attention's weighted sum
-// of values. The plain loop is the reference; this one keeps kLanes outputs
-// in a register while it walks the rows, which gives the same numbers.
+// of values. The plain loop (weighted_sum_reference) is the reference; this
+// one keeps kLanes outputs in a register while it walks the rows, which
+// gives the same numbers.
 // Measured on an Intel Xeon (Emerald Rapids, family 6 model 207, GCC 12,
 // AVX-512), both in one process, interleaved, fastest of 1,500 samples of
 // 20 calls: 4,097 rows of head size 32, 64 floats apart, 18.5 -> 10.7 us;
@@ -69,6 +75,15 @@ void weighted_sum(const float* weights, int n_rows, const float* rows, std::size
 // sum taken in row order.
 void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::size_t stride,
                       int width, float* out);
+
+// The same two as the plain loop: for each row, add its weighted numbers to
+// every output. Each output then adds its terms in row order, all the fast
+// ones promise, so they must give the same bits. The references they are
+// tested against; never called by the model.
+void weighted_sum_reference(const float* weights, int n_rows, const float* rows, std::size_t stride,
+                            int width, float* out);
+void weighted_sum_add_reference(const float* weights, int n_rows, const float* rows,
+                                std::size_t stride, int width, float* out);
 
 // ----------------------------------------- a group of query heads at once
 //
@@ -164,6 +179,13 @@ inline float exp_float(float x) {
     if (x != x) return x;  // NaN in, NaN out
     return x < -87.0f ? 0.0f : (x > 88.0f ? std::numeric_limits<float>::infinity() : e);
 }
+
+// exp_float written plainly: early returns, std::nearbyint and std::ldexp
+// (each rounds as IEEE 754 says, on every C library) in place of the clamp,
+// the shifter and the exponent bits above; the same steps, one number at a
+// time, so the same bits. The reference exp_float is tested against, inside
+// loops the compiler turns into vector code; never called by the model.
+float exp_float_reference(float x);
 
 // SiLU(x) = x * sigmoid(x), the gate of the SwiGLU feed-forward. Inline, as
 // exp_float is, so that a loop of them becomes vector code.
