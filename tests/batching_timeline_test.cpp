@@ -113,7 +113,7 @@ TEST_CASE("the timeline of a schedule computed by hand: three requests in batche
     CHECK(test::svg_problem(plot.svg()) == "");
 }
 
-TEST_CASE("a request sent back to the queue waits there, it does not stall") {
+TEST_CASE("a request sent back to the queue waits there; it does not stall") {
     // Room for 8 positions, charged as held: two 4-token prompts fit, but
     // their caches outgrow the room and the newer one is sent back.
     const std::vector<Request> q = queue_of({4, 4}, 3);

@@ -106,7 +106,8 @@ TEST_CASE("a mixed step gives every row the logits of the same rows run as separ
     CHECK(together[2] == alone_b);
 }
 
-TEST_CASE("chunked prefill never carries more prompt tokens than its chunk, and every decode") {
+TEST_CASE(
+    "chunked prefill never carries more prompt tokens than its chunk and carries every decode") {
     const Config c = test::tiny_config();
     const std::vector<Request> q = small_queue(40, 3, 30);
     const CostModel cost = analytic_cost_model(c);
@@ -127,7 +128,7 @@ TEST_CASE("chunked prefill never carries more prompt tokens than its chunk, and 
     }
 }
 
-TEST_CASE("each prompt's chunks run once, in order, from its first token to its last") {
+TEST_CASE("each prompt's chunks run once in order from its first token to its last") {
     const Config c = test::tiny_config();
     const std::vector<Request> q = small_queue(30, 3, 40);
     const CostModel cost = analytic_cost_model(c);
@@ -153,7 +154,7 @@ TEST_CASE("each prompt's chunks run once, in order, from its first token to its 
     }
 }
 
-TEST_CASE("prefill first, batched prefill and chunked prefill give the engine the same tokens") {
+TEST_CASE("prefill first and batched and chunked prefill give the engine the same tokens") {
     Config c = test::tiny_config();
     c.max_seq = 64;
     Transformer model(c, 5);
@@ -211,7 +212,7 @@ TEST_CASE("one step cost prices chapter 05's passes and decode steps as chapter 
     }
 }
 
-TEST_CASE("work_of counts a mixed plan's rows, sequences and attention pairs") {
+TEST_CASE("work_of counts a mixed plan's rows and sequences and attention pairs") {
     std::vector<Request> r(2);
     r[0].status = RequestStatus::decoding;
     r[1].status = RequestStatus::prefilling;
@@ -224,7 +225,7 @@ TEST_CASE("work_of counts a mixed plan's rows, sequences and attention pairs") {
     CHECK(w.positions == 11 + 7);        // each sequence's cache, read once
 }
 
-TEST_CASE("a chunked step: a decode row for every request answering, then the oldest prompts") {
+TEST_CASE("a chunked step: a decode row for every request answering; then the oldest prompts") {
     std::vector<Request> r(6);
     for (int i = 0; i < 6; ++i) {
         r[std::size_t(i)].id = i;
@@ -262,7 +263,7 @@ TEST_CASE("a chunked step: a decode row for every request answering, then the ol
     CHECK_THROWS_AS(ChunkedPrefill(8).compose(batch, false, plan), std::invalid_argument);
 }
 
-TEST_CASE("a request preempted in the middle of its chunked prefill starts again, same tokens") {
+TEST_CASE("a request preempted in the middle of its chunked prefill starts again; same tokens") {
     Config c = test::tiny_config();
     c.max_seq = 64;
     Transformer model(c, 5);

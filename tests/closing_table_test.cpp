@@ -426,7 +426,7 @@ TEST_CASE("a Part II chapter that has not run gets a line saying what to run") {
     CHECK(run_error(part_one) == part_one.file("ch08.json") + ": a folder, not a regular file");
 }
 
-TEST_CASE("Part II refuses a value that is not finite or below zero, naming the file and key") {
+TEST_CASE("Part II refuses a value that is not finite or below zero; naming the file and key") {
     struct Bad {
         const char* chapter;
         const char* key;

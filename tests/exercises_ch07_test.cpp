@@ -42,8 +42,8 @@ TEST_SUITE("exercises ch07") {
         exercises::LargestFirstPagedMemory tight({.blocks = 24, .block_size = 4});
         SimulatedExecutor executor(analytic_cost_model(test::tiny_config()));
         const PrefillFirst steps;
-        const Schedule s = run_schedule(queue, {"continuous, cache", 6, true, true}, tight, steps,
-                                        executor);
+        const Schedule s =
+            run_schedule(queue, {"continuous, cache", 6, true, true}, tight, steps, executor);
         CHECK(s.preemptions > 0);
         CHECK(tight.used_blocks() == 0);
         for (const Request& done : s.requests) CHECK(done.received == done.answer_len);

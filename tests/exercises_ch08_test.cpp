@@ -35,10 +35,9 @@ TEST_SUITE("exercises ch08") {
         // (its second block differs) and prefills 2; the fourth is the
         // first again, but its last token is always computed: it shares
         // 2 blocks and prefills 1.
-        const std::vector<Request> q = {with_prompt(0, {1, 2, 3, 4, 5}),
-                                        with_prompt(1, {1, 2, 3, 4, 6, 7, 8}),
-                                        with_prompt(2, {1, 2, 9, 9}),
-                                        with_prompt(3, {1, 2, 3, 4, 5})};
+        const std::vector<Request> q = {
+            with_prompt(0, {1, 2, 3, 4, 5}), with_prompt(1, {1, 2, 3, 4, 6, 7, 8}),
+            with_prompt(2, {1, 2, 9, 9}), with_prompt(3, {1, 2, 3, 4, 5})};
         CHECK(exercises::prefill_with_unbounded_cache(q, 2) == 5 + 3 + 2 + 1);
         CHECK(exercises::prefill_with_unbounded_cache(q, 1) == 5 + 3 + 2 + 1);
         CHECK(exercises::prefill_with_unbounded_cache(q, 8) == 5 + 7 + 4 + 5);  // no whole block

@@ -116,7 +116,7 @@ TEST_CASE("a file larger than the reader takes is refused before it is read") {
     CHECK(read_error("/proc/self/status", 10).find("more than the 10 bytes") != std::string::npos);
 }
 
-TEST_CASE("InputFile reads exactly, skips, and says when the file ends") {
+TEST_CASE("InputFile reads exactly and skips and says when the file ends") {
     const TempDir dir;
     write_bytes(dir.file("f"), "abcdefgh");
     InputFile in(dir.file("f"), "checkpoint", 100);
@@ -132,7 +132,7 @@ TEST_CASE("InputFile reads exactly, skips, and says when the file ends") {
                          FileError);
 }
 
-TEST_CASE("a written file replaces the old one whole, or leaves it") {
+TEST_CASE("a written file replaces the old one whole or leaves it") {
     const TempDir dir;
     const std::string path = dir.file("out.json");
     write_file(path, "old\n", "--output");
@@ -195,7 +195,7 @@ TEST_CASE("the file beside the target has a fresh short name in its folder") {
     CHECK((st.st_mode & 0777) == 0644);
 }
 
-TEST_CASE("a FIFO that nothing reads is refused at once, one that is read is written") {
+TEST_CASE("a FIFO that nothing reads is refused at once; one that is read is written") {
     const TempDir dir;
     const std::string fifo = dir.file("fifo");
     REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
@@ -302,7 +302,7 @@ std::string cost_model_error(const std::string& path, const kv::Config& c) {
 
 }  // namespace
 
-TEST_CASE("chapter 05's cost model file: every key once, Windows lines read, causes named") {
+TEST_CASE("chapter 05's cost model file: every key once; Windows lines read; causes named") {
     const TempDir dir;
     const kv::Config c = test::tiny_config();
     const std::string path = dir.file("cost.txt");
@@ -363,7 +363,7 @@ TEST_CASE("chapter 05's cost model file: every key once, Windows lines read, cau
         doctest::Contains("--save-workload"), UsageError);
 }
 
-TEST_CASE("chapter 05's cost model file: a scale is above 0, every number at most 1e6") {
+TEST_CASE("chapter 05's cost model file: a scale is above 0; every number at most 1e6") {
     const TempDir dir;
     const kv::Config c = test::tiny_config();
     const std::string path = dir.file("cost.txt");

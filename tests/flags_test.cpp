@@ -148,7 +148,7 @@ TEST_CASE("timed_runs warms up once and then times each repeat") {
     CHECK(calls == 5);
 }
 
-TEST_CASE("the step table keeps about six steps and the last, every method side by side") {
+TEST_CASE("the step table keeps about six steps and the last; every method side by side") {
     const std::vector<double> a = {1e-3, 2e-3, 3e-3,  4e-3,  5e-3,  6e-3, 7e-3,
                                    8e-3, 9e-3, 10e-3, 11e-3, 12e-3, 13e-3};
     const std::vector<double> b(a.size(), 5e-4);
@@ -184,7 +184,7 @@ int run_toy(std::vector<const char*> args, int& reported) {
 
 }  // namespace
 
-TEST_CASE("run_chapter parses, checks, runs and reports, and bad input exits 2") {
+TEST_CASE("run_chapter parses and checks and runs and reports and bad input exits 2") {
     std::ostringstream captured;
     std::streambuf* old_err = std::cerr.rdbuf(captured.rdbuf());
     std::ostringstream help;
@@ -315,7 +315,7 @@ std::string refusal(Check&& check) {
 
 }  // namespace
 
-TEST_CASE("a refusal names the memory limit it compared against, with its share and size") {
+TEST_CASE("a refusal names the memory limit it compared against; with its share and size") {
     const MemoryLimit limit{std::uint64_t(400) << 20,
                             "this process's address-space limit (ulimit -v)"};
     CHECK(beyond_memory(double(200 << 20), 0.5, limit) == "");
@@ -414,7 +414,7 @@ TEST_CASE("a flag's value that is another flag is refused naming both") {
     CHECK(parse({"--plot-dir", "-json"}, p) == "");
 }
 
-TEST_CASE("a JSON array of objects, in order, comma between them") {
+TEST_CASE("a JSON array of objects in order with a comma between them") {
     const std::vector<Json> none, two = {Json().add("a", 1), Json().add("b", "x")};
     CHECK(Json().add("runs", none).str() == "{\"runs\": []}");
     CHECK(Json().add("runs", two).str() == "{\"runs\": [{\"a\": 1},{\"b\": \"x\"}]}");

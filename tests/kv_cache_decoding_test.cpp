@@ -82,7 +82,7 @@ TEST_CASE("prefill then decode_step fills the cache one position per token") {
     CHECK(cache.bytes_used() == c.kv_bytes(4));
 }
 
-TEST_CASE("a cache too small for the answer is an error, not an overrun") {
+TEST_CASE("a cache too small for the answer is an error; not an overrun") {
     Config c = test::tiny_config();
     c.max_seq = 8;
     Transformer model(c, 8);

@@ -163,7 +163,7 @@ TEST_CASE("admission leaves the watermark free beside a running batch") {
     CHECK_FALSE(memory.can_admit(next, batch));
 }
 
-TEST_CASE("a request that can never fit in the pool is refused, not left waiting") {
+TEST_CASE("a request that can never fit in the pool is refused; not left waiting") {
     std::vector<Request> queue = small_queue(3);
     queue[1].prompt_len = 30;  // 30 + 24 - 1 = 53 positions: 14 blocks of 4
     PagedMemory memory({.blocks = 13, .block_size = 4});

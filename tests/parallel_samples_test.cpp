@@ -34,7 +34,7 @@ TEST_CASE("n samples use the blocks the copy-on-write arithmetic counts") {
                 }
 }
 
-TEST_CASE("copy-on-write copies a shared block once, at the first write, and never again") {
+TEST_CASE("copy-on-write copies a shared block once; at the first write and never again") {
     const Config c = test::tiny_config();
     Transformer model(c, 21);
     const std::vector<int> p = fixed_prompt(10, c.vocab_size, 4);  // 2 full blocks of 4, 2 over

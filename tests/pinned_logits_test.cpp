@@ -68,13 +68,13 @@ std::string batched_paged_digest(const Config& c) {
 
 }  // namespace
 
-TEST_CASE("a cached answer's logits are the pinned ones, to the last bit") {
+TEST_CASE("a cached answer's logits are the pinned ones; to the last bit") {
     const std::vector<Config> shapes = pinned_shapes();
     CHECK(cached_answer_digest(shapes[0]) == "d2a1d7006cf2c08f");
     CHECK(cached_answer_digest(shapes[1]) == "0a9c34123b568d79");
 }
 
-TEST_CASE("a batched step's logits on paged caches are the pinned ones, to the last bit") {
+TEST_CASE("a batched step's logits on paged caches are the pinned ones; to the last bit") {
     const std::vector<Config> shapes = pinned_shapes();
     CHECK(batched_paged_digest(shapes[0]) == "b08b8f0e6e4e9e41");
     CHECK(batched_paged_digest(shapes[1]) == "aac8def9b001289c");

@@ -83,7 +83,7 @@ Run run_queue(const std::vector<Request>& queue, int blocks, bool share, Transfo
 
 }  // namespace
 
-TEST_CASE("the shared workload: one system prompt, follow-ups that resend an earlier prompt") {
+TEST_CASE("the shared workload: one system prompt; follow-ups that resend an earlier prompt") {
     const Config c = queue_config();
     const SharingOptions s{.system_prompt = 20, .follow_ups = 0.5, .look_back = 4};
     const std::vector<Request> q = shared_queue(c, s);
@@ -125,7 +125,7 @@ TEST_CASE("a cache hit changes nothing but time: the engine's tokens with and wi
     }
 }
 
-TEST_CASE("the simulator finds in the cache what the engine finds, on the same queue") {
+TEST_CASE("the simulator finds in the cache what the engine finds; on the same queue") {
     const Config c = queue_config();
     Transformer model(c, 11);
     const std::vector<Request> q =
@@ -149,7 +149,7 @@ TEST_CASE("the simulator finds in the cache what the engine finds, on the same q
     }
 }
 
-TEST_CASE("an owner count never goes below zero, and a block is free only at zero") {
+TEST_CASE("an owner count never goes below zero and a block is free only at zero") {
     BlockLedger ledger(4, 3);
     const int b = ledger.allocate();
     ledger.share(b);
@@ -214,7 +214,7 @@ std::vector<int> joined(std::vector<int> a, const std::vector<int>& b) {
 
 }  // namespace
 
-TEST_CASE("a newcomer joins after the prefill before it, and finds its blocks") {
+TEST_CASE("a newcomer joins after the prefill before it and finds its blocks") {
     // Two requests at time 0 with the same 20-token system prompt (5 blocks
     // of 4). Admitted in one turn, the second would find nothing cached and
     // compute the system prompt again; the admission rule makes it wait for
@@ -274,7 +274,7 @@ TEST_CASE("the engine computes exactly the prefill positions the simulator count
     }
 }
 
-TEST_CASE("through the block manager's tables, a cache hit gives the logits of a fresh prefill") {
+TEST_CASE("through the block manager's tables; a cache hit gives the logits of a fresh prefill") {
     const Config c = queue_config();
     Transformer model(c, 23);
     BlockPool pool(c, 4, 64);

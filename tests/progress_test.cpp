@@ -37,7 +37,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-TEST_CASE("the pass observer is told after each layer, in order, and changes no logit") {
+TEST_CASE("the pass observer is told after each layer in order and changes no logit") {
     const Config c = test::tiny_config();
     Transformer watched(c, 5), plain(c, 5);
     std::vector<PassProgress> seen;
@@ -61,7 +61,7 @@ TEST_CASE("the pass observer is told after each layer, in order, and changes no 
     CHECK(seen.back().rows == 1);
 }
 
-TEST_CASE("a long pass tells how far each layer's attention has got, all sequences together") {
+TEST_CASE("a long pass tells how far each layer's attention has got; all sequences together") {
     const Config c = long_config();
     const int sign = Transformer::kRowsPerSign;
     Transformer watched(c, 8), plain(c, 8);
@@ -101,7 +101,7 @@ TEST_CASE("progress writes nothing when stderr is not a terminal") {
     CHECK(out.str().empty());
 }
 
-TEST_CASE("progress on a terminal: a new count at once, notes at most every tenth of a second") {
+TEST_CASE("progress on a terminal: a new count at once; notes at most every tenth of a second") {
     // Notes held back: an hour between notes, so no pause of a loaded
     // machine can let one through.
     std::ostringstream out;
@@ -146,7 +146,7 @@ TEST_CASE("progress on a terminal: a new count at once, notes at most every tent
     CHECK(book.due());
 }
 
-TEST_CASE("progress on a terminal waits out its quiet time, so quick runs show nothing") {
+TEST_CASE("progress on a terminal waits out its quiet time; so quick runs show nothing") {
     std::ostringstream out;
     {
         Progress progress("working", out, true, std::chrono::seconds(60));
@@ -158,7 +158,7 @@ TEST_CASE("progress on a terminal waits out its quiet time, so quick runs show n
     CHECK(out.str().empty());
 }
 
-TEST_CASE("PassesShown watches a model only on a terminal, shows long passes, and lets go") {
+TEST_CASE("PassesShown watches a model only on a terminal; shows long passes and lets go") {
     const Config c = long_config();
     Transformer model(c, 4);
     std::ostringstream out;

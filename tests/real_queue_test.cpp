@@ -107,7 +107,7 @@ TEST_CASE_FIXTURE(ScriptedQueue, "FastestOfRuns keeps each step's fastest run an
 }
 
 TEST_CASE_FIXTURE(ScriptedQueue,
-                  "FastestOfRuns keeps each run's own time, and how far the runs spread") {
+                  "FastestOfRuns keeps each run's own time and how far the runs spread") {
     ScriptedExecutor exact(cost, {1.0});
     const double truth = run_queue(exact).end_s;
 
@@ -185,7 +185,7 @@ TEST_CASE("a real queue run again gives the same tokens and admits in the same o
         CHECK(q.schedule.requests[i].token_ids == tokens[i]);
 }
 
-TEST_CASE("calibrate leaves a turn after every round, in order") {
+TEST_CASE("calibrate leaves a turn after every round in order") {
     const Config c = test::tiny_config();
     Transformer model(c, 5);
     std::vector<int> after;
@@ -196,7 +196,7 @@ TEST_CASE("calibrate leaves a turn after every round, in order") {
     CHECK(after == std::vector<int>{1, 2, 3, 4, 5});
 }
 
-TEST_CASE("the real runs are spread over the calibration's rounds, kRealRuns in all") {
+TEST_CASE("the real runs are spread over the calibration's rounds; kRealRuns in all") {
     for (int rounds : {1, 2, 3, 5, 9, 100}) {
         int total = 0;
         for (int round = 1; round <= rounds; ++round) total += real_runs_after(round, rounds);

@@ -52,7 +52,7 @@ Schedule run_chunked(std::span<const Request> queue, Executor& executor) {
 
 }  // namespace
 
-TEST_CASE("kind_of tells prompt-only, decode-only and mixed steps apart") {
+TEST_CASE("kind_of tells prompt-only and decode-only and mixed steps apart") {
     std::vector<Request> r(2);
     r[0].status = RequestStatus::prefilling;
     r[1].status = RequestStatus::decoding;

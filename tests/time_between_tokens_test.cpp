@@ -23,7 +23,7 @@ class FixedTimes : public Executor {
 
 }  // namespace
 
-TEST_CASE("time between tokens, by hand: a prefill stalls the answer streaming beside it") {
+TEST_CASE("time between tokens by hand: a prefill stalls the answer streaming beside it") {
     // A wants 3 tokens, B 2; both arrive at 0, continuous batching of 2.
     std::vector<Request> q(2);
     q[0].answer_len = 3, q[1].answer_len = 2;

@@ -104,7 +104,7 @@ TEST_CASE("merges pick the highest score each time and end in whole words") {
           std::vector<int>{v.id(" the"), v.id(" cat"), Tokenizer::eos});
 }
 
-TEST_CASE("of two possible merges the higher score wins, and on a tie the leftmost") {
+TEST_CASE("of two possible merges the higher score wins and on a tie the leftmost") {
     auto make = [](float ab, float bc) {
         TinyVocabulary v;
         v.add("b", 0);
@@ -172,7 +172,7 @@ TEST_CASE("a character without a token needs byte tokens to exist") {
 
 // --------------------------------------------------------------------- file
 
-TEST_CASE("a tokenizer file made by hand reads back, and writing gives the same bytes") {
+TEST_CASE("a tokenizer file made by hand reads back and writing gives the same bytes") {
     TempDir dir;
     const TinyVocabulary v;
     const std::string path = dir.file("tokenizer.bin");
