@@ -323,7 +323,7 @@ TEST_CASE("through the block manager's tables; a cache hit gives the logits of a
 }
 
 TEST_CASE(
-    "who runs a queue: the simulator on all of it, the engine and the simulator on its first") {
+    "who runs a queue: the simulator on all of it and the engine and the simulator on its first") {
     using Sides = std::vector<std::pair<bool, int>>;
     CHECK(queue_sides(1000, 100) == Sides{{false, 1000}, {false, 100}, {true, 100}});
     CHECK(queue_sides(1000, 0) == Sides{{false, 1000}});
