@@ -168,6 +168,23 @@ TEST_CASE("softmax sums to one and survives huge inputs") {
     CHECK(std::accumulate(big.begin(), big.end(), 0.0f) == doctest::Approx(1.0f));
 }
 
+TEST_CASE("softmax finds the largest score wherever it is") {
+    // The largest is searched kLanes at a time, then in a tail: put a score
+    // of 1000 at every position of rows of every length up to three vectors
+    // and a bit. Found, it gives 1 there and exp(-1000) = 0 elsewhere; missed,
+    // exp(1000) overflows and the row is not finite.
+    for (int n = 1; n <= 3 * kLanes + 1; ++n)
+        for (int at = 0; at < n; ++at) {
+            CAPTURE(n);
+            CAPTURE(at);
+            std::vector<float> x(std::size_t(n), 0.0f);
+            x[std::size_t(at)] = 1000.0f;
+            softmax(x);
+            CHECK(x[std::size_t(at)] == 1.0f);
+            CHECK(std::accumulate(x.begin(), x.end(), 0.0f) == 1.0f);
+        }
+}
+
 TEST_CASE("silu by hand") {
     CHECK(silu(0.0f) == 0.0f);
     CHECK(silu(1.0f) == doctest::Approx(1.0 / (1.0 + std::exp(-1.0))));
