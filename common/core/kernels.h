@@ -61,7 +61,8 @@ void dot_rows_reference(const float* x, const float* rows, int n_rows, std::size
 // gives the same numbers.
 // Measured on an Intel Xeon (Emerald Rapids, family 6 model 207, GCC 12,
 // AVX-512), both in one process, interleaved, fastest of 1,500 samples of
-// 20 calls: 4,097 rows of head size 32, 64 floats apart, 18.5 -> 10.7 us;
+// 20 calls, against weighted_sum_reference: 4,097 rows of head size 32, 64
+// floats apart, 18.5 -> 10.7 us;
 // a demo decode step over 4,096 cached positions, one head at a time
 // (attend_one_head, the path that calls this), fastest of 150: 5.14 ->
 // 4.65 ms (5.96 -> 5.26 in a run of 60).
