@@ -374,9 +374,10 @@ void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride,
         dot_tile<1, kKeyRows>(&x, r, n, out + j, 1);
     }
     // The last n_rows % 16 keys in blocks of 8, 4, 2 and 1. Against the
-    // same loop with only the tail one by one, on the Xeon above, in one process, interleaved,
-    // fastest of 1,500 samples of 2,000 calls: 15 keys 0.044 -> 0.042 us (0.052 -> 0.047 in a run
-    // of 600); 79 keys 0.259 -> 0.257 us. Nanoseconds per head and row: no step shows it.
+    // same loop with only the tail one by one, on the Xeon above, in one
+    // process, interleaved, fastest of 1,500 samples of 2,000 calls: 15
+    // keys 0.044 -> 0.042 us (0.052 -> 0.047 in a run of 600); 79 keys
+    // 0.259 -> 0.257 us. Nanoseconds per head and row: no step shows it.
     j = key_block<8>(x, rows, j, n_rows, stride, n, out);
     j = key_block<4>(x, rows, j, n_rows, stride, n, out);
     j = key_block<2>(x, rows, j, n_rows, stride, n, out);
