@@ -69,7 +69,8 @@ run: $(CHAPTERS)
 doctest:
 	@sh tests/require_doctest.sh $(CXX)
 
-$(BUILD)/book_tests: $(TEST_OBJ) $(COMMON_OBJ)
+# book_tests checks make bench's accounting too (tests/bench_workloads_test.cpp).
+$(BUILD)/book_tests: $(TEST_OBJ) $(COMMON_OBJ) $(BUILD)/tests/bench/workloads.o
 	$(CXX) $(ALL_FLAGS) -o $@ $^
 
 test: doctest

@@ -380,12 +380,12 @@ TEST_CASE("the ridge point divides the best arithmetic rate by batch 1's weight 
 TEST_CASE("the roofline is the lower of the peak and intensity times the memory roof") {
     Roofline roofs;
     roofs.peak_flops = 100e9;
-    roofs.last_level_bytes_per_second = 25e9;
     roofs.dram_bytes_per_second = 10e9;
+    const double last_level = 25e9;  // a cache's read rate
     CHECK(roofs.attainable(0.5, roofs.dram_bytes_per_second) == doctest::Approx(5e9));
-    CHECK(roofs.attainable(2.0, roofs.last_level_bytes_per_second) == doctest::Approx(50e9));
+    CHECK(roofs.attainable(2.0, last_level) == doctest::Approx(50e9));
     CHECK(roofs.attainable(64.0, roofs.dram_bytes_per_second) == doctest::Approx(100e9));
-    CHECK(roofs.ridge(roofs.last_level_bytes_per_second) == doctest::Approx(4.0));
+    CHECK(roofs.ridge(last_level) == doctest::Approx(4.0));
     CHECK(roofs.ridge(roofs.dram_bytes_per_second) == doctest::Approx(10.0));
     // float32 weights: B/2 FLOPs per byte, so 4 FLOPs per byte is batch 8;
     // 16-bit weights: B FLOPs per byte, batch 4.
@@ -393,21 +393,22 @@ TEST_CASE("the roofline is the lower of the peak and intensity times the memory 
     CHECK(batch_at_intensity(4.0, 2) == doctest::Approx(4.0));
 }
 
-TEST_CASE("a width's memory roof is the last-level cache's only if its weights fit in a quarter") {
-    Roofline roofs;
-    roofs.last_level_bytes_per_second = 25e9;
-    roofs.dram_bytes_per_second = 10e9;
+TEST_CASE(
+    "a width's memory roof is the last-level cache's only if its weights fit and read faster") {
+    const double dram = 10e9;
     const Config c = test::tiny_config();
     const std::uint64_t bytes = weight_bytes_per_step(c);
-    // The reported last level is four times the weights: they fit in its
-    // quarter (common/kit/memory_level.h), the roof is the cache's.
-    CHECK(ch04::reads_from_last_level(c, 4 * bytes));
-    CHECK(ch04::memory_roof(roofs, ch04::reads_from_last_level(c, 4 * bytes)) == 25e9);
-    // A last level of four times the weights less 4 bytes: its quarter is a
-    // byte short, the roof is DRAM's. Fitting in the whole reported cache
-    // is not enough.
-    CHECK_FALSE(ch04::reads_from_last_level(c, 4 * bytes - 4));
-    CHECK(ch04::memory_roof(roofs, ch04::reads_from_last_level(c, 4 * bytes - 4)) == 10e9);
-    CHECK_FALSE(ch04::reads_from_last_level(c, bytes));
-    CHECK_FALSE(ch04::reads_from_last_level(c, 0));  // not reported: DRAM
+    // The weights fit the reported last level and a read of their size ran
+    // 2.5 x DRAM's rate: the roof is that read (common/kit/memory_level.h).
+    CHECK(ch04::weights_from_last_level(c, bytes, 25e9, dram));
+    CHECK(ch04::width_memory_roof(c, bytes, 25e9, dram) == 25e9);
+    // They fit, but the read was no more than 1.2 x DRAM's (a cache shared
+    // with other cores or machines): the roof is DRAM's.
+    CHECK_FALSE(ch04::weights_from_last_level(c, bytes, 12e9, dram));
+    CHECK(ch04::width_memory_roof(c, bytes, 12e9, dram) == dram);
+    CHECK(ch04::weights_from_last_level(c, bytes, 12.01e9, dram));
+    // A last level 4 bytes too small: DRAM's, whatever a read measured.
+    CHECK_FALSE(ch04::weights_from_last_level(c, bytes - 4, 25e9, dram));
+    CHECK(ch04::width_memory_roof(c, bytes - 4, 25e9, dram) == dram);
+    CHECK_FALSE(ch04::weights_from_last_level(c, 0, 25e9, dram));  // not reported: DRAM
 }

@@ -1,10 +1,12 @@
 // make bench's rules (tests/bench/measurement_rules.h), apart from any
-// timing: a sample set's best and spread, where a row's bytes come from,
-// which rows are measurements and which targets are met.
+// timing: a sample set's best and spread, which sizes the read probe
+// measures, where a row's bytes come from, which rows are measurements and
+// which targets are met.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "bench/measurement_rules.h"
 
@@ -59,41 +61,45 @@ TEST_CASE(
 
 // ---------------------------------------------------------------- rows
 
-TEST_CASE("a row's bytes come from the last-level cache only if they fit in a quarter of it") {
-    const std::uint64_t reported = 260 * MiB;          // the Xeon of the bench's README
-    CHECK(bytes_from_last_level(21 * MiB, reported));  // the demo model
-    CHECK(bytes_from_last_level(65 * MiB, reported));  // exactly a quarter
-    CHECK_FALSE(bytes_from_last_level(65 * MiB + 1, reported));
-    CHECK_FALSE(bytes_from_last_level(195 * MiB, reported));  // three quarters: not any more
-    CHECK_FALSE(bytes_from_last_level(377 * MiB, reported));  // the large model
+TEST_CASE("the read probe measures each distinct row size that fits the reported last level") {
+    const std::uint64_t reported = 32 * MiB;  // a Zen 4 or Zen 5 core's own L3
+    const std::vector<std::uint64_t> rows = {22 * MiB, 25 * MiB,  22 * MiB, 11 * MiB,
+                                             33 * MiB, 377 * MiB, 11 * MiB, 32 * MiB};
+    const std::vector<std::uint64_t> want = {11 * MiB, 22 * MiB, 25 * MiB, 32 * MiB};
+    CHECK(last_level_probe_sizes(rows, reported) == want);
+    CHECK(last_level_probe_sizes(rows, 0).empty());  // nothing reported: all DRAM
 }
 
-TEST_CASE("the last-level probe is resident only if it read more than 1.2 times DRAM's rate") {
-    CHECK(last_level_probe_resident(27e9, 15e9));
-    CHECK_FALSE(last_level_probe_resident(6.0, 5.0));  // exactly 1.2 times
-    CHECK(last_level_probe_resident(6.01, 5.0));
-    CHECK_FALSE(last_level_probe_resident(15e9, 15e9));
+TEST_CASE("a row's bytes come from the last-level cache only if they fit and read faster there") {
+    const double dram = 15e9;
+    // A 32 MiB last level: the demo's 21 MiB fit, and a read of their size
+    // at 40 GB/s is the cache's (no quarter of the reported size decides).
+    CHECK(bytes_from_last_level(21 * MiB, 32 * MiB, 40e9, dram));
+    // A read of that size no more than 1.2 x DRAM's: DRAM.
+    CHECK_FALSE(bytes_from_last_level(21 * MiB, 32 * MiB, 18e9, dram));
+    CHECK(bytes_from_last_level(21 * MiB, 32 * MiB, 18.01e9, dram));
+    // Larger than the reported last level: DRAM, whatever was measured.
+    CHECK_FALSE(bytes_from_last_level(33 * MiB, 32 * MiB, 40e9, dram));
+    CHECK_FALSE(bytes_from_last_level(377 * MiB, 260 * MiB, 40e9, dram));  // the large model
 }
 
 TEST_CASE("a row at 100.1 % of the peak is refused and at 100.0 % kept") {
-    CHECK(valid_measurement(row(1.000, 0.5, false), true));
-    CHECK_FALSE(valid_measurement(row(1.001, 0.5, false), true));
-    // Above the peak is refused whatever the last-level probe did.
-    CHECK_FALSE(valid_measurement(row(1.001, 0.5, true), false));
+    CHECK(valid_measurement(row(1.000, 0.5, false)));
+    CHECK_FALSE(valid_measurement(row(1.001, 0.5, false)));
+    CHECK_FALSE(valid_measurement(row(1.001, 0.5, true)));
 }
 
-TEST_CASE(
-    "a row above its roof is refused unless its bytes come from a last-level cache not resident") {
+TEST_CASE("a row above its roof is refused from either level with no exception") {
     // At the roof: kept, from either level.
-    CHECK(valid_measurement(row(0.1, 1.000, false), true));
-    CHECK(valid_measurement(row(0.1, 1.000, true), true));
-    // Above DRAM's roof: refused, resident or not.
-    CHECK_FALSE(valid_measurement(row(0.1, 1.001, false), true));
-    CHECK_FALSE(valid_measurement(row(0.1, 1.001, false), false));
-    // Above the last-level roof: refused if the probe was resident (the
-    // roof was real), kept if it was not (the roof was DRAM's in disguise).
-    CHECK_FALSE(valid_measurement(row(0.1, 1.001, true), true));
-    CHECK(valid_measurement(row(0.1, 1.5, true), false));
+    CHECK(valid_measurement(row(0.1, 1.000, false)));
+    CHECK(valid_measurement(row(0.1, 1.000, true)));
+    // Above it: refused, from DRAM or from the last-level cache. (A row
+    // whose read at its size was no faster than DRAM is priced against
+    // DRAM, so there is no roof that is not a measured rate: a row at 150 %
+    // of it is refused, not printed.)
+    CHECK_FALSE(valid_measurement(row(0.1, 1.001, false)));
+    CHECK_FALSE(valid_measurement(row(0.1, 1.001, true)));
+    CHECK_FALSE(valid_measurement(row(0.1, 1.5, true)));
 }
 
 // ------------------------------------------------------------- targets
@@ -105,25 +111,15 @@ TEST_CASE("a target reads the fraction of the limit it names") {
 }
 
 TEST_CASE("a target below its goal or on a refused row is not met") {
-    CHECK(target_met(row(0.1, 0.80, false), Against::memory_roof, 0.80, true));
-    CHECK_FALSE(target_met(row(0.1, 0.799, false), Against::memory_roof, 0.80, true));
-    CHECK(target_met(row(0.60, 0.3, true), Against::peak, 0.60, true));
-    CHECK_FALSE(target_met(row(0.599, 0.3, true), Against::peak, 0.60, true));
+    CHECK(target_met(row(0.1, 0.80, false), Against::memory_roof, 0.80));
+    CHECK(target_met(row(0.1, 0.95, true), Against::memory_roof, 0.80));
+    CHECK_FALSE(target_met(row(0.1, 0.799, false), Against::memory_roof, 0.80));
+    CHECK(target_met(row(0.60, 0.3, true), Against::peak, 0.60));
+    CHECK_FALSE(target_met(row(0.599, 0.3, true), Against::peak, 0.60));
     // A refused row meets no target, though its fraction is above the goal.
-    CHECK_FALSE(target_met(row(0.1, 1.05, false), Against::memory_roof, 0.80, true));
-    CHECK_FALSE(target_met(row(1.05, 0.3, true), Against::peak, 0.60, true));
+    CHECK_FALSE(target_met(row(0.1, 1.05, false), Against::memory_roof, 0.80));
+    CHECK_FALSE(target_met(row(0.1, 1.5, true), Against::memory_roof, 0.80));
+    CHECK_FALSE(target_met(row(1.05, 0.3, true), Against::peak, 0.60));
     // Refused for its bytes, it meets no arithmetic target either.
-    CHECK_FALSE(target_met(row(0.7, 1.05, false), Against::peak, 0.60, true));
-}
-
-TEST_CASE(
-    "a target against the last-level roof is not met when the last-level probe was not resident") {
-    const RowFractions from_cache = row(0.1, 0.95, true);
-    CHECK(target_met(from_cache, Against::memory_roof, 0.80, true));
-    CHECK_FALSE(target_met(from_cache, Against::memory_roof, 0.80, false));
-    // A row kept above its roof because the probe was not resident meets nothing.
-    CHECK_FALSE(target_met(row(0.1, 1.5, true), Against::memory_roof, 0.80, false));
-    // Targets the last-level probe has nothing to do with stand as they are.
-    CHECK(target_met(row(0.1, 0.95, false), Against::memory_roof, 0.80, false));
-    CHECK(target_met(row(0.7, 0.3, true), Against::peak, 0.60, false));
+    CHECK_FALSE(target_met(row(0.7, 1.05, false), Against::peak, 0.60));
 }

@@ -1,11 +1,10 @@
 // The book's one rule for where a working set is read from
-// (common/kit/memory_level.h), and that the last-level probe trusts the
-// same share of the cache.
+// (common/kit/memory_level.h): the last-level cache only if it fits the
+// reported size and a read of its size ran more than 1.2 x DRAM's rate.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 
-#include "../common/kit/machine_probes.h"
 #include "../common/kit/memory_level.h"
 
 using namespace kv;
@@ -14,28 +13,36 @@ namespace {
 constexpr std::uint64_t MiB = 1 << 20;
 }
 
-TEST_CASE("a working set is read from the last-level cache only if it fits in a quarter of it") {
-    const std::uint64_t reported = 260 * MiB;
-    CHECK(last_level_working_set_bytes(reported) == 65 * MiB);
-    CHECK(fits_in_last_level(1, reported));
-    CHECK(fits_in_last_level(65 * MiB, reported));
-    CHECK_FALSE(fits_in_last_level(65 * MiB + 1, reported));
-    CHECK_FALSE(fits_in_last_level(130 * MiB, reported));  // half: DRAM's rate on the Xeon
-    CHECK_FALSE(fits_in_last_level(reported, reported));
-    // Nothing reported: nothing is counted as cached, not even nothing.
-    CHECK_FALSE(fits_in_last_level(0, 0));
-    CHECK_FALSE(fits_in_last_level(1, 0));
+TEST_CASE("a working set fits the last level only if no larger than the reported size") {
+    CHECK(fits_reported_last_level(1, 32 * MiB));
+    CHECK(fits_reported_last_level(32 * MiB, 32 * MiB));
+    CHECK_FALSE(fits_reported_last_level(32 * MiB + 1, 32 * MiB));
+    // Nothing reported: nothing fits, not even nothing.
+    CHECK_FALSE(fits_reported_last_level(0, 0));
+    CHECK_FALSE(fits_reported_last_level(1, 0));
 }
 
-TEST_CASE("the last-level probe reads no more than the rule's share unless four L2s are more") {
-    // The Xeon of the README: 2 MiB of L2, 260 MiB reported. The probe asked
-    // for more than the cache holds stops at the rule's quarter.
-    const CacheSizes xeon{48 << 10, 2 * MiB, 260 * MiB};
-    CHECK(last_level_probe_bytes(xeon, 1024 * MiB) == last_level_working_set_bytes(260 * MiB));
-    CHECK(fits_in_last_level(last_level_probe_bytes(xeon, 21 * MiB), xeon.last_level));
-    // A small last level (8 MiB, L2 1 MiB): the probe must still read beyond
-    // the L2 (4 MiB), more than the rule's 2 MiB.
-    const CacheSizes small{32 << 10, 1 * MiB, 8 * MiB};
-    CHECK(last_level_probe_bytes(small, 1024 * MiB) == 4 * MiB);
-    CHECK(last_level_working_set_bytes(small.last_level) == 2 * MiB);
+TEST_CASE("a read came from a cache only if more than 1.2 times DRAM's rate") {
+    CHECK(read_faster_than_dram(27e9, 15e9));
+    CHECK_FALSE(read_faster_than_dram(6.0, 5.0));  // exactly 1.2 times
+    CHECK(read_faster_than_dram(6.01, 5.0));
+    CHECK_FALSE(read_faster_than_dram(15e9, 15e9));
+}
+
+TEST_CASE("a working set is read from the last-level cache only if it fits and read faster") {
+    const double dram = 15e9;
+    // A Zen 4 or Zen 5 core, 32 MiB reported: the demo's 21.5 MiB fit, and a
+    // read of that size faster than DRAM makes its roof the cache's, at the
+    // rate measured (no fixed share of the reported size decides).
+    CHECK(reads_from_last_level(21 * MiB + MiB / 2, 32 * MiB, 40e9, dram));
+    CHECK(memory_roof(21 * MiB + MiB / 2, 32 * MiB, 40e9, dram) == 40e9);
+    // The shared Xeon, 260 MiB reported: 200 MiB fit the reported size, but
+    // a read of that size ran at DRAM's rate: DRAM.
+    CHECK_FALSE(reads_from_last_level(200 * MiB, 260 * MiB, 15.5e9, dram));
+    CHECK(memory_roof(200 * MiB, 260 * MiB, 15.5e9, dram) == dram);
+    // Larger than the reported size: DRAM, whatever a read measured.
+    CHECK_FALSE(reads_from_last_level(377 * MiB, 260 * MiB, 40e9, dram));
+    CHECK(memory_roof(377 * MiB, 260 * MiB, 40e9, dram) == dram);
+    // Nothing reported: DRAM.
+    CHECK_FALSE(reads_from_last_level(1 * MiB, 0, 40e9, dram));
 }

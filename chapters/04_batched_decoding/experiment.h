@@ -2,7 +2,10 @@
 // ... ragged sequences, at the demo width and at a width whose weights do
 // not fit in the CPU's cache; every batched step of the demo width checked
 // against the same sequences decoded alone; and this core's roofs: its peak
-// arithmetic and how fast it reads from its last-level cache and from DRAM.
+// arithmetic, how fast it reads from DRAM, and how fast it reads a buffer
+// the size of each width's weights, where they fit the reported last-level
+// cache (common/kit/memory_level.h: the cache's roof only if that read is
+// more than 1.2 x DRAM's).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
 #include "../../common/kit/machine_probes.h"
+#include "../../common/kit/memory_level.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"
 #include "../../common/kit/report.h"
@@ -27,6 +31,8 @@ namespace kv::ch04 {
 struct WidthResult {
     Config config;
     std::vector<BatchTiming> timings;  // batch sizes 1, 2, 4, ...
+    double read_at_weights = 0;        // bytes/s reading a buffer its weights' size (0: not read,
+                                       // they do not fit the reported last level)
 };
 
 struct Results {
@@ -41,20 +47,26 @@ struct Results {
     long rows_compared;               // sequence-steps compared
     std::vector<int> answer0;         // sequence 0's answer decoded alone
     std::uint64_t cache_bytes;        // the largest CPU cache, as Linux reports it (0: unknown)
-    Roofline roofs;                   // this thread's peak arithmetic and read bandwidths
-    std::uint64_t last_level_probe_bytes;  // the buffer the last-level probe reads
-    std::uint64_t dram_probe_bytes;        // the buffer the DRAM probe reads
+    Roofline roofs;                   // this thread's peak arithmetic and DRAM's read bandwidth
+    std::uint64_t dram_probe_bytes;   // the buffer the DRAM probe reads
 };
 
-// The roofs, measured by the kit's probes (the bench's): the best of three
-// runs each. The last-level probe reads a buffer the size of the demo
-// model's weights, the working set its roof is for.
-inline Roofline measure_roofs(std::uint64_t last_level_bytes, std::uint64_t dram_bytes) {
+// The roofs every width shares, measured by the kit's probes (the bench's):
+// the best of three runs each.
+inline Roofline measure_roofs(std::uint64_t dram_bytes) {
     Roofline roofs;
     roofs.peak_flops = peak_multiply_then_add_flops();
-    roofs.last_level_bytes_per_second = ReadBandwidthProbe(last_level_bytes).bytes_per_second();
     roofs.dram_bytes_per_second = ReadBandwidthProbe(dram_bytes).bytes_per_second();
     return roofs;
+}
+
+// How fast this thread reads a buffer the size of `c`'s weights (best of
+// three runs), if they fit the reported last level; 0 if they do not (they
+// are read from DRAM, nothing to measure).
+inline double read_at_weights_size(const Config& c, std::uint64_t reported_last_level) {
+    const std::uint64_t bytes = weight_bytes_per_step(c);
+    if (!fits_reported_last_level(bytes, reported_last_level)) return 0;
+    return ReadBandwidthProbe(bytes).bytes_per_second();
 }
 
 // Throws UsageError, starting with `flag_prefix`, if the model's shape is
@@ -76,10 +88,12 @@ inline void check_bench_fits(const Config& c, int sequences, int longest_prompt,
                          format_bytes(std::uint64_t(need)) + ", " + beyond);
 }
 
-// Throws UsageError if the bandwidth probes' buffer (the larger of the two:
-// they run one after the other) would not fit beside the demo model's
-// weights in half of the memory this process may use. The probes are sized
-// by this machine's caches, not by a flag (machine_probes.h).
+// Throws UsageError if the DRAM probe's buffer would not fit beside the
+// demo model's weights in half of the memory this process may use. It is
+// the largest buffer a probe reads (a read at a width's size is made only if
+// its weights fit the reported last-level cache), and the probes run one
+// after the other. The probes are sized by this machine's caches, not by a
+// flag (machine_probes.h).
 inline void check_probes_fit(const Config& c, std::uint64_t probe_bytes) {
     const double need = double(c.weight_bytes()) + double(probe_bytes);
     if (const std::string beyond = beyond_memory(need, 0.5); !beyond.empty())
@@ -130,10 +144,8 @@ struct Experiment {
         wide.ffn_dim = 3 * wide_dim;
         check_bench_fits(config, max_batch, longest, repeats, "");
         const CacheSizes caches = cache_sizes();
-        const std::uint64_t llc_bytes =
-            last_level_probe_bytes(caches, weight_bytes_per_step(config));
         const std::uint64_t dram_bytes = dram_probe_bytes(caches);
-        check_probes_fit(config, std::max(llc_bytes, dram_bytes));
+        check_probes_fit(config, dram_bytes);
         if (wide_dim > 0)
             check_bench_fits(wide, max_batch, longest, repeats,
                              "--wide-dim " + std::to_string(wide_dim) + ": ");
@@ -163,7 +175,9 @@ struct Experiment {
             Transformer wide_model(wide, model.seed);
             widths.push_back({wide, time_batches(wide_model, prompts, sizes)});
         }
-        const Roofline roofs = measure_roofs(llc_bytes, dram_bytes);
+        const Roofline roofs = measure_roofs(dram_bytes);
+        for (WidthResult& w : widths)
+            w.read_at_weights = read_at_weights_size(w.config, caches.last_level);
         return {std::move(loaded),
                 max_batch,
                 longest,
@@ -176,7 +190,6 @@ struct Experiment {
                 alone.answer(0),
                 caches.last_level,
                 roofs,
-                llc_bytes,
                 dram_bytes};
     }
 

@@ -42,16 +42,21 @@ inline Table batch_table(const std::vector<BatchTiming>& timings, const Roofline
     return table;
 }
 
-// The memory roof of a width: the last-level cache's if its weights fit in
-// the share of the reported cache the book counts on, a quarter (they stay
-// there between steps: common/kit/memory_level.h, the rule make bench uses
-// too), DRAM's otherwise.
-inline bool reads_from_last_level(const Config& c, std::uint64_t last_level_cache_bytes) {
-    return fits_in_last_level(weight_bytes_per_step(c), last_level_cache_bytes);
+// Where a width's weights are read from, the book's one rule (common/kit/
+// memory_level.h, the one make bench uses too): the last-level cache if they
+// fit in its reported size and a read of a buffer their size
+// (`read_at_weights`) ran more than 1.2 x DRAM's rate; DRAM otherwise. The
+// width's memory roof is then that measured read, or DRAM's.
+inline bool weights_from_last_level(const Config& c, std::uint64_t last_level_cache_bytes,
+                                    double read_at_weights, double dram_bytes_per_second) {
+    return reads_from_last_level(weight_bytes_per_step(c), last_level_cache_bytes, read_at_weights,
+                                 dram_bytes_per_second);
 }
 
-inline double memory_roof(const Roofline& roofs, bool from_last_level) {
-    return from_last_level ? roofs.last_level_bytes_per_second : roofs.dram_bytes_per_second;
+inline double width_memory_roof(const Config& c, std::uint64_t last_level_cache_bytes,
+                                double read_at_weights, double dram_bytes_per_second) {
+    return memory_roof(weight_bytes_per_step(c), last_level_cache_bytes, read_at_weights,
+                       dram_bytes_per_second);
 }
 
 // The batch size with the most tokens per second.
@@ -101,8 +106,9 @@ struct WidthFacts {
 };
 
 inline WidthFacts width_facts(const WidthResult& w, const Results& r) {
-    const bool llc = reads_from_last_level(w.config, r.cache_bytes);
-    const double roof = memory_roof(r.roofs, llc);
+    const double dram = r.roofs.dram_bytes_per_second;
+    const bool llc = weights_from_last_level(w.config, r.cache_bytes, w.read_at_weights, dram);
+    const double roof = width_memory_roof(w.config, r.cache_bytes, w.read_at_weights, dram);
     return {w,
             weight_bytes_per_step(w.config),
             llc,
@@ -120,9 +126,17 @@ inline void print_width(std::ostream& out, const WidthFacts& f, const Results& r
     out << "\ndim " << c.dim << ", ffn " << c.ffn_dim << ": "
         << with_commas(multiplied_parameters(c)) << " multiplied weights, "
         << format_bytes(f.weight_bytes) << " read per step";
-    if (r.cache_bytes > 0)
-        out << " (" << (f.weight_bytes <= r.cache_bytes ? "fit" : "do not fit") << " in the "
-            << format_bytes(r.cache_bytes) << " largest CPU cache)";
+    const double dram = r.roofs.dram_bytes_per_second;
+    if (!fits_reported_last_level(f.weight_bytes, r.cache_bytes))
+        out << " (do not fit in the " << format_bytes(r.cache_bytes)
+            << " largest CPU cache: read from DRAM)";
+    else
+        out << " (fit in the " << format_bytes(r.cache_bytes)
+            << " largest CPU cache as reported; a read of that size ran at "
+            << fixed(f.width.read_at_weights / 1e9, 1) << " GB/s, "
+            << fixed(f.width.read_at_weights / dram, 2) << " x DRAM's: "
+            << (f.from_last_level ? "read from the cache" : "no more than 1.2 x, read from DRAM")
+            << ")";
     out << "\n";
     f.batches.print(out);
     const Ridge& k = f.kernels;
@@ -167,7 +181,9 @@ inline void add_width_json(Json& json, const std::string& prefix, const WidthFac
     json.add(prefix + "model", f.width.config.describe())
         .add(prefix + "weight_bytes_per_step", f.weight_bytes)
         .add(prefix + "batches", f.batches)
+        .add(prefix + "read_bytes_per_second_at_weights_size", f.width.read_at_weights)
         .add(prefix + "memory_roof", f.from_last_level ? "last_level_cache" : "dram")
+        .add(prefix + "memory_roof_bytes_per_second", f.roof)
         .add(prefix + "tokens_per_second_batch1", f.width.timings.front().tokens_per_second())
         .add(prefix + "tokens_per_second_best", f.best.tokens_per_second())
         .add(prefix + "best_batch", f.best.batch)
@@ -198,8 +214,6 @@ inline int report(const Results& r, const OutputOptions& out) {
         .add("repeats", r.repeats)
         .add("last_level_cache_bytes", r.cache_bytes)
         .add("peak_flops", r.roofs.peak_flops)
-        .add("last_level_bytes_per_second", r.roofs.last_level_bytes_per_second)
-        .add("last_level_probe_bytes", r.last_level_probe_bytes)
         .add("dram_bytes_per_second", r.roofs.dram_bytes_per_second)
         .add("dram_probe_bytes", r.dram_probe_bytes)
         .add("same_tokens", r.same_tokens)
@@ -220,10 +234,9 @@ inline int report(const Results& r, const OutputOptions& out) {
               << std::min(kRounds, r.repeats) << " rounds, each with a warm-up step\n"
               << "roofs (this thread, the kit's machine probes): multiply then add "
               << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s; reads "
-              << fixed(r.roofs.last_level_bytes_per_second / 1e9, 1)
-              << " GB/s from the last-level cache (over " << format_bytes(r.last_level_probe_bytes)
-              << "), " << fixed(r.roofs.dram_bytes_per_second / 1e9, 1) << " GB/s from DRAM (over "
-              << format_bytes(r.dram_probe_bytes) << ")\n";
+              << fixed(r.roofs.dram_bytes_per_second / 1e9, 1) << " GB/s from DRAM (over "
+              << format_bytes(r.dram_probe_bytes)
+              << "); weights that fit the reported cache are read once more at their own size\n";
     for (const WidthFacts& f : widths) print_width(std::cout, f, r);
     std::cout << "\nEach step reads every weight once and does 2 FLOPs with it per sequence:"
               << " the weight\nproducts do B/2 FLOPs per byte (B with 16-bit weights)."

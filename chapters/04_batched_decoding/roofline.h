@@ -9,8 +9,9 @@
 // its roof is the cache's; the wide model's 292 MiB come from DRAM. The
 // roofs are measured on this thread by the program kit's machine probes
 // (common/kit/machine_probes.h, the same ones `make bench` uses): peak
-// arithmetic as a multiply then an add (the book's kernels do not fuse)
-// and the read bandwidth of each level.
+// arithmetic as a multiply then an add (the book's kernels do not fuse),
+// DRAM's read bandwidth here, and a cache's as a read of each working set's
+// own size (which level that is: common/kit/memory_level.h).
 //
 // The roofs are what the machine allows, not what a kernel reaches: the
 // book's kernels attain less arithmetic than the peak, so the batch at
@@ -22,9 +23,8 @@
 namespace kv {
 
 struct Roofline {
-    double peak_flops = 0;                   // FLOP/s, a multiply then an add
-    double last_level_bytes_per_second = 0;  // reading from the last-level cache
-    double dram_bytes_per_second = 0;        // reading from DRAM
+    double peak_flops = 0;             // FLOP/s, a multiply then an add
+    double dram_bytes_per_second = 0;  // reading from DRAM
 
     // The fastest FLOP/s at `flops_per_byte`, with the bytes read at `bytes_per_second`.
     double attainable(double flops_per_byte, double bytes_per_second) const {

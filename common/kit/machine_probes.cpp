@@ -204,30 +204,58 @@ double peak_multiply_then_add_flops(int repeats, long iterations) {
 
 namespace {
 
-typedef float ReadLanes __attribute__((vector_size(16 * sizeof(float))));
-constexpr std::size_t kFloatsPerStep = 8 * 16;  // eight accumulators of 16 lanes
-
 // The sum of n floats (n a multiple of kFloatsPerStep), read as eight
-// streams at once: accumulator a sums the a-th eighth of the buffer, 64
-// bytes a step. Eight streams keep as many cache-line misses in flight as
-// the kernels do (a batch-1 decode walks 8 weight rows side by side); a
-// single front-to-back stream read DRAM at 13.7 GB/s on the Xeon this was
-// written on while the decode streamed its weights at 15.1, and the bench
-// refused the row as above a measured limit. The order of the additions
-// does not matter here: only the time is used.
-__attribute__((noinline)) float sum_floats(const float* p, std::size_t n) {
-    const std::size_t part = n / 8;
-    ReadLanes acc[8] = {};
-    for (std::size_t i = 0; i < part; i += 16)
-        for (int a = 0; a < 8; ++a) {
-            ReadLanes v;
+// streams at once: accumulator a sums the a-th eighth of the buffer, one
+// vector register (ProbeLanes, the width chains() uses above) a step. Eight
+// streams keep as many cache-line misses in flight as the kernels do (a
+// batch-1 decode walks 8 weight rows side by side); a single front-to-back
+// stream read DRAM at 13.7 GB/s on the Xeon this was written on while the
+// decode streamed its weights at 15.1, and the bench refused the row as
+// above a measured limit. Eight accumulators also cover the adds' latency
+// (4 cycles, two a cycle), and with the value each load brings they take 9
+// to 16 registers: every build's register file holds them.
+//
+// The probe used to sum 16 floats per accumulator in every build: one zmm
+// register with AVX-512, but two ymm with AVX2 and four xmm with SSE2, 32
+// registers where 16 exist, so the baseline build kept accumulators on the
+// stack: its inner loop was 172 instructions, 128 of them loads and stores
+// of the stack (GCC 12.2, objdump of machine_probes.o), against 19 now: 8
+// loads of the buffer, 8 adds and the loop's count, none touching the stack
+// (in the native build 8 adds that load the buffer, and the count, as
+// before; the AVX2 build was not measured). What it read, old and new
+// taking turns in one process on the Xeon this was written on (Emerald
+// Rapids, a shared 2-vCPU machine), GB/s, best of 5 rounds of 3 runs each,
+// the range of two runs of the program:
+//   build                     21.5 MiB      10.6 MiB      1 GiB (DRAM)
+//   -march=native (AVX-512)   26.1-26.7 ->  25.7-25.8 ->  13.0-13.6 ->
+//                             26.2-26.5     25.7-26.9     12.9-13.2
+//   no -march (SSE2)          15.8-17.7 ->  15.4-16.7 ->  10.1-12.5 ->
+//                             27.5-27.8     26.5-26.9     11.0-12.7
+// The native build's loop did not change, nor did its rate; the baseline's
+// cache roofs were the spills' rate, not the cache's, and now match the
+// native build's: two 16-byte loads a cycle are more than 27 GB/s needs.
+// The order of the additions does not matter here: only the time is used.
+constexpr int kStreams = 8;
+constexpr std::size_t kFloatsPerStep = kStreams * kLanes;  // one register from each stream
+
+#if defined(__clang__) && defined(__AVX512F__)
+__attribute__((noinline, min_vector_width(512)))  // zmm, not two ymm halves (see chains())
+#else
+__attribute__((noinline))
+#endif
+float sum_floats(const float* p, std::size_t n) {
+    const std::size_t part = n / kStreams;
+    ProbeLanes acc[kStreams] = {};
+    for (std::size_t i = 0; i < part; i += kLanes)
+        for (int a = 0; a < kStreams; ++a) {
+            ProbeLanes v;
             std::memcpy(&v, p + a * part + i, sizeof v);
             acc[a] += v;
         }
-    ReadLanes total = {};
-    for (const ReadLanes& v : acc) total += v;
+    ProbeLanes total = {};
+    for (const ProbeLanes& v : acc) total += v;
     float sum = 0;  // every lane, or the compiler could skip loading some
-    for (int l = 0; l < 16; ++l) sum += total[l];
+    for (int l = 0; l < kLanes; ++l) sum += total[l];
     return sum;
 }
 
@@ -260,12 +288,6 @@ double ReadBandwidthProbe::bytes_per_second(int repeats, std::uint64_t min_bytes
 std::uint64_t dram_probe_bytes(const CacheSizes& caches) {
     const std::uint64_t MiB = 1 << 20;
     return std::clamp<std::uint64_t>(8 * caches.last_level, 256 * MiB, 1024 * MiB);
-}
-
-std::uint64_t last_level_probe_bytes(const CacheSizes& caches, std::uint64_t wanted) {
-    const std::uint64_t at_least = 4 * caches.l2;
-    const std::uint64_t at_most = std::max(caches.last_level / 4, at_least);
-    return std::clamp(wanted, at_least, at_most);
 }
 
 }  // namespace kv

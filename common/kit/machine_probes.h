@@ -23,7 +23,8 @@ double thread_cpu_seconds();
 // The data caches one core sees, in bytes, as Linux reports them under
 // /sys/devices/system/cpu/cpu0/cache (0 where that cannot be read). Under a
 // hypervisor the last level may be the whole host's, shared with other
-// machines: measure before trusting it (see LastLevelCacheProbe).
+// machines: measure before trusting it (a ReadBandwidthProbe of the working
+// set's size, the rule in memory_level.h).
 struct CacheSizes {
     std::uint64_t l1d = 0;
     std::uint64_t l2 = 0;
@@ -49,7 +50,9 @@ double peak_multiply_then_add_flops(int repeats = 3, long iterations = 20'000'00
 bool has_fused_multiply_add();
 
 // Bytes per second one thread reads by summing a buffer of `bytes`, over
-// and over, with eight vector accumulators. The buffer is allocated and
+// and over, as eight streams with one vector register each (the .cpp says
+// why). Made at a working set's own size, it says how fast that working set
+// is read: from a cache if it fits one, else from DRAM. The buffer is allocated and
 // touched once, when the probe is made, so each measurement is reads only.
 class ReadBandwidthProbe {
   public:
@@ -64,21 +67,10 @@ class ReadBandwidthProbe {
     std::vector<float> floats_;
 };
 
-// The working sets the two bandwidth probes read.
-//
-// DRAM: eight times the last-level cache, at least 256 MiB and at most
-// 1 GiB, so that nothing is left in any cache from the pass before.
-//
-// Last-level cache: `wanted` bytes (the bench passes the demo model's
-// weights, the working set the roof is for), but at least four times the
-// L2, so that the reads come from beyond it, and at most a quarter of the
-// reported last level. Half the reported size is not safe: on the shared
-// Intel Xeon this was written on (Emerald Rapids, 260 MiB reported), one
-// core read 27.5 GB/s at every size from 6 to 64 MiB but 15 GB/s, DRAM's
-// rate, from 128 MiB on: most of the reported cache belongs to other cores
-// and other machines. The bench checks the result: a last-level figure not
-// clearly above the DRAM one means the buffer was not cache-resident.
+// The working set of the DRAM probe: eight times the last-level cache, at
+// least 256 MiB and at most 1 GiB, so that nothing is left in any cache from
+// the pass before. (A cache's probe needs no size of its own: it reads a
+// buffer the size of the working set it is for, memory_level.h.)
 std::uint64_t dram_probe_bytes(const CacheSizes& caches);
-std::uint64_t last_level_probe_bytes(const CacheSizes& caches, std::uint64_t wanted);
 
 }  // namespace kv

@@ -2,42 +2,61 @@
 // for the whole book: `make bench` (tests/bench/) picks each row's memory
 // roof with it, chapter 04 each width's.
 //
-// A working set that one core reads over and over counts as read from the
-// last-level cache if it takes at most a quarter of the size Linux reports
-// for that cache; anything larger is read from DRAM.
+// The rule measures instead of assuming. A working set larger than the
+// last-level cache Linux reports is read from DRAM. One that fits is read,
+// as a buffer of its own size, by the read probe (machine_probes.h): if that
+// read ran clearly faster than DRAM, by more than a fifth (1.2 x), the
+// working set counts as read from the last-level cache, and its roof is the
+// rate measured at its size; otherwise it is read from DRAM.
 //
-// Why a quarter and not all of it: the reported size is shared, and under
-// a hypervisor it may be the whole host's. On the shared Intel Xeon the
-// book's numbers were measured on (Emerald Rapids, a 2-vCPU KVM guest that
-// reports 260 MiB), one core read 27.5 GB/s at every size from 6 to 64 MiB
-// but 15 GB/s, DRAM's rate, from 128 MiB on (machine_probes.h): a quarter,
-// 65 MiB, is about the largest size measured cache-resident there; half,
-// 130 MiB, is past the size where DRAM's rate began. The last-level probe's
-// buffer is held to the same quarter (last_level_probe_bytes; four times
-// the L2 where that is more), so the rule and the probe trust the same
-// share of the cache.
-//
-// The rule errs towards DRAM. On a machine whose cache is the core's own, a
-// working set between a quarter and all of it is called DRAM's though it
-// may be read faster; the bench then finds the row above the DRAM roof and
-// refuses it as a failed measurement instead of counting it.
+// Why measure: the reported size says little about what one core gets. On
+// the shared Intel Xeon the book's numbers were measured on (Emerald Rapids,
+// a 2-vCPU KVM guest that reports 260 MiB, the whole host's), one core read
+// 27.5 GB/s at every size from 6 to 64 MiB but 15 GB/s, DRAM's rate, from
+// 128 MiB on; a Zen 4 or Zen 5 core reports its own 32 MiB and may read
+// most of it at cache speed. No fixed share of the reported size is right
+// on both, and a wrong one either prices a cached row against DRAM (then
+// refused as above its roof) or a DRAM-bound one against a cache it does not
+// fit. A read of the row's own size answers for the machine it runs on.
 #pragma once
 
 #include <cstdint>
 
 namespace kv {
 
-// The largest working set counted as read from the last-level cache.
-inline std::uint64_t last_level_working_set_bytes(std::uint64_t reported_last_level_bytes) {
-    return reported_last_level_bytes / 4;
+// Whether `working_set_bytes` can be in the last-level cache at all: no
+// larger than the size reported for it. A size of 0 (not reported) holds
+// nothing.
+inline bool fits_reported_last_level(std::uint64_t working_set_bytes,
+                                     std::uint64_t reported_last_level_bytes) {
+    return reported_last_level_bytes > 0 && working_set_bytes <= reported_last_level_bytes;
 }
 
-// Whether `working_set_bytes`, read over and over, come from the last-level
-// cache (true) or from DRAM (false). A size of 0 (not reported) fits nothing.
-inline bool fits_in_last_level(std::uint64_t working_set_bytes,
-                               std::uint64_t reported_last_level_bytes) {
-    return working_set_bytes <= last_level_working_set_bytes(reported_last_level_bytes) &&
-           reported_last_level_bytes > 0;
+// Whether a read measured at `rate` (bytes per second) came from a cache:
+// only if it was clearly faster than DRAM's rate, by more than a fifth.
+inline bool read_faster_than_dram(double rate, double dram_rate) {
+    return rate > 1.2 * dram_rate;
+}
+
+// Whether a working set is read from the last-level cache (true) or from
+// DRAM (false): it fits the reported last level, and a read of a buffer of
+// its size (`rate_at_its_size`; anything if it does not fit, it is not
+// looked at) ran clearly faster than DRAM.
+inline bool reads_from_last_level(std::uint64_t working_set_bytes,
+                                  std::uint64_t reported_last_level_bytes, double rate_at_its_size,
+                                  double dram_rate) {
+    return fits_reported_last_level(working_set_bytes, reported_last_level_bytes) &&
+           read_faster_than_dram(rate_at_its_size, dram_rate);
+}
+
+// The memory roof of that working set: the rate measured at its size if it
+// is read from the last-level cache, DRAM's otherwise.
+inline double memory_roof(std::uint64_t working_set_bytes, std::uint64_t reported_last_level_bytes,
+                          double rate_at_its_size, double dram_rate) {
+    return reads_from_last_level(working_set_bytes, reported_last_level_bytes, rate_at_its_size,
+                                 dram_rate)
+               ? rate_at_its_size
+               : dram_rate;
 }
 
 }  // namespace kv

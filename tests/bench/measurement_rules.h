@@ -1,7 +1,7 @@
 // make bench's rules, apart from its timing: how a figure's samples give
-// its value and its spread, where a row's bytes come from, whether the
-// last-level probe read from the cache at all, whether a row is a
-// measurement, and whether a target is met. Pure functions of the figures,
+// its value and its spread, which working-set sizes the read probe must
+// measure, where a row's bytes come from, whether a row is a measurement,
+// and whether a target is met. Pure functions of the figures,
 // so that tests/bench_rules_test.cpp can hold each rule to its word.
 #pragma once
 
@@ -42,18 +42,28 @@ struct Samples {
 
 // ---------------------------------------------------------------- rows
 
-// Where a row's bytes (weights and the keys and values attention reads)
-// come from: the last-level cache if they fit in the share of it the book
-// counts on, else DRAM. The book's one rule (common/kit/memory_level.h).
-inline bool bytes_from_last_level(std::uint64_t bytes, std::uint64_t reported_last_level) {
-    return fits_in_last_level(bytes, reported_last_level);
+// The sizes the read probe must measure: one buffer per distinct working
+// set (a row's weights and the keys and values it reads) that fits in the
+// reported last level, smallest first. A working set larger than that is
+// read from DRAM and needs no probe of its own.
+inline std::vector<std::uint64_t> last_level_probe_sizes(
+    const std::vector<std::uint64_t>& row_bytes, std::uint64_t reported_last_level) {
+    std::vector<std::uint64_t> sizes;
+    for (std::uint64_t b : row_bytes)
+        if (fits_reported_last_level(b, reported_last_level)) sizes.push_back(b);
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    return sizes;
 }
 
-// Whether the last-level probe's buffer was cache-resident: only if it read
-// clearly faster than DRAM (by more than a fifth). If not, the roof it
-// gives is DRAM's under another name and means nothing.
-inline bool last_level_probe_resident(double last_level_rate, double dram_rate) {
-    return last_level_rate > 1.2 * dram_rate;
+// Where a row's bytes come from: the last-level cache if they fit in the
+// reported last level and a read of a buffer their size (`rate_at_its_size`)
+// ran more than 1.2 times faster than DRAM; else DRAM. The book's one rule
+// (common/kit/memory_level.h). The row's roof is then that measured rate,
+// or DRAM's.
+inline bool bytes_from_last_level(std::uint64_t bytes, std::uint64_t reported_last_level,
+                                  double rate_at_its_size, double dram_rate) {
+    return reads_from_last_level(bytes, reported_last_level, rate_at_its_size, dram_rate);
 }
 
 // One row's figures against the limits.
@@ -65,13 +75,12 @@ struct RowFractions {
 
 // Whether a row is a measurement. No step runs faster than the machine's
 // limits, so a row above 100 % of the peak or of its roof means the limit
-// or the time was measured wrong: it is refused, not printed. One row above
-// its roof is kept: one whose bytes come from the last-level cache when the
-// probe was not resident, because then that roof was no roof (its target
-// is not met, below).
-inline bool valid_measurement(const RowFractions& row, bool last_level_resident) {
-    if (row.of_peak > 1.0) return false;
-    return row.of_roof <= 1.0 || (row.from_last_level && !last_level_resident);
+// or the time was measured wrong: it is refused, not printed. There is no
+// exception: a row's roof is always a rate measured at its own working set
+// (a cache's, or DRAM's when that read was no faster), so a row above it
+// has outrun something this machine was seen to do.
+inline bool valid_measurement(const RowFractions& row) {
+    return row.of_peak <= 1.0 && row.of_roof <= 1.0;
 }
 
 // ------------------------------------------------------------- targets
@@ -84,14 +93,9 @@ inline double target_fraction(const RowFractions& row, Against against) {
     return against == Against::peak ? row.of_peak : row.of_roof;
 }
 
-// A target is met only by a valid row at or above the goal, and one against
-// the last-level cache's roof only if the last-level probe was resident.
-inline bool target_met(const RowFractions& row, Against against, double goal,
-                       bool last_level_resident) {
-    if (!valid_measurement(row, last_level_resident)) return false;
-    if (against == Against::memory_roof && row.from_last_level && !last_level_resident)
-        return false;
-    return target_fraction(row, against) >= goal;
+// A target is met only by a valid row at or above the goal.
+inline bool target_met(const RowFractions& row, Against against, double goal) {
+    return valid_measurement(row) && target_fraction(row, against) >= goal;
 }
 
 }  // namespace kv::bench

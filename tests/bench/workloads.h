@@ -16,8 +16,10 @@ struct BenchShape {
     Config config;
 };
 
-// demo: the book's default model; cache-resident: weights well inside the
-// last-level cache; large: weights many times larger than it.
+// demo: the book's default model (21.3 MiB of weights read per pass);
+// cache-resident: half as many (10.5 MiB), to sit inside a last-level cache
+// of the size most cores have; large: 376 MiB, larger than any one core's.
+// (tests/bench_workloads_test.cpp holds these sizes.)
 std::vector<BenchShape> bench_shapes();
 
 // One timed thing: a decode step of `batch` sequences at `context` cached

@@ -1,0 +1,220 @@
+// What make bench prints: the limits, one table row per workload, the
+// failed measurements and the targets; or all of it as one JSON object.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../../common/kit/machine_probes.h"
+#include "../../common/kit/output.h"
+#include "../../common/kit/report.h"
+#include "experiment.h"
+#include "measurement_rules.h"
+
+namespace kv::bench {
+
+// What this build's vectors compile to, from the compiler's own macros.
+inline std::string instruction_set() {
+#if defined(__AVX512F__)
+    return "AVX-512";
+#elif defined(__AVX2__) && defined(__FMA__)
+    return "AVX2 with FMA";
+#elif defined(__AVX__)
+    return "AVX";
+#elif defined(__SSE2__)
+    return "SSE2 (the x86-64 baseline)";
+#elif defined(__aarch64__)
+    return "ARM64 (NEON)";
+#else
+    return "none the bench knows";
+#endif
+}
+
+// A goal for one row's fraction of a limit.
+struct Target {
+    std::string row;
+    Against against;
+    double goal;
+};
+
+inline std::string percent(double fraction) {
+    return fixed(100 * fraction, 1);
+}
+
+inline Json samples_json(const Samples& s, double scale) {
+    std::vector<double> v;
+    for (double x : s.values) v.push_back(x / scale);
+    return Json().add("best", s.best() / scale).add("spread", s.spread()).add("samples", v);
+}
+
+// Prints the results (or their JSON). Returns the exit status: 0.
+inline int report(const Results& res, const OutputOptions& out) {
+    const std::vector<Row>& rows = res.rows;
+    const std::vector<Samples>& step = res.steps;
+    const Limits& limits = res.limits;
+    const CacheSizes& caches = res.caches;
+    const std::vector<std::uint64_t>& probe_sizes = res.probe_sizes;
+    const int rounds = res.rounds, repeats = res.repeats, probe_runs = res.probe_runs;
+    const double dram = limits.dram.best();
+    auto row_named = [&](const std::string& name) -> const Row& {
+        for (const Row& r : rows)
+            if (r.name == name) return r;
+        throw std::logic_error("bench: no row " + name);
+    };
+
+    Table table({"shape", "measurement", "step ms", "tokens/s", "GFLOP/s", "% of peak", "MiB read",
+                 "GB/s", "from", "% of roof", "bound by", "spread %"});
+    std::vector<std::string> failed;
+    std::vector<Json> failed_json;
+    Json rows_json;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const Row& r = rows[i];
+        const RowFractions& f = r.fractions;
+        const double flops_rate = r.cost.flops / r.seconds;
+        const double bytes_rate = double(r.bytes) / r.seconds;
+        rows_json.add_raw(r.name,
+                          Json()
+                              .add("step_seconds", r.seconds)
+                              .add("step_seconds_spread", step[i].spread())
+                              .add("step_seconds_rounds", step[i].values)
+                              .add("tokens_per_second", r.tokens_per_second)
+                              .add("flops", r.cost.flops)
+                              .add("weight_bytes", r.cost.weight_bytes)
+                              .add("cache_bytes", r.cost.cache_bytes)
+                              .add("gflops", flops_rate / 1e9)
+                              .add("fraction_of_peak", f.of_peak)
+                              .add("read_gbs", bytes_rate / 1e9)
+                              .add("working_set_bytes", r.bytes)
+                              .add("read_gbs_at_working_set", r.read_at_size / 1e9)
+                              .add("bytes_from", f.from_last_level ? "last-level cache" : "DRAM")
+                              .add("roof_gbs", r.roof / 1e9)
+                              .add("fraction_of_roof", f.of_roof)
+                              .add("memory_bound", r.memory_bound)
+                              .add("valid", r.valid)
+                              .str());
+        if (!r.valid) {
+            failed.push_back(r.name + ": " + percent(f.of_peak) + " % of peak arithmetic, " +
+                             percent(f.of_roof) +
+                             " % of the read bandwidth: above a measured limit, so the " +
+                             "limit or the time was measured wrong");
+            failed_json.push_back(Json()
+                                      .add("row", r.name)
+                                      .add("fraction_of_peak", f.of_peak)
+                                      .add("fraction_of_roof", f.of_roof));
+            continue;
+        }
+        table.add_row({r.workload.shape, r.workload.what, Cell(1e3 * r.seconds, 3),
+                       Cell(r.tokens_per_second, 0), Cell(flops_rate / 1e9, 1),
+                       Cell(100 * f.of_peak, 1), Cell(double(r.bytes) / double(1 << 20), 1),
+                       Cell(bytes_rate / 1e9, 1), f.from_last_level ? "LLC" : "DRAM",
+                       Cell(100 * f.of_roof, 1), r.memory_bound ? "bandwidth" : "arithmetic",
+                       Cell(100 * step[i].spread(), 1)});
+    }
+
+    // ------------------------------------------------------ the targets
+    const std::vector<Target> targets = {
+        {"demo: decode, batch 1", Against::memory_roof, 0.80},
+        {"cache-resident: decode, batch 1", Against::memory_roof, 0.80},
+        {"large: decode, batch 1", Against::memory_roof, 0.80},
+        {"demo: decode, batch 16", Against::peak, 0.60},
+        {"demo: prefill, 128 tokens", Against::peak, 0.60},
+    };
+    Table goals({"target", "measured %", "goal %", "met"});
+    std::vector<Json> targets_json;
+    int met = 0;
+    for (const Target& t : targets) {
+        const Row& r = row_named(t.row);
+        const std::string of = t.against == Against::peak    ? "multiply-then-add peak"
+                               : r.fractions.from_last_level ? "LLC bandwidth at its size"
+                                                             : "DRAM bandwidth";
+        const double fraction = target_fraction(r.fractions, t.against);
+        const bool ok = target_met(r.fractions, t.against, t.goal);
+        met += ok;
+        goals.add_row({t.row + ", of " + of, r.valid ? Cell(100 * fraction, 1) : Cell("failed"),
+                       Cell(100 * t.goal, 0), ok ? "yes" : "no"});
+        targets_json.push_back(Json()
+                                   .add("row", t.row)
+                                   .add("of", of)
+                                   .add("fraction", fraction)
+                                   .add("goal", t.goal)
+                                   .add("row_valid", r.valid)
+                                   .add("met", ok));
+    }
+
+    std::vector<Json> reads_json;
+    for (std::size_t p = 0; p < probe_sizes.size(); ++p)
+        reads_json.push_back(
+            Json()
+                .add("bytes", res.probe_bytes[p])
+                .add("working_set_bytes", probe_sizes[p])
+                .add("read_gbs", samples_json(limits.at_size[p], 1e9))
+                .add("faster_than_dram", read_faster_than_dram(limits.at_size[p].best(), dram)));
+
+    Json json;
+    json.add("instruction_set", instruction_set())
+        .add("fused_multiply_add_in_this_build", has_fused_multiply_add())
+        .add("peak_fma_gflops", samples_json(limits.fma, 1e9))
+        .add("peak_mul_add_gflops", samples_json(limits.mul_add, 1e9))
+        .add("reads_at_row_sizes", reads_json)
+        .add("dram_read_gbs", samples_json(limits.dram, 1e9))
+        .add("dram_probe_bytes", res.dram_probe_bytes)
+        .add("l1d_bytes", caches.l1d)
+        .add("l2_bytes", caches.l2)
+        .add("last_level_cache_bytes", caches.last_level)
+        .add("rounds", rounds)
+        .add("repeats", repeats)
+        .add("probe_runs_per_workload", probe_runs)
+        .add("rows", rows_json)
+        .add("table", table)
+        .add("failed_measurements", failed_json)
+        .add("targets", targets_json)
+        .add("targets_met", met)
+        .add("targets_total", std::int64_t(targets.size()));
+    if (emit(out, json)) return 0;
+
+    const std::size_t samples = limits.mul_add.values.size();
+    std::printf("This build: %s, fused multiply-add %s\n\n", instruction_set().c_str(),
+                has_fused_multiply_add() ? "yes" : "no");
+    std::printf("Limits of one core, in thread CPU time: the best of %zu samples each, %d beside\n",
+                samples, probe_runs);
+    std::printf("each workload in each of %d rounds. Spread: how much longer the slowest sample\n",
+                rounds);
+    std::printf("took than the fastest (slowest / fastest - 1); a row's, between the fastest\n");
+    std::printf("steps of its %d rounds.\n", rounds);
+    std::printf("  peak float32 FMA:            %6.1f GFLOP/s  spread %4.1f %%%s\n",
+                limits.fma.best() / 1e9, 100 * limits.fma.spread(),
+                has_fused_multiply_add() ? "" : "  (no FMA in this build: multiply then add)");
+    std::printf(
+        "  peak multiply then add:      %6.1f GFLOP/s  spread %4.1f %%  "
+        "(the kernels' arithmetic: -ffp-contract=off)\n",
+        limits.mul_add.best() / 1e9, 100 * limits.mul_add.spread());
+    std::printf("  read from DRAM:              %6.1f GB/s     spread %4.1f %%  over %s\n",
+                limits.dram.best() / 1e9, 100 * limits.dram.spread(),
+                format_bytes(res.dram_probe_bytes).c_str());
+    for (std::size_t p = 0; p < probe_sizes.size(); ++p) {
+        const double rate = limits.at_size[p].best();
+        std::printf("  read of a row's %-12s %6.1f GB/s     spread %4.1f %%  %.2f x DRAM: %s\n",
+                    (format_bytes(probe_sizes[p]) + ":").c_str(), rate / 1e9,
+                    100 * limits.at_size[p].spread(), rate / dram,
+                    read_faster_than_dram(rate, dram) ? "the last-level cache"
+                                                      : "DRAM (no more than 1.2 x)");
+    }
+    std::printf("  caches (cpu0, as reported):  L1d %s, L2 %s, last level %s\n",
+                format_bytes(caches.l1d).c_str(), format_bytes(caches.l2).c_str(),
+                format_bytes(caches.last_level).c_str());
+    std::printf(
+        "  a row's bytes come from the LLC, at the rate read at its size, if they fit in\n"
+        "  the reported last level and that read was more than 1.2 x DRAM's; else DRAM\n\n");
+    table.print(std::cout);
+    for (const std::string& f : failed) std::cout << "  FAILED MEASUREMENT " << f << "\n";
+    std::cout << "\n";
+    goals.print(std::cout);
+    std::printf("\n%d of %zu targets met\n", met, targets.size());
+    return 0;
+}
+
+}  // namespace kv::bench
