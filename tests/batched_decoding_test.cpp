@@ -403,9 +403,11 @@ TEST_CASE(
     CHECK(ch04::weights_from_last_level(c, bytes, 25e9, dram));
     CHECK(ch04::width_memory_roof(c, bytes, 25e9, dram) == 25e9);
     // They fit, but the read was no more than 1.2 x DRAM's (a cache shared
-    // with other cores or machines): the roof is DRAM's.
+    // with other cores or machines): DRAM, its roof the faster of the two
+    // reads; below DRAM's, DRAM's.
     CHECK_FALSE(ch04::weights_from_last_level(c, bytes, 12e9, dram));
-    CHECK(ch04::width_memory_roof(c, bytes, 12e9, dram) == dram);
+    CHECK(ch04::width_memory_roof(c, bytes, 12e9, dram) == 12e9);
+    CHECK(ch04::width_memory_roof(c, bytes, 9e9, dram) == dram);
     CHECK(ch04::weights_from_last_level(c, bytes, 12.01e9, dram));
     // A last level 4 bytes too small: DRAM's, whatever a read measured.
     CHECK_FALSE(ch04::weights_from_last_level(c, bytes - 4, 25e9, dram));

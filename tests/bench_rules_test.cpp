@@ -10,6 +10,7 @@
 
 #include "bench/measurement_rules.h"
 
+using namespace kv;
 using namespace kv::bench;
 
 namespace {
@@ -74,13 +75,31 @@ TEST_CASE("a row's bytes come from the last-level cache only if they fit and rea
     const double dram = 15e9;
     // A 32 MiB last level: the demo's 21 MiB fit, and a read of their size
     // at 40 GB/s is the cache's (no quarter of the reported size decides).
-    CHECK(bytes_from_last_level(21 * MiB, 32 * MiB, 40e9, dram));
+    CHECK(reads_from_last_level(21 * MiB, 32 * MiB, 40e9, dram));
     // A read of that size no more than 1.2 x DRAM's: DRAM.
-    CHECK_FALSE(bytes_from_last_level(21 * MiB, 32 * MiB, 18e9, dram));
-    CHECK(bytes_from_last_level(21 * MiB, 32 * MiB, 18.01e9, dram));
+    CHECK_FALSE(reads_from_last_level(21 * MiB, 32 * MiB, 18e9, dram));
+    CHECK(reads_from_last_level(21 * MiB, 32 * MiB, 18.01e9, dram));
     // Larger than the reported last level: DRAM, whatever was measured.
-    CHECK_FALSE(bytes_from_last_level(33 * MiB, 32 * MiB, 40e9, dram));
-    CHECK_FALSE(bytes_from_last_level(377 * MiB, 260 * MiB, 40e9, dram));  // the large model
+    CHECK_FALSE(reads_from_last_level(33 * MiB, 32 * MiB, 40e9, dram));
+    CHECK_FALSE(reads_from_last_level(377 * MiB, 260 * MiB, 40e9, dram));  // the large model
+}
+
+TEST_CASE("each row is priced by the read of its own size whatever order the reads are in") {
+    // Reads listed in another order than the rows ask for them: each row
+    // must find the rate measured at its own size, and a row not read
+    // (too large for the cache) none.
+    const std::vector<std::uint64_t> sizes = {22 * MiB, 11 * MiB, 33 * MiB};
+    const std::vector<double> rates = {27e9, 29e9, 25e9};
+    CHECK(read_at_size(11 * MiB, sizes, rates) == 29e9);
+    CHECK(read_at_size(22 * MiB, sizes, rates) == 27e9);
+    CHECK(read_at_size(33 * MiB, sizes, rates) == 25e9);
+    CHECK(read_at_size(377 * MiB, sizes, rates) == 0.0);
+    // Its roof then: the cache's read where that read was a cache's; DRAM's,
+    // or the read of its size if that was faster, where it was not.
+    const double dram = 15e9;
+    CHECK(memory_roof(22 * MiB, 260 * MiB, read_at_size(22 * MiB, sizes, rates), dram) == 27e9);
+    CHECK(memory_roof(22 * MiB, 260 * MiB, 16e9, dram) == 16e9);
+    CHECK(memory_roof(377 * MiB, 260 * MiB, read_at_size(377 * MiB, sizes, rates), dram) == dram);
 }
 
 TEST_CASE("a row at 100.1 % of the peak is refused and at 100.0 % kept") {

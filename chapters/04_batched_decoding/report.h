@@ -127,14 +127,16 @@ inline void print_width(std::ostream& out, const WidthFacts& f, const Results& r
         << with_commas(multiplied_parameters(c)) << " multiplied weights, "
         << format_bytes(f.weight_bytes) << " read per step";
     const double dram = r.roofs.dram_bytes_per_second;
-    if (!fits_reported_last_level(f.weight_bytes, r.cache_bytes))
+    if (r.cache_bytes == 0)
+        out << " (no last-level cache reported: read from DRAM)";
+    else if (!fits_reported_last_level(f.weight_bytes, r.cache_bytes))
         out << " (do not fit in the " << format_bytes(r.cache_bytes)
             << " largest CPU cache: read from DRAM)";
     else
         out << " (fit in the " << format_bytes(r.cache_bytes)
             << " largest CPU cache as reported; a read of that size ran at "
             << fixed(f.width.read_at_weights / 1e9, 1) << " GB/s, "
-            << fixed(f.width.read_at_weights / dram, 2) << " x DRAM's: "
+            << fixed(dram > 0 ? f.width.read_at_weights / dram : 0.0, 2) << " x DRAM's: "
             << (f.from_last_level ? "read from the cache" : "no more than 1.2 x, read from DRAM")
             << ")";
     out << "\n";

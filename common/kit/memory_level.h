@@ -13,11 +13,11 @@
 // the shared Intel Xeon the book's numbers were measured on (Emerald Rapids,
 // a 2-vCPU KVM guest that reports 260 MiB, the whole host's), one core read
 // 27.5 GB/s at every size from 6 to 64 MiB but 15 GB/s, DRAM's rate, from
-// 128 MiB on; a Zen 4 or Zen 5 core reports its own 32 MiB and may read
-// most of it at cache speed. No fixed share of the reported size is right
-// on both, and a wrong one either prices a cached row against DRAM (then
-// refused as above its roof) or a DRAM-bound one against a cache it does not
-// fit. A read of the row's own size answers for the machine it runs on.
+// 128 MiB on; a Zen 4 or Zen 5 core reports its chiplet's 32 MiB (shared
+// by the chiplet's cores) and may read most of it at cache speed. No fixed share of the reported
+// size is right on both, and a wrong one either prices a cached row against DRAM (then refused as
+// above its roof) or a DRAM-bound one against a cache it does not fit. A read of the row's own size
+// answers for the machine it runs on.
 #pragma once
 
 #include <cstdint>
@@ -50,13 +50,18 @@ inline bool reads_from_last_level(std::uint64_t working_set_bytes,
 }
 
 // The memory roof of that working set: the rate measured at its size if it
-// is read from the last-level cache, DRAM's otherwise.
+// is read from the last-level cache; DRAM's otherwise, or the read of its
+// size if that one ran faster (by less than a fifth: too little to call it
+// a cache, but this machine was seen to read that working set that fast,
+// so a step that does is no failed measurement).
 inline double memory_roof(std::uint64_t working_set_bytes, std::uint64_t reported_last_level_bytes,
                           double rate_at_its_size, double dram_rate) {
-    return reads_from_last_level(working_set_bytes, reported_last_level_bytes, rate_at_its_size,
-                                 dram_rate)
-               ? rate_at_its_size
-               : dram_rate;
+    if (reads_from_last_level(working_set_bytes, reported_last_level_bytes, rate_at_its_size,
+                              dram_rate))
+        return rate_at_its_size;
+    if (fits_reported_last_level(working_set_bytes, reported_last_level_bytes))
+        return rate_at_its_size > dram_rate ? rate_at_its_size : dram_rate;
+    return dram_rate;
 }
 
 }  // namespace kv

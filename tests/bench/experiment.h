@@ -51,7 +51,7 @@ struct Limits {
         // Two passes first, not counted: after the DRAM probe, the pass after
         // the probe's own untimed one read 11.5 to 14.1 GB/s in four tries on
         // the Xeon of the README, most passes after it 21 to 28.
-        // (Each probe after the one before it: the same holds.)
+        // Every read at a row's size gets the same two uncounted passes.
         at_size.resize(at_size_probes.size());
         for (std::size_t p = 0; p < at_size_probes.size(); ++p) {
             const ReadBandwidthProbe& probe = at_size_probes[p];
@@ -173,11 +173,8 @@ struct Experiment {
         }
         const double peak = limits.mul_add.best();  // the kernels' own arithmetic
         const double dram = limits.dram.best();
-        auto read_at = [&](std::uint64_t bytes) {  // the read of that size, 0 if not probed
-            for (std::size_t p = 0; p < probe_sizes.size(); ++p)
-                if (probe_sizes[p] == bytes) return limits.at_size[p].best();
-            return 0.0;
-        };
+        std::vector<double> at_size_best;  // the best read at each of probe_sizes
+        for (const Samples& s : limits.at_size) at_size_best.push_back(s.best());
 
         // --------------------------------------------------------- the rows
         for (int i = 0; i < count; ++i) {
@@ -189,10 +186,10 @@ struct Experiment {
             r.seconds = step[i].best();
             r.tokens_per_second =
                 r.workload.batch * (r.workload.prompt > 0 ? r.workload.prompt : 1) / r.seconds;
-            r.read_at_size = read_at(r.bytes);
+            r.read_at_size = read_at_size(r.bytes, probe_sizes, at_size_best);
             r.fractions.from_last_level =
-                bytes_from_last_level(r.bytes, caches.last_level, r.read_at_size, dram);
-            r.roof = r.fractions.from_last_level ? r.read_at_size : dram;
+                reads_from_last_level(r.bytes, caches.last_level, r.read_at_size, dram);
+            r.roof = memory_roof(r.bytes, caches.last_level, r.read_at_size, dram);
             r.fractions.of_peak = r.cost.flops / r.seconds / peak;
             r.fractions.of_roof = double(r.bytes) / r.seconds / r.roof;
             r.memory_bound = double(r.bytes) / r.roof > r.cost.flops / peak;

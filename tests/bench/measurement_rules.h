@@ -56,14 +56,13 @@ inline std::vector<std::uint64_t> last_level_probe_sizes(
     return sizes;
 }
 
-// Where a row's bytes come from: the last-level cache if they fit in the
-// reported last level and a read of a buffer their size (`rate_at_its_size`)
-// ran more than 1.2 times faster than DRAM; else DRAM. The book's one rule
-// (common/kit/memory_level.h). The row's roof is then that measured rate,
-// or DRAM's.
-inline bool bytes_from_last_level(std::uint64_t bytes, std::uint64_t reported_last_level,
-                                  double rate_at_its_size, double dram_rate) {
-    return reads_from_last_level(bytes, reported_last_level, rate_at_its_size, dram_rate);
+// The read measured at `bytes` among the reads at `sizes` (rates[p] at
+// sizes[p]), 0 if that size was not read (it does not fit the cache).
+inline double read_at_size(std::uint64_t bytes, const std::vector<std::uint64_t>& sizes,
+                           const std::vector<double>& rates) {
+    for (std::size_t p = 0; p < sizes.size() && p < rates.size(); ++p)
+        if (sizes[p] == bytes) return rates[p];
+    return 0.0;
 }
 
 // One row's figures against the limits.
@@ -76,9 +75,10 @@ struct RowFractions {
 // Whether a row is a measurement. No step runs faster than the machine's
 // limits, so a row above 100 % of the peak or of its roof means the limit
 // or the time was measured wrong: it is refused, not printed. There is no
-// exception: a row's roof is always a rate measured at its own working set
-// (a cache's, or DRAM's when that read was no faster), so a row above it
-// has outrun something this machine was seen to do.
+// exception: a row's roof is always the fastest this machine was seen to
+// read such a working set (a read of its own size, or DRAM's rate over the
+// DRAM probe's buffer when that was faster; memory_roof in
+// common/kit/memory_level.h), so a row above it has outrun every read.
 inline bool valid_measurement(const RowFractions& row) {
     return row.of_peak <= 1.0 && row.of_roof <= 1.0;
 }
