@@ -748,14 +748,7 @@ float exp_float_reference(float x) {
     if (x > 88.0f) return std::numeric_limits<float>::infinity();
     const float n = std::nearbyint(x * 1.44269504f);  // x / ln2, to the nearest, ties to even
     const float r = (x - n * 0.693145751953125f) - n * 1.42860677e-06f;
-    float p = 1.0f / 5040;  // e^r, the same Taylor series in the same order
-    p = p * r + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
+    const float p = exp_taylor(r);              // e^r, the same series in the same order
     return std::ldexp(p, static_cast<int>(n));  // p * 2^n
 }
 
