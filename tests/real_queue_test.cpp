@@ -211,3 +211,21 @@ TEST_CASE("the real runs are spread over the calibration's rounds; kRealRuns in 
     CHECK(real_runs_after(3, 9) == 1);
     CHECK(real_runs_after(2, 9) == 0);
 }
+
+TEST_CASE("each leveling queue runs just before the validated queue of its policy") {
+    const std::vector<Policy> p = book_policies(4);
+    const std::vector<Request> none;
+    std::vector<RealQueue> leveling, validated;
+    leveling.emplace_back(p[kSerialCache], none);
+    leveling.emplace_back(p[kContinuousCache], none);
+    leveling.emplace_back(p[1], none);  // static, no cache: no validated queue of its policy
+    for (int k : {kSerialNoCache, kSerialCache, kStaticCache, kContinuousCache})
+        validated.emplace_back(p[std::size_t(k)], none);
+    const std::vector<RealQueue*> order = leveling_beside(leveling, validated);
+    const std::vector<RealQueue*> expected = {&validated[0], &leveling[0], &validated[1],
+                                              &validated[2], &leveling[1], &validated[3],
+                                              &leveling[2]};
+    CHECK(order == expected);
+    std::vector<RealQueue> no_leveling;
+    CHECK(leveling_beside(no_leveling, validated).size() == validated.size());
+}

@@ -422,8 +422,8 @@ struct Experiment {
                 batch, [&](int done, int of) { progress.update(done, of); },
                 [&](int round, int rounds) {
                     for (int run = real_runs_after(round, rounds); run > 0; --run)
-                        for (std::vector<RealQueue>* queues : {&leveling, &validated})
-                            for (RealQueue& q : *queues) q.run_once(*engine, results.budget, seed);
+                        for (RealQueue* q : leveling_beside(leveling, validated))
+                            q->run_once(*engine, results.budget, seed);
                 });
             level_on_queues(leveling, results.budget, *results.calibration);
             results.calibration->seconds = seconds_since(start);

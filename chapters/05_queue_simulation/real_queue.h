@@ -169,4 +169,24 @@ struct RealQueue {
     }
 };
 
+// The order the real queues run in, each time they run: each leveling
+// queue (calibration.h) just before the validated queue of its policy,
+// the rest where they are. The machine's speed drifts over minutes, and a
+// level carries the speed it was measured at into the simulator's prices,
+// so it is measured in the same seconds as the queue it is compared with.
+// (Chapter 05's static batching, whose decode steps are priced from
+// continuous batching's level, runs just before that leveling queue.)
+inline std::vector<RealQueue*> leveling_beside(std::vector<RealQueue>& leveling,
+                                               std::vector<RealQueue>& validated) {
+    std::vector<RealQueue*> order;
+    for (RealQueue& q : validated) {
+        for (RealQueue& level : leveling)
+            if (level.policy.name == q.policy.name) order.push_back(&level);
+        order.push_back(&q);
+    }
+    for (RealQueue& level : leveling)  // no validated queue of its policy
+        if (std::find(order.begin(), order.end(), &level) == order.end()) order.push_back(&level);
+    return order;
+}
+
 }  // namespace kv

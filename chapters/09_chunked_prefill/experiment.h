@@ -139,6 +139,37 @@ struct EngineQueue {
     QueueRun run;
 };
 
+// A workload by name: "short prompts" or "512-token prompts", and its requests.
+using NamedQueue = std::pair<std::string, std::vector<Request>>;
+
+// The real engine's queues, in the order they run: each runs kRealRuns
+// times, each step at its fastest (chapter 05's real_queue.h), between
+// the calibration's rounds when it is measured now. `sides` says how many
+// requests of each queue the engine runs (chapter 05's queue_sides).
+// Each leveling queue (`leveling`, none if empty) runs just before the
+// long prompts' queue under its rule (the operating point's, for the
+// headline's chunks): the machine's speed drifts over minutes, and a
+// level carries the speed it was measured at into the simulator's
+// prices, so it is measured in the same seconds as the queue it is
+// compared with.
+inline std::vector<EngineQueue> engine_queues(const std::vector<NamedQueue>& queues,
+                                              const std::vector<StepRule>& rules,
+                                              const std::vector<std::pair<bool, int>>& sides,
+                                              std::span<const Request> leveling,
+                                              const std::vector<StepRule>& leveling_rules) {
+    std::vector<EngineQueue> engine;
+    for (const auto& [name, all] : queues)
+        for (const StepRule& rule : rules)
+            for (const auto& [on_engine, n] : sides) {
+                if (!on_engine) continue;
+                for (const StepRule& level : leveling_rules)
+                    if (!leveling.empty() && name != kShortPrompts && level.name == rule.name)
+                        engine.emplace_back(kLevelingQueue, level, leveling);
+                engine.emplace_back(name, rule, std::span(all).first(std::size_t(n)));
+            }
+    return engine;
+}
+
 struct Experiment {
     ch05::Experiment queue;  // chapter 05's model, queue, batch and KV budget (its flags)
     int chunk = 64;          // the headline's chunk size: prompt tokens per step at most
@@ -222,18 +253,9 @@ struct Experiment {
 
         WorkloadOptions long_work = r.work;
         long_work.prompt_min = long_work.prompt_max = long_prompt;
-        const std::vector<std::pair<std::string, std::vector<Request>>> queues = {
+        const std::vector<NamedQueue> queues = {
             {kShortPrompts, make_workload(r.work)},
             {long_prompts(long_prompt), make_workload(long_work)}};
-        // The real engine's queues: each runs kRealRuns times, each step
-        // at its fastest (chapter 05's real_queue.h), between the
-        // calibration's rounds when it is measured now.
-        std::vector<EngineQueue> engine;
-        for (const auto& [name, all] : queues)
-            for (const StepRule& rule : r.rules)
-                for (const auto& [on_engine, n] : sides())
-                    if (on_engine)
-                        engine.emplace_back(name, rule, std::span(all).first(std::size_t(n)));
         // The short real queues that set each kind of step's level:
         // another sample of the long prompts (seed + 1), under the
         // headline's chunks and under prefill first.
@@ -241,10 +263,11 @@ struct Experiment {
         sample.seed += 1;
         sample.requests = kLevelingRequests;
         const std::vector<Request> leveling_requests = make_workload(sample);
-        if (queue.cost_model != "analytic" && engine_requests > 0)
-            for (const StepRule& rule :
-                 {StepRule{chunked(chunk), chunk}, StepRule{kPrefillFirst, 0}})
-                engine.emplace_back(kLevelingQueue, rule, std::span(leveling_requests));
+        const bool leveled = queue.cost_model != "analytic" && engine_requests > 0;
+        std::vector<EngineQueue> engine =
+            engine_queues(queues, r.rules, sides(),
+                          leveled ? std::span(leveling_requests) : std::span<const Request>(),
+                          {{chunked(chunk), chunk}, {kPrefillFirst, 0}});
         long done = 0;
         const long total = long(engine.size()) * kRealRuns;
         auto run_engine = [&](int runs) {
