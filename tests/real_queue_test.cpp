@@ -227,5 +227,7 @@ TEST_CASE("each leveling queue runs just before the validated queue of its polic
                                               &leveling[2]};
     CHECK(order == expected);
     std::vector<RealQueue> no_leveling;
-    CHECK(leveling_beside(no_leveling, validated).size() == validated.size());
+    const std::vector<RealQueue*> alone = {&validated[0], &validated[1], &validated[2],
+                                           &validated[3]};
+    CHECK(leveling_beside(no_leveling, validated) == alone);
 }

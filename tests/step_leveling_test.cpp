@@ -4,11 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "../chapters/05_queue_simulation/real_queue.h"
 #include "../chapters/05_queue_simulation/scheduler.h"
 #include "../chapters/07_paged_kv_cache/paged_memory.h"
+#include "../chapters/09_chunked_prefill/experiment.h"
 #include "../chapters/09_chunked_prefill/step_calibration.h"
 #include "../chapters/09_chunked_prefill/step_cost.h"
 #include "../chapters/09_chunked_prefill/step_policies.h"
@@ -103,4 +106,35 @@ TEST_CASE("the levels of a queue's steps give the simulator that queue's times")
     StepCostSimulator at_levels(leveled), formula_alone(formula);
     CHECK(std::fabs(run_chunked(queue, at_levels).end_s / measured.end_s - 1) < 1e-9);
     CHECK(std::fabs(run_chunked(queue, formula_alone).end_s / measured.end_s - 1) > 0.05);
+}
+
+TEST_CASE("chapter 09's leveling queues run just before the long prompts' queue of their rule") {
+    const std::vector<Request> some = small_queue(4), sample = small_queue(3);
+    const std::vector<ch09::NamedQueue> queues = {{ch09::kShortPrompts, some},
+                                                  {ch09::long_prompts(512), some}};
+    const std::vector<ch09::StepRule> rules = {
+        {ch09::kPrefillFirst, 0}, {ch09::kBatchedPrefill, 0}, {ch09::chunked(64), 64}};
+    const std::vector<std::pair<bool, int>> sides = {{false, 4}, {true, 2}};
+    const std::vector<ch09::StepRule> levels = {{ch09::chunked(64), 64}, {ch09::kPrefillFirst, 0}};
+    auto order = [](const std::vector<ch09::EngineQueue>& engine) {
+        std::vector<std::string> names;
+        for (const ch09::EngineQueue& e : engine) {
+            names.push_back(e.workload + ", " + e.rule.name);
+            CHECK(e.requests.size() == (e.workload == ch09::kLevelingQueue ? 3u : 2u));
+        }
+        return names;
+    };
+    const std::vector<std::string> expected = {"short prompts, prefill first",
+                                               "short prompts, batched prefill",
+                                               "short prompts, chunked 64",
+                                               "leveling, prefill first",
+                                               "512-token prompts, prefill first",
+                                               "512-token prompts, batched prefill",
+                                               "leveling, chunked 64",
+                                               "512-token prompts, chunked 64"};
+    CHECK(order(ch09::engine_queues(queues, rules, sides, sample, levels)) == expected);
+
+    std::vector<std::string> unleveled = expected;  // nothing to level: the queues alone
+    std::erase_if(unleveled, [](const std::string& n) { return n.starts_with("leveling"); });
+    CHECK(order(ch09::engine_queues(queues, rules, sides, {}, levels)) == unleveled);
 }
