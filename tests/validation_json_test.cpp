@@ -46,3 +46,36 @@ TEST_CASE("chapter 09's engine queues carry their runs spread; the simulator's h
     CHECK(simulator.find("\"side\": \"simulator\"") != std::string::npos);
     CHECK(simulator.find("run_spread") == std::string::npos);
 }
+
+TEST_CASE("chapter 09 says whether the operating point is within 5 percent on all four") {
+    ch09::Results r;
+    r.long_prompt = 512;
+    r.chunk = 64;
+    auto run = [](const std::string& rule, bool engine, double wait, double gap, double p99,
+                  double total) {
+        ch09::QueueRun q;
+        q.workload = "512-token prompts";
+        q.rule = {rule, 64};
+        q.engine = engine;
+        q.requests = 48;
+        q.summary.ttft_median = wait;
+        q.summary.tbt_median = gap;
+        q.summary.tbt_p99 = p99;
+        q.summary.total_s = total;
+        return q;
+    };
+    CHECK(ch09::operating_point_check(r).empty());  // no engine run: nothing to say
+    // Another rule's miss does not count: only chunked 64 is the operating point.
+    r.runs = {run("chunked 64", false, 2.08, 0.0104, 0.0200, 10.4),
+              run("chunked 64", true, 2.0, 0.0100, 0.0200, 10.0),
+              run("chunked 128", false, 3.0, 0.03, 0.03, 30.0),
+              run("chunked 128", true, 2.0, 0.02, 0.02, 20.0)};
+    CHECK(ch09::operating_point_check(r) ==
+          "at the operating point (512-token prompts, chunked 64, 48 requests) the simulator is "
+          "within 5.0% of the engine on all four");
+    r.runs[0].summary.tbt_p99 = 0.0188;  // -6 %
+    r.runs[0].summary.total_s = 10.6;    // +6 %
+    CHECK(ch09::operating_point_check(r) ==
+          "warning: at the operating point (512-token prompts, chunked 64, 48 requests) the "
+          "simulator is more than 5.0% off the engine: p99 gap -6.0%, total +6.0%");
+}

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../common/kit/output.h"
@@ -57,6 +58,34 @@ inline Table agreement_table(const Results& r) {
                    pct(a.tbt_p99), pct(a.total), pct(e.run_spread)});
     }
     return t;
+}
+
+// The target for the simulator at the operating point: the
+// long prompts at the headline's chunk size, on the engine's requests.
+inline constexpr double kAgreementTarget = 0.05;
+
+// The operating point's four errors against the target: "" when there is no
+// engine run of it, else one line that says whether all four are within.
+inline std::string operating_point_check(const Results& r) {
+    const std::string workload = long_prompts(r.long_prompt), rule = chunked(r.chunk);
+    for (const QueueRun& e : r.runs) {
+        if (!e.engine || e.workload != workload || e.rule.name != rule) continue;
+        const Agreement a = agreement(r.run(workload, rule, false, e.requests), e);
+        std::string off;
+        for (const auto& [what, x] : {std::pair{"median wait", a.ttft},
+                                      std::pair{"median gap", a.tbt_median},
+                                      std::pair{"p99 gap", a.tbt_p99}, std::pair{"total", a.total}})
+            if (std::fabs(x) > kAgreementTarget)
+                off += (off.empty() ? "" : ", ") + std::string(what) + " " + ch05::percent(x);
+        const std::string where = "the operating point (" + workload + ", " + rule + ", " +
+                                  std::to_string(e.requests) + " requests)";
+        return off.empty() ? "at " + where + " the simulator is within " +
+                                 ch05::percent(kAgreementTarget, false) +
+                                 " of the engine on all four"
+                           : "warning: at " + where + " the simulator is more than " +
+                                 ch05::percent(kAgreementTarget, false) + " off the engine: " + off;
+    }
+    return "";
 }
 
 inline Table probe_table(const Results& r) {
@@ -180,6 +209,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("chunk", r.chunk)
                     .add("queue_runs", each)
                     .add("agreement", agree)
+                    .add("operating_point_check", operating_point_check(r))
                     .add("headline_workload", workload)
                     .add("headline_side", engine_all ? "engine" : "simulator")
                     .add("tbt_p99_prefill_first_s", before.summary.tbt_p99)
@@ -240,7 +270,8 @@ inline int report(const Results& r, const OutputOptions& out) {
         agree.print(std::cout);
         std::cout << "runs spread: how much longer the slowest engine run of a queue took than "
                      "its fastest (%),\nhow much the machine's speed changed while they ran; the "
-                     "engine's columns take each step\nat its fastest run\n";
+                     "engine's columns take each step\nat its fastest run\n"
+                  << operating_point_check(r) << "\n";
     }
     std::cout << "plot: " << plot << "\n\n"
               << "the waits below: " << (engine_all ? "the real engine's" : "the simulator's")
