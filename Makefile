@@ -5,6 +5,7 @@
 #   make ch01 ...   build one chapter; its program is build/ch01
 #   make sanitize   the tests again under AddressSanitizer and UBSan
 #   make bench      the engine against this machine's limits (tests/bench/)
+#   make format     clang-format the C++ sources (never the Markdown)
 #   make clean
 
 # Compile on every core this machine has.
@@ -31,7 +32,7 @@ CHAPTERS     = $(foreach d,$(CHAPTER_DIRS),ch$(firstword $(subst _, ,$(notdir $(
 COMMON_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard common/*/*.cpp))
 TEST_OBJ   = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard tests/*.cpp))
 
-.PHONY: all run test sanitize bench fuzz clean doctest $(CHAPTERS)
+.PHONY: all run test sanitize bench fuzz format format-check clean doctest $(CHAPTERS)
 .SECONDARY:
 all: $(CHAPTERS)
 
@@ -144,6 +145,21 @@ fuzz: $(FUZZ_NAMES:%=build/fuzz/%) $(BUILD)/ch02
 	        || { tail -n 40 $$f.log; echo "FUZZ FAILED: $$name (log: $$f.log)"; exit 1; }; \
 	    grep -E "^Done|^#[0-9]+.*DONE" $$f.log | tail -n 1; \
 	done
+
+# ------------------------------------------------------------- format
+# clang-format with the project's .clang-format, on the C++ sources only:
+# clang-format takes any file it is given for C++, and once rewrote a
+# Markdown page ("- ffp - contract = fast"), so the Markdown is never
+# handed to it. format-check changes nothing and fails if a file would move.
+FORMATTED = $(sort $(wildcard common/*/*.h common/*/*.cpp chapters/*/*.h chapters/*/main.cpp \
+                              tests/*.h tests/*.cpp tests/*/*.h tests/*/*.cpp))
+
+format:
+	clang-format -i $(FORMATTED)
+
+format-check:
+	@clang-format --dry-run -Werror $(FORMATTED)
+	@echo "format: $(words $(FORMATTED)) C++ files as clang-format writes them"
 
 clean:
 	rm -rf build plots

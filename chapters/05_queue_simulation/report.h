@@ -76,8 +76,8 @@ inline std::string describe_budget(const MemoryBudget& b, const Concurrency& fit
 
 inline Table policy_table(const std::vector<Policy>& policies, const std::vector<Summary>& rows) {
     Table t({"policy", "ttft p50", "ttft p90", "ttft p99", "ttft max", "ttft mean", "e2e p50",
-             "e2e p99", "ms/token", "tbt p50", "tbt p90", "tbt p99", "tbt max", "tokens/s",
-             "total", "batch"});
+             "e2e p99", "ms/token", "tbt p50", "tbt p90", "tbt p99", "tbt max", "tokens/s", "total",
+             "batch"});
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const Summary& m = rows[i];
         t.add_row({policies[i].name, Cell(m.ttft_median, 2), Cell(m.ttft_p90, 2),
@@ -85,8 +85,7 @@ inline Table policy_table(const std::vector<Policy>& policies, const std::vector
                    Cell(m.latency_median, 2), Cell(m.latency_p99, 2),
                    Cell(m.time_per_token * 1e3, 2), Cell(m.tbt_median * 1e3, 2),
                    Cell(m.tbt_p90 * 1e3, 2), Cell(m.tbt_p99 * 1e3, 2), Cell(m.tbt_max * 1e3, 2),
-                   Cell(m.tokens_per_second, 0), Cell(m.total_s, 1),
-                   Cell(m.mean_batch, 1)});
+                   Cell(m.tokens_per_second, 0), Cell(m.total_s, 1), Cell(m.mean_batch, 1)});
     }
     return t;
 }

@@ -72,18 +72,18 @@ inline std::string operating_point_check(const Results& r) {
         if (!e.engine || e.workload != workload || e.rule.name != rule) continue;
         const Agreement a = agreement(r.run(workload, rule, false, e.requests), e);
         std::string off;
-        for (const auto& [what, x] : {std::pair{"median wait", a.ttft},
-                                      std::pair{"median gap", a.tbt_median},
-                                      std::pair{"p99 gap", a.tbt_p99}, std::pair{"total", a.total}})
+        for (const auto& [what, x] :
+             {std::pair{"median wait", a.ttft}, std::pair{"median gap", a.tbt_median},
+              std::pair{"p99 gap", a.tbt_p99}, std::pair{"total", a.total}})
             if (std::fabs(x) > kAgreementTarget)
                 off += (off.empty() ? "" : ", ") + std::string(what) + " " + ch05::percent(x);
         const std::string where = "the operating point (" + workload + ", " + rule + ", " +
                                   std::to_string(e.requests) + " requests)";
-        return off.empty() ? "at " + where + " the simulator is within " +
-                                 ch05::percent(kAgreementTarget, false) +
-                                 " of the engine on all four"
-                           : "warning: at " + where + " the simulator is more than " +
-                                 ch05::percent(kAgreementTarget, false) + " off the engine: " + off;
+        return off.empty()
+                   ? "at " + where + " the simulator is within " +
+                         ch05::percent(kAgreementTarget, false) + " of the engine on all four"
+                   : "warning: at " + where + " the simulator is more than " +
+                         ch05::percent(kAgreementTarget, false) + " off the engine: " + off;
     }
     return "";
 }
