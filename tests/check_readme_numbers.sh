@@ -18,8 +18,13 @@
 # line of the block that is deterministic must appear in its output,
 # word for word (spacing aside). A line is deterministic unless it holds a
 # time, a rate, a percentage, a plot path or a machine's own figure (its
-# caches, its resident memory); a table row of bare numbers (chapter 04's)
-# is left out too. Chapters 05, 07, 08 and 09 are checked only where the command
+# caches, its resident memory). Two rules check what such lines still
+# hold: a line that varies only after its first " (" must begin an output
+# line up to there ("dim 256, ffn 768: 5,570,560 multiplied weights, 21.25
+# MiB read per step (fit in..."), and in a table whose rows mix timings
+# with counts, the counted columns (batch, step, sequence length, GFLOP
+# per step, FLOPs/byte) of every row must be a row of an output table with
+# the same header. Chapters 05, 07, 08 and 09 are checked only where the command
 # has `--cost-model analytic` (their other costs are measured).
 #
 #   tests/check_readme_numbers.sh              the book's files, against ./build
@@ -77,12 +82,45 @@ numbers_only = re.compile(r"^[\s\d.,+-]+$")
 def normal(line):
     return " ".join(line.split())
 
+# The columns of a table that are counted, not timed: the same on every machine.
+counted_columns = {"batch", "step", "sequence length", "GFLOP per step", "FLOPs/byte"}
+
+def table_rows(lines):
+    """(header, counted cells) for every row of every table in `lines`: a
+    table is a header line over a line of dashes, its columns the runs of
+    dashes; only the counted columns are kept."""
+    rows = []
+    for i in range(1, len(lines)):
+        dashes = lines[i]
+        if not re.fullmatch(r"\s*-+(?:\s+-+)*\s*", dashes) or not lines[i - 1].strip():
+            continue
+        spans = [m.span() for m in re.finditer(r"-+", dashes)]
+        def cells(text):
+            out, start = [], 0
+            for k, (a, b) in enumerate(spans):
+                end = spans[k + 1][0] if k + 1 < len(spans) else len(text)
+                out.append(text[start:end].strip())
+                start = end
+            return out
+        header = cells(lines[i - 1])
+        keep = [k for k, name in enumerate(header) if name in counted_columns]
+        if not keep:
+            continue
+        for text in lines[i + 1:]:
+            if not text.strip() or re.fullmatch(r"\s*-+(?:\s+-+)*\s*", text):
+                break
+            row = cells(text)
+            rows.append((tuple(header), tuple((header[k], row[k]) for k in keep)))
+    return rows
+
 outputs = {}
 def run(command):
     if command not in outputs:
         result = subprocess.run(["bash", "-c", command], cwd=repo, capture_output=True, text=True,
                                 timeout=600)
-        outputs[command] = {normal(l) for l in (result.stdout + result.stderr).splitlines()}
+        printed = (result.stdout + result.stderr).splitlines()
+        outputs[command] = ({normal(l) for l in printed}, set(table_rows(printed)),
+                            [normal(l) for l in printed])
     return outputs[command]
 
 checked = failed = 0
@@ -133,27 +171,46 @@ for path in files:
         if command == "skip" or any(shows_commands.search(t) for _, t in block if not t.startswith("$ ")):
             block = None
             continue
-        lines = []
+        lines, prefixes = [], []
         for n, text in block:
             if text.startswith("$ "):
                 command = text[2:].strip()
                 continue
-            if text.strip() and not varies.search(text) and not numbers_only.match(text):
+            if not text.strip() or numbers_only.match(text):
+                continue
+            if not varies.search(text):
                 lines.append((n, text))
+            elif " (" in text and len(text.split(" (")[0].strip()) >= 20 \
+                    and not varies.search(text.split(" (")[0]):
+                prefixes.append((n, text.split(" (")[0]))
+        rows = table_rows([t for n, t in block if not t.startswith("$ ")])
         block = None
-        if not command or not lines or "--help" in command:
+        if not command or not (lines or prefixes or rows) or "--help" in command:
             continue
         if re.match(r"\./build/ch0[5789]", command) and "--cost-model analytic" not in command:
             continue
-        printed = run(command)
-        print(f"==> {rel}:{block_start}: {len(lines)} lines against `{command}`")
+        printed, printed_rows, printed_lines = run(command)
+        print(f"==> {rel}:{block_start}: {len(lines)} lines, {len(prefixes)} beginnings, "
+              f"{len(rows)} table rows against `{command}`")
+        def fail(n, text, what):
+            global failed
+            failed += 1
+            print(f"FAILED: {rel}:{n} (block at line {block_start}, from `{command}`) quotes")
+            print(f"    {text.strip()}")
+            print(f"  {what}")
         for n, text in lines:
             checked += 1
             if normal(text) not in printed:
-                failed += 1
-                print(f"FAILED: {rel}:{n} (block at line {block_start}, from `{command}`) quotes")
-                print(f"    {text.strip()}")
-                print("  which the program no longer prints")
+                fail(n, text, "which the program no longer prints")
+        for n, text in prefixes:
+            checked += 1
+            if not any(p.startswith(normal(text) + " (") for p in printed_lines):
+                fail(n, text + " (...", "which begins no line the program prints")
+        for header, cells in rows:
+            checked += 1
+            if (header, cells) not in printed_rows:
+                fail(block_start, ", ".join(f"{h} {v}" for h, v in cells),
+                     "a table row whose counted columns no row the program prints has")
 
 print(f"README numbers: {checked} lines checked against {len(outputs)} commands, {failed} differ")
 sys.exit(1 if failed else 0)
