@@ -3,8 +3,11 @@
 // computed once, in order; one step cost prices every mix.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -13,8 +16,10 @@
 #include "../chapters/05_queue_simulation/scheduler.h"
 #include "../chapters/09_chunked_prefill/step_cost.h"
 #include "../chapters/09_chunked_prefill/step_policies.h"
+#include "../common/core/block_pool.h"
 #include "../common/core/generation.h"
 #include "../common/core/kv_cache.h"
+#include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
 #include "tiny_models.h"
 
@@ -67,6 +72,26 @@ class Recording : public Executor {
 
 const Policy kContinuous{"continuous, cache", 6, true, true};
 
+// Fills each cache with the first lengths[i] of tokens[i], `turn` tokens of
+// one sequence, then `turn` of the next, round and round. On paged caches
+// with blocks of `turn` positions, the sequences' blocks then alternate in
+// the pool: a row that read a neighbour's blocks would read other keys and
+// values.
+void fill_in_turns(Transformer& model, const std::vector<std::vector<int>>& tokens,
+                   const std::vector<int>& lengths, const std::vector<KVStore*>& caches, int turn) {
+    for (int done = 0;; done += turn) {
+        bool any = false;
+        for (std::size_t i = 0; i < caches.size(); ++i) {
+            if (done >= lengths[i]) continue;
+            const int n = std::min(turn, lengths[i] - done);
+            model.forward(std::span(tokens[i]).subspan(std::size_t(done), std::size_t(n)),
+                          *caches[i]);
+            any = true;
+        }
+        if (!any) return;
+    }
+}
+
 }  // namespace
 
 TEST_CASE("a mixed step gives every row the logits of the same rows run as separate steps") {
@@ -104,6 +129,80 @@ TEST_CASE("a mixed step gives every row the logits of the same rows run as separ
     CHECK(together[0] == alone_a);
     CHECK(together[1] == alone_p);
     CHECK(together[2] == alone_b);
+}
+
+TEST_CASE("a mixed step on paged caches gives every row the logits of separate steps") {
+    for (const Config& c : test::shapes_to_check()) {
+        Transformer model(c, 23);
+        // In join order: a answering after a 9-token prompt, p with 5 of its
+        // 12 prompt tokens done (its chunk is the other 7), b answering
+        // after 14. Blocks of 4 positions: a spans 3 blocks, p 2, b 4.
+        const std::vector<std::vector<int>> tokens = {fixed_prompt(9, c.vocab_size, 1),
+                                                      fixed_prompt(12, c.vocab_size, 3),
+                                                      fixed_prompt(14, c.vocab_size, 2)};
+        const std::vector<int> cached = {9, 5, 14};
+        const int ta = 3, tb = 8;
+        const std::vector<std::span<const int>> step = {
+            std::span(&ta, 1), std::span(tokens[1]).subspan(5), std::span(&tb, 1)};
+        const int block = 4;
+
+        // The mixed step: the three rows in one pass, on paged caches.
+        BlockPool pool(c, block, 16);
+        std::vector<PagedKVCache> mixed;
+        mixed.reserve(3);
+        for (int i = 0; i < 3; ++i) mixed.emplace_back(pool, 32);
+        fill_in_turns(model, tokens, cached, {&mixed[0], &mixed[1], &mixed[2]}, block);
+        std::vector<std::set<int>> tables;  // each sequence's blocks are its own
+        std::size_t held = 0;
+        for (const PagedKVCache& m : mixed) {
+            tables.emplace_back(m.block_table().begin(), m.block_table().end());
+            held += m.block_table().size();
+        }
+        std::set<int> all;
+        for (const std::set<int>& t : tables) all.insert(t.begin(), t.end());
+        CHECK(all.size() == held);
+        std::vector<SequenceInput> inputs;
+        for (std::size_t i = 0; i < 3; ++i) inputs.push_back({step[i], &mixed[i]});
+        const Matrix& m = model.forward(inputs);
+        const std::vector<std::vector<float>> together = {row_of(m, 0), row_of(m, 1), row_of(m, 2)};
+
+        // The same rows as three separate steps: on paged caches filled the
+        // same way, and on contiguous ones.
+        BlockPool alone_pool(c, block, 16);
+        std::vector<PagedKVCache> paged;
+        paged.reserve(3);
+        for (int i = 0; i < 3; ++i) paged.emplace_back(alone_pool, 32);
+        std::vector<KVCache> contiguous(3, KVCache(c, 32));
+        fill_in_turns(model, tokens, cached, {&paged[0], &paged[1], &paged[2]}, block);
+        fill_in_turns(model, tokens, cached, {&contiguous[0], &contiguous[1], &contiguous[2]},
+                      block);
+        auto alone = [&](std::span<const int> t, KVStore& cache) {
+            const std::span<const float> l = model.forward(t, cache);
+            return std::vector<float>(l.begin(), l.end());
+        };
+        for (std::size_t i = 0; i < 3; ++i) {
+            CAPTURE(i);
+            CHECK(together[i] == alone(step[i], paged[i]));
+            CHECK(together[i] == alone(step[i], contiguous[i]));
+        }
+
+        // The mixed step wrote each row's keys and values into its own
+        // blocks: the next token of each sequence, alone, is the same as on
+        // its contiguous cache.
+        const int next = 5;
+        for (std::size_t i = 0; i < 3; ++i) {
+            CAPTURE(i);
+            CHECK(mixed[i].length() == contiguous[i].length());
+            CHECK(alone(std::span(&next, 1), mixed[i]) ==
+                  alone(std::span(&next, 1), contiguous[i]));
+        }
+
+        // What the checks above would catch: a's token at a's position, but
+        // against b's first 9 keys and values, gives other logits than a's row.
+        KVCache b_keys(c, 32);
+        model.forward(std::span(tokens[2]).first(9), b_keys);
+        CHECK(alone(std::span(&ta, 1), b_keys) != together[0]);
+    }
 }
 
 TEST_CASE(

@@ -98,12 +98,13 @@ inline Table probe_table(const Results& r) {
 }
 
 // One point per chunk size: p99 time between tokens against the median
-// time to first token; prefill-first and batched prefill as single points.
-// One point per chunk size: p99 time between tokens against the median
 // time to first token, prefill first and batched prefill as single points;
 // one plot per workload and number of requests, so that the points on one
 // plot are comparable (the simulator on the whole queue; the simulator and
-// the engine on its first requests).
+// the engine on its first requests), numbered in that order: when the
+// engine runs the first requests, 09_tradeoff_1 is the short prompts'
+// whole queue, _2 their first requests, _3 and _4 the same for the long
+// prompts; without engine runs, _1 and _2 are the two whole queues.
 inline std::vector<std::string> tradeoff_plots(const Results& r, const std::string& dir) {
     std::vector<std::string> paths;
     std::vector<int> counts = {r.work.requests};

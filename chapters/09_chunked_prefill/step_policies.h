@@ -12,8 +12,12 @@
 //     request and then at most C prompt tokens (a chunk size): the oldest
 //     prompt first, a chunk of it if it does not fit, the next prompt in
 //     what is left. No stream ever waits for more than C prompt tokens, and
-//     a prompt longer than C is spread over several steps. This is
-//     Sarathi-Serve's "stall-free batching" and vLLM's chunked prefill.
+//     a prompt longer than C is spread over several steps. This is the idea
+//     of Sarathi-Serve's "stall-free batching" and of vLLM's chunked
+//     prefill, with one difference: their token budget counts the decode
+//     rows too, while C counts prompt tokens only, so a step here carries
+//     at most batch + C tokens (exercise 3 builds the budget that counts
+//     both).
 // The forward pass already takes rows of several sequences, each from its
 // own position (chapter 04): a step that mixes decode rows and prompt
 // chunks is one call, and gives each row the logits it would get alone.

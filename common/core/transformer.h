@@ -3,7 +3,9 @@
 // Every way of generating text in the book calls forward():
 //   naive decoding   (chapter 01): a fresh cache and the whole sequence, every step;
 //   cached decoding  (chapter 02): the prompt once (prefill), then one token at a time;
-//   batched decoding (chapter 04): one new token for each of many sequences at once.
+//   batched decoding (chapter 04): one new token for each of many sequences at once;
+//   paged, shared and mixed steps (chapters 07-09): caches in blocks, blocks shared
+//     by several sequences, and decode rows beside prompt chunks in one pass.
 #pragma once
 
 #include <cstdint>
