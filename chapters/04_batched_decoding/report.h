@@ -1,6 +1,6 @@
 // What chapter 04 prints: one table row per batch size for each width,
-// the best batch, the ridge point, the throughput plots and the check
-// against decoding alone; or all of it as one JSON object.
+// the best batch, the ridge point, the throughput plots, the roofline plot
+// and the check against decoding alone; or all of it as one JSON object.
 #pragma once
 
 #include <cmath>
@@ -8,9 +8,11 @@
 #include <iostream>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../common/core/config.h"
+#include "../../common/kit/files.h"  // write_file
 #include "../../common/kit/memory_level.h"
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
@@ -19,6 +21,7 @@
 #include "batch_benchmark.h"
 #include "experiment.h"
 #include "roofline.h"
+#include "roofline_plot.h"
 
 namespace kv::ch04 {
 
@@ -178,6 +181,44 @@ inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths, bool rela
     return plot;
 }
 
+// What the roofline plot draws, every line from this run's numbers: the
+// peak arithmetic across; a memory roof for the last-level cache for each
+// width whose weights were read from it (by the rule above; its rate is the
+// read at their size), then DRAM's, from the DRAM probe; and each width's
+// steps, one point per batch size at the table's FLOPs/byte and GFLOP/s,
+// joined by the line of what these kernels attain.
+inline RooflineFigure roofline_figure(const std::vector<WidthResult>& widths, const Roofline& roofs,
+                                      std::uint64_t last_level_cache_bytes) {
+    RooflineFigure f;
+    const double dram = roofs.dram_bytes_per_second;
+    f.peak_flops = roofs.peak_flops;
+    f.peak_label = "peak, multiply then add: " + fixed(roofs.peak_flops / 1e9, 1) + " GFLOP/s";
+    std::vector<const WidthResult*> cached;
+    for (const WidthResult& w : widths)
+        if (weights_from_last_level(w.config, last_level_cache_bytes, w.read_at_weights, dram))
+            cached.push_back(&w);
+    for (const WidthResult* w : cached)  // a width named only if two widths were read there
+        f.memory_roofs.push_back(
+            {"last-level cache" +
+                 (cached.size() > 1 ? " (dim " + std::to_string(w->config.dim) + ")" : "") + ": " +
+                 fixed(w->read_at_weights / 1e9, 1) + " GB/s",
+             w->read_at_weights});
+    f.memory_roofs.push_back({"DRAM: " + fixed(dram / 1e9, 1) + " GB/s", dram});
+    for (const WidthResult& w : widths) {
+        if (w.timings.empty()) continue;
+        AchievedLine line;
+        line.label = "dim " + std::to_string(w.config.dim) + ": what these kernels attain";
+        for (const BatchTiming& t : w.timings)
+            line.points.push_back(
+                {t.batch, t.arithmetic.flops_per_byte(), t.arithmetic.flops() / t.step_seconds});
+        const Ridge best = ridge_point(w.timings);
+        line.note = "at most " + fixed(best.flops_per_second / 1e9, 1) + " GFLOP/s, at batch " +
+                    std::to_string(best.at_batch);
+        f.achieved.push_back(std::move(line));
+    }
+    return f;
+}
+
 // One width's numbers for --json, each key starting with `prefix`.
 inline void add_width_json(Json& json, const std::string& prefix, const WidthFacts& f) {
     json.add(prefix + "model", f.width.config.describe())
@@ -202,6 +243,9 @@ inline int report(const Results& r, const OutputOptions& out) {
         throughput_plot(r.widths, false).write(out.plot_dir + "/04_tokens_per_second.svg");
     const std::string speedup_path =
         throughput_plot(r.widths, true).write(out.plot_dir + "/04_speedup.svg");
+    const std::string roofline_path = out.plot_dir + "/04_roofline.svg";
+    write_file(roofline_path, roofline_svg(roofline_figure(r.widths, r.roofs, r.cache_bytes)),
+               "--plot-dir");
     const bool has_text = loaded.tokenizer.has_value();
     const std::string prompt_text = loaded.prompt_text();
     const std::string answer_text = loaded.answer_text(r.answer0);
@@ -224,7 +268,10 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (has_text) json.add("answer_text", answer_text);
     add_width_json(json, "", widths[0]);  // the closing table's keys: the demo model
     if (widths.size() > 1) add_width_json(json, "wide_", widths[1]);
-    if (emit(out, json.add("plot", plot_path).add("speedup_plot", speedup_path))) return status;
+    if (emit(out, json.add("plot", plot_path)
+                      .add("speedup_plot", speedup_path)
+                      .add("roofline_plot", roofline_path)))
+        return status;
 
     std::cout << "Chapter 04: batched decoding\n\n"
               << "model: " << loaded.model.config().describe() << "\n"
@@ -248,7 +295,8 @@ inline int report(const Results& r, const OutputOptions& out) {
               << " sequence-steps: same tokens " << (r.same_tokens ? "yes" : "NO")
               << ", largest logit difference " << r.max_logit_difference
               << (r.max_logit_difference == 0 ? " (identical to the last bit)" : "")
-              << "\nplots: " << plot_path << ", " << speedup_path << "\n\n";
+              << "\nplots: " << plot_path << ", " << speedup_path << ", " << roofline_path
+              << "\n\n";
     if (has_text)
         std::cout << "sequence 0, prompt: " << prompt_text << "\n"
                   << "sequence 0, answer (the same alone and in every batch): " << answer_text
