@@ -37,55 +37,36 @@ cd "$(dirname "$0")/.."
 repo="$(pwd)"
 
 if [ "${1:-}" = "--self-test" ]; then
-    # A copy of chapter 01's README passes; the same copy with one quoted
-    # count changed (1,896 token-positions -> 1,897) must fail.
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
-    mkdir -p "$tmp/chapters/01_naive_decoding"
-    readme=chapters/01_naive_decoding/README.md
-    cp "$readme" "$tmp/$readme"
-    if ! bash "$0" "$tmp" >/dev/null; then
-        echo "self-test FAILED: the unchanged copy of $readme does not pass"
-        exit 1
-    fi
-    sed -i 's/^token-positions processed: 1,896 for 48 new tokens$/token-positions processed: 1,897 for 48 new tokens/' \
-        "$tmp/$readme"
-    if cmp -s "$readme" "$tmp/$readme"; then
-        echo "self-test FAILED: the line to change was not found in $readme"
-        exit 1
-    fi
-    if bash "$0" "$tmp" >/dev/null; then
-        echo "self-test FAILED: a changed number in $readme was not caught"
-        exit 1
-    fi
-    # The same for a counted column of a timing table: chapter 04's first
-    # row's FLOPs per byte (a row of bare numbers, checked by its columns).
-    mkdir -p "$tmp/ch04/chapters/04_batched_decoding"
-    readme=chapters/04_batched_decoding/README.md
-    cp "$readme" "$tmp/ch04/$readme"
-    if ! bash "$0" "$tmp/ch04" >/dev/null; then
-        echo "self-test FAILED: the unchanged copy of $readme does not pass"
-        exit 1
-    fi
-    python3 - "$tmp/ch04/$readme" <<'EDIT'
-import re, sys
-path = sys.argv[1]
-text = open(path, encoding="utf-8").read()
-# The first table row of batch 1: its FLOPs/byte (the 7th column) 0.5 -> 0.6.
-row = re.compile(r"^(\s+1(?:\s+\S+){5}\s+)0\.5(\s)", re.M)
-changed, n = row.subn(r"\g<1>0.6\g<2>", text, count=1)
-if n != 1:
-    sys.exit("self-test: no batch-1 row with 0.5 FLOPs/byte found")
-open(path, "w", encoding="utf-8").write(changed)
-EDIT
-    if cmp -s "$readme" "$tmp/ch04/$readme"; then
-        echo "self-test FAILED: the row to change was not found in $readme"
-        exit 1
-    fi
-    if bash "$0" "$tmp/ch04" >/dev/null; then
-        echo "self-test FAILED: a changed FLOPs per byte in $readme was not caught"
-        exit 1
-    fi
+    # mutant DIR README WHAT EDIT...: a copy of README under DIR passes; the
+    # same copy after EDIT (given the copy's path) must fail.
+    mutant() {
+        local dir="$1" readme="$2" what="$3"
+        shift 3
+        mkdir -p "$dir/$(dirname "$readme")"
+        cp "$readme" "$dir/$readme"
+        if ! bash "$0" "$dir" >/dev/null; then
+            echo "self-test FAILED: the unchanged copy of $readme does not pass"
+            exit 1
+        fi
+        "$@" "$dir/$readme"
+        if cmp -s "$readme" "$dir/$readme"; then
+            echo "self-test FAILED: the $what to change was not found in $readme"
+            exit 1
+        fi
+        if bash "$0" "$dir" >/dev/null; then
+            echo "self-test FAILED: a changed $what in $readme was not caught"
+            exit 1
+        fi
+    }
+    # A quoted count: 1,896 token-positions -> 1,897 in chapter 01's README.
+    mutant "$tmp/ch01" chapters/01_naive_decoding/README.md "count" sed -i \
+        's/^token-positions processed: 1,896 for 48 new tokens$/token-positions processed: 1,897 for 48 new tokens/'
+    # A counted column of a timing table, in a row of bare numbers: the
+    # FLOPs per byte of chapter 04's first batch-1 row (its 7th column), 0.5 -> 0.6.
+    mutant "$tmp/ch04" chapters/04_batched_decoding/README.md "FLOPs per byte" \
+        sed -i -E '0,/^( +1( +[^ ]+){5} +)0\.5 /s//\10.6 /'
     echo "README numbers self-test: a changed number fails (a line, and a counted column of a table), the unchanged files pass"
     exit 0
 fi
