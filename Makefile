@@ -150,7 +150,9 @@ fuzz: $(FUZZ_NAMES:%=build/fuzz/%) $(BUILD)/ch02
 # clang-format with the project's .clang-format, on the C++ sources only:
 # clang-format takes any file it is given for C++, and once rewrote a
 # Markdown page ("- ffp - contract = fast"), so the Markdown is never
-# handed to it. format-check changes nothing and fails if a file would move.
+# handed to it. format-check changes nothing and fails if a file would move;
+# it names the clang-format it used (CI installs Debian's, 14 on Debian 12:
+# another major version may place a few lines differently).
 FORMATTED = $(sort $(wildcard common/*/*.h common/*/*.cpp chapters/*/*.h chapters/*/main.cpp \
                               tests/*.h tests/*.cpp tests/*/*.h tests/*/*.cpp))
 
@@ -159,7 +161,7 @@ format:
 
 format-check:
 	@clang-format --dry-run -Werror $(FORMATTED)
-	@echo "format: $(words $(FORMATTED)) C++ files as clang-format writes them"
+	@echo "format: $(words $(FORMATTED)) C++ files as $$(clang-format --version | sed 's/^.*clang-format version //') writes them"
 
 clean:
 	rm -rf build plots
