@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "../chapters/02_kv_cache/cached_decoding.h"
+#include "../common/core/cached_decoding.h"
 #include "../common/kit/flags.h"
 #include "../common/real_weights/checkpoint.h"
 #include "../common/real_weights/model_source.h"

@@ -11,16 +11,16 @@
 #include <utility>
 #include <vector>
 
-#include "../chapters/05_queue_simulation/cost_model.h"
-#include "../chapters/05_queue_simulation/real_executor.h"
-#include "../chapters/05_queue_simulation/scheduler.h"
-#include "../chapters/09_chunked_prefill/step_cost.h"
 #include "../chapters/09_chunked_prefill/step_policies.h"
 #include "../common/core/block_pool.h"
 #include "../common/core/generation.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
+#include "../common/serving/cost_model.h"
+#include "../common/serving/real_executor.h"
+#include "../common/serving/scheduler.h"
+#include "../common/serving/step_cost.h"
 #include "tiny_models.h"
 
 using namespace kv;

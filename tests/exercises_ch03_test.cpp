@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "../chapters/03_memory_arithmetic/exercises.h"
-#include "../chapters/03_memory_arithmetic/memory_arithmetic.h"
+#include "../common/core/memory_arithmetic.h"
 
 using namespace kv;
 using namespace kv::exercises;

@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../chapters/02_kv_cache/cached_decoding.h"
-#include "../chapters/04_batched_decoding/batched_decoding.h"
 #include "../chapters/04_batched_decoding/exercises.h"
+#include "../common/core/batched_decoding.h"
+#include "../common/core/cached_decoding.h"
 #include "tiny_models.h"
 
 using namespace kv;

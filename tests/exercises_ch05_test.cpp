@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "../chapters/05_queue_simulation/exercises.h"
-#include "../chapters/05_queue_simulation/metrics.h"
-#include "../chapters/05_queue_simulation/rate_sweep.h"
+#include "../common/lab/rate_sweep.h"
+#include "../common/serving/metrics.h"
 
 using namespace kv;
 

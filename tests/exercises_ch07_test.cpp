@@ -6,9 +6,9 @@
 
 #include <vector>
 
-#include "../chapters/05_queue_simulation/cost_model.h"
-#include "../chapters/05_queue_simulation/scheduler.h"
 #include "../chapters/07_paged_kv_cache/exercises.h"
+#include "../common/serving/cost_model.h"
+#include "../common/serving/scheduler.h"
 #include "tiny_models.h"
 
 using namespace kv;

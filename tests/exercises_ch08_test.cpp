@@ -6,12 +6,12 @@
 
 #include <vector>
 
-#include "../chapters/05_queue_simulation/cost_model.h"
-#include "../chapters/05_queue_simulation/scheduler.h"
 #include "../chapters/08_prefix_caching/exercises.h"
 #include "../chapters/08_prefix_caching/prefix_sharing_memory.h"
 #include "../chapters/08_prefix_caching/shared_workload.h"
 #include "../common/core/block_pool.h"
+#include "../common/serving/cost_model.h"
+#include "../common/serving/scheduler.h"
 #include "tiny_models.h"
 
 using namespace kv;

@@ -14,8 +14,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../chapters/01_naive_decoding/naive_decoding.h"
-#include "../chapters/02_kv_cache/cached_decoding.h"
+#include "../common/core/cached_decoding.h"
+#include "../common/core/naive_decoding.h"
 #include "tiny_models.h"
 
 using namespace kv;

@@ -13,8 +13,8 @@
 
 #include "../chapters/03_memory_arithmetic/experiment.h"
 #include "../chapters/03_memory_arithmetic/measured_cache.h"
-#include "../chapters/03_memory_arithmetic/memory_arithmetic.h"
 #include "../chapters/03_memory_arithmetic/report.h"
+#include "../common/core/memory_arithmetic.h"
 #include "../common/core/transformer.h"
 #include "../common/kit/report.h"
 #include "tiny_models.h"

@@ -4,7 +4,7 @@
 #include <set>
 #include <vector>
 
-#include "../chapters/01_naive_decoding/naive_decoding.h"
+#include "../common/core/naive_decoding.h"
 #include "tiny_models.h"
 
 using namespace kv;

@@ -5,14 +5,14 @@
 
 #include <vector>
 
-#include "../chapters/02_kv_cache/cached_decoding.h"
-#include "../chapters/05_queue_simulation/cost_model.h"
-#include "../chapters/05_queue_simulation/real_executor.h"
-#include "../chapters/05_queue_simulation/scheduler.h"
 #include "../chapters/07_paged_kv_cache/conversations_that_fit.h"
-#include "../chapters/07_paged_kv_cache/paged_executor.h"
-#include "../chapters/07_paged_kv_cache/paged_memory.h"
 #include "../chapters/07_paged_kv_cache/swap_priced_executor.h"
+#include "../common/core/cached_decoding.h"
+#include "../common/serving/cost_model.h"
+#include "../common/serving/paged_executor.h"
+#include "../common/serving/paged_memory.h"
+#include "../common/serving/real_executor.h"
+#include "../common/serving/scheduler.h"
 #include "tiny_models.h"
 
 using namespace kv;

@@ -8,14 +8,14 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../chapters/05_queue_simulation/cost_model.h"
-#include "../chapters/05_queue_simulation/scheduler.h"
-#include "../chapters/05_queue_simulation/validation.h"
 #include "../chapters/08_prefix_caching/prefix_sharing_memory.h"
 #include "../chapters/08_prefix_caching/shared_blocks_executor.h"
 #include "../chapters/08_prefix_caching/shared_workload.h"
 #include "../common/core/block_pool.h"
 #include "../common/core/transformer.h"
+#include "../common/lab/validation.h"
+#include "../common/serving/cost_model.h"
+#include "../common/serving/scheduler.h"
 #include "tiny_models.h"
 
 using namespace kv;

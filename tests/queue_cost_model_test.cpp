@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <vector>
 
-#include "../chapters/05_queue_simulation/calibration.h"
-#include "../chapters/05_queue_simulation/cost_model.h"
 #include "../chapters/05_queue_simulation/experiment.h"
+#include "../common/lab/calibration.h"
+#include "../common/serving/cost_model.h"
 #include "tiny_models.h"
 
 using namespace kv;

@@ -6,9 +6,9 @@
 
 #include <vector>
 
-#include "../chapters/02_kv_cache/cached_decoding.h"
-#include "../chapters/05_queue_simulation/real_executor.h"
-#include "../chapters/05_queue_simulation/scheduler.h"
+#include "../common/core/cached_decoding.h"
+#include "../common/serving/real_executor.h"
+#include "../common/serving/scheduler.h"
 #include "tiny_models.h"
 
 using namespace kv;

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <vector>
 
-#include "../chapters/02_kv_cache/cached_decoding.h"
-#include "../chapters/05_queue_simulation/memory_manager.h"
-#include "../chapters/05_queue_simulation/real_executor.h"
-#include "../chapters/05_queue_simulation/scheduler.h"
-#include "../chapters/05_queue_simulation/step_plan.h"
-#include "../chapters/05_queue_simulation/workload.h"
+#include "../common/core/cached_decoding.h"
+#include "../common/serving/memory_manager.h"
+#include "../common/serving/real_executor.h"
+#include "../common/serving/scheduler.h"
+#include "../common/serving/step_plan.h"
+#include "../common/serving/workload.h"
 #include "tiny_models.h"
 
 using namespace kv;

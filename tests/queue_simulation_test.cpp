@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "../chapters/05_queue_simulation/experiment.h"
-#include "../chapters/05_queue_simulation/metrics.h"
-#include "../chapters/05_queue_simulation/scheduler.h"
-#include "../chapters/05_queue_simulation/workload.h"
+#include "../common/serving/metrics.h"
+#include "../common/serving/scheduler.h"
+#include "../common/serving/workload.h"
 
 using namespace kv;
 

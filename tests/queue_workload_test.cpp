@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "../chapters/05_queue_simulation/experiment.h"
-#include "../chapters/05_queue_simulation/rate_sweep.h"
-#include "../chapters/05_queue_simulation/vllm_workload.h"
-#include "../chapters/05_queue_simulation/workload.h"
+#include "../common/lab/rate_sweep.h"
+#include "../common/lab/vllm_workload.h"
+#include "../common/serving/workload.h"
 
 using namespace kv;
 

@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../chapters/05_queue_simulation/calibration.h"
-#include "../chapters/05_queue_simulation/real_queue.h"
-#include "../chapters/05_queue_simulation/validation.h"
+#include "../common/lab/calibration.h"
+#include "../common/lab/real_queue.h"
+#include "../common/lab/validation.h"
 #include "tiny_models.h"
 
 using namespace kv;

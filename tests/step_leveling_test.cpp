@@ -8,13 +8,13 @@
 #include <utility>
 #include <vector>
 
-#include "../chapters/05_queue_simulation/real_queue.h"
-#include "../chapters/05_queue_simulation/scheduler.h"
-#include "../chapters/07_paged_kv_cache/paged_memory.h"
 #include "../chapters/09_chunked_prefill/experiment.h"
-#include "../chapters/09_chunked_prefill/step_calibration.h"
-#include "../chapters/09_chunked_prefill/step_cost.h"
 #include "../chapters/09_chunked_prefill/step_policies.h"
+#include "../common/lab/real_queue.h"
+#include "../common/lab/step_calibration.h"
+#include "../common/serving/paged_memory.h"
+#include "../common/serving/scheduler.h"
+#include "../common/serving/step_cost.h"
 #include "tiny_models.h"
 
 using namespace kv;

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "../chapters/05_queue_simulation/metrics.h"
-#include "../chapters/05_queue_simulation/scheduler.h"
+#include "../common/serving/metrics.h"
+#include "../common/serving/scheduler.h"
 
 using namespace kv;
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "../../common/core/config.h"
+#include "../../common/core/naive_decoding.h"
 #include "../../common/core/transformer.h"
-#include "naive_decoding.h"
 
 namespace kv::exercises {
 

@@ -3,11 +3,11 @@
 
 #include <cstdint>
 
+#include "../../common/core/naive_decoding.h"
 #include "../../common/kit/answer_timing.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/real_weights/model_source.h"
-#include "naive_decoding.h"
 
 namespace kv::ch01 {
 

@@ -8,11 +8,11 @@
 #include <stdexcept>
 #include <vector>
 
+#include "../../common/core/cached_decoding.h"
 #include "../../common/core/generation.h"
 #include "../../common/core/kv_cache.h"
 #include "../../common/core/kv_store.h"
 #include "../../common/core/transformer.h"
-#include "cached_decoding.h"
 
 namespace kv::exercises {
 

@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "../../common/core/cached_decoding.h"
+#include "../../common/core/naive_decoding.h"
 #include "../../common/kit/answer_timing.h"
 #include "../../common/kit/digest.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/timing.h"
 #include "../../common/real_weights/model_source.h"
-#include "../01_naive_decoding/naive_decoding.h"
-#include "cached_decoding.h"
 
 namespace kv::ch02 {
 

@@ -23,7 +23,7 @@
 #include <cstdint>
 
 #include "../../common/core/config.h"
-#include "memory_arithmetic.h"
+#include "../../common/core/memory_arithmetic.h"
 
 namespace kv {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "memory_arithmetic.h"
+#include "../../common/core/memory_arithmetic.h"
 
 namespace kv::exercises {
 

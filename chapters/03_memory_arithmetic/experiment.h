@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "../../common/core/config.h"
+#include "../../common/core/memory_arithmetic.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
 #include "../../common/kit/report.h"
 #include "measured_cache.h"
-#include "memory_arithmetic.h"
 
 namespace kv::ch03 {
 

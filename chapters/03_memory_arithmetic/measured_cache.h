@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "../../common/core/cached_decoding.h"
 #include "../../common/core/config.h"
 #include "../../common/core/generation.h"
 #include "../../common/core/kv_cache.h"
+#include "../../common/core/memory_arithmetic.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/machine.h"  // page_size, resident_bytes
-#include "../02_kv_cache/cached_decoding.h"
-#include "memory_arithmetic.h"
 
 namespace kv {
 

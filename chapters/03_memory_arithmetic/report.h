@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../../common/core/memory_arithmetic.h"
 #include "../../common/kit/files.h"
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
@@ -21,7 +22,6 @@
 #include "cache_layout.h"
 #include "experiment.h"
 #include "measured_cache.h"
-#include "memory_arithmetic.h"
 
 namespace kv::ch03 {
 

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "../../common/core/batched_decoding.h"
+#include "../../common/core/cached_decoding.h"
 #include "../../common/core/generation.h"
 #include "../../common/core/rng.h"
 #include "../../common/kit/timing.h"
-#include "../02_kv_cache/cached_decoding.h"
 #include "arithmetic_intensity.h"
-#include "batched_decoding.h"
 
 namespace kv {
 

@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "cost_model.h"
-#include "scheduler.h"
-#include "workload.h"
+#include "../../common/serving/cost_model.h"
+#include "../../common/serving/scheduler.h"
+#include "../../common/serving/workload.h"
 
 namespace kv::exercises {
 

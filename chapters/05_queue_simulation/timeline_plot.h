@@ -25,10 +25,10 @@
 #include "../../common/core/config.h"
 #include "../../common/kit/svg_parts.h"
 #include "../../common/kit/svg_timeline.h"
-#include "cost_model.h"
-#include "memory_budget.h"
-#include "scheduler.h"
-#include "workload.h"
+#include "../../common/serving/cost_model.h"
+#include "../../common/serving/memory_budget.h"
+#include "../../common/serving/scheduler.h"
+#include "../../common/serving/workload.h"
 
 namespace kv::ch05 {
 

@@ -21,7 +21,7 @@
 #include "../../common/core/block_pool.h"
 #include "../../common/core/config.h"
 #include "../../common/core/paged_kv_cache.h"
-#include "../05_queue_simulation/workload.h"
+#include "../../common/serving/workload.h"
 
 namespace kv {
 

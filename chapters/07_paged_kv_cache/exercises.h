@@ -6,8 +6,8 @@
 #include <span>
 #include <stdexcept>
 
-#include "../05_queue_simulation/workload.h"
-#include "paged_memory.h"
+#include "../../common/serving/paged_memory.h"
+#include "../../common/serving/workload.h"
 
 namespace kv::exercises {
 

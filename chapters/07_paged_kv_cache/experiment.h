@@ -32,13 +32,13 @@
 #include "../../common/kit/machine_probes.h"
 #include "../../common/kit/program.h"
 #include "../../common/kit/timing.h"
+#include "../../common/serving/memory_manager.h"
+#include "../../common/serving/metrics.h"
+#include "../../common/serving/paged_executor.h"
+#include "../../common/serving/paged_memory.h"
+#include "../../common/serving/real_executor.h"
 #include "../05_queue_simulation/experiment.h"
-#include "../05_queue_simulation/memory_manager.h"
-#include "../05_queue_simulation/metrics.h"
-#include "../05_queue_simulation/real_executor.h"
 #include "conversations_that_fit.h"
-#include "paged_executor.h"
-#include "paged_memory.h"
 #include "swap_priced_executor.h"
 
 namespace kv::ch07 {

@@ -9,9 +9,9 @@
 
 #include <cstdint>
 
-#include "../05_queue_simulation/cost_model.h"
-#include "../05_queue_simulation/scheduler.h"
-#include "paged_memory.h"
+#include "../../common/serving/cost_model.h"
+#include "../../common/serving/paged_memory.h"
+#include "../../common/serving/scheduler.h"
 
 namespace kv {
 

@@ -6,7 +6,7 @@
 #include <span>
 #include <stdexcept>
 
-#include "../05_queue_simulation/workload.h"
+#include "../../common/serving/workload.h"
 
 namespace kv::exercises {
 

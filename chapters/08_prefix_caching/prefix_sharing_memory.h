@@ -43,9 +43,9 @@
 #include <vector>
 
 #include "../../common/core/block_pool.h"
-#include "../05_queue_simulation/memory_manager.h"
-#include "../05_queue_simulation/step_plan.h"
-#include "../05_queue_simulation/workload.h"
+#include "../../common/serving/memory_manager.h"
+#include "../../common/serving/step_plan.h"
+#include "../../common/serving/workload.h"
 #include "prefix_cache.h"
 
 namespace kv {

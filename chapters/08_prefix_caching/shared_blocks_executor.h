@@ -19,7 +19,7 @@
 
 #include "../../common/core/block_pool.h"
 #include "../../common/core/kv_store.h"
-#include "../05_queue_simulation/real_executor.h"
+#include "../../common/serving/real_executor.h"
 #include "prefix_sharing_memory.h"
 
 namespace kv {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "../../common/core/rng.h"
-#include "../05_queue_simulation/workload.h"
+#include "../../common/serving/workload.h"
 
 namespace kv {
 

@@ -5,8 +5,8 @@
 #include <span>
 #include <stdexcept>
 
-#include "../05_queue_simulation/step_plan.h"
-#include "../05_queue_simulation/workload.h"
+#include "../../common/serving/step_plan.h"
+#include "../../common/serving/workload.h"
 
 namespace kv::exercises {
 

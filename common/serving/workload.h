@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/rng.h"
+#include "../core/rng.h"
 
 namespace kv {
 

@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/block_pool.h"
-#include "../../common/core/paged_kv_cache.h"
-#include "../../common/core/transformer.h"
-#include "../../common/kit/timing.h"
-#include "../05_queue_simulation/calibration.h"
-#include "../05_queue_simulation/cpu_time.h"
-#include "step_cost.h"
+#include "../core/block_pool.h"
+#include "../core/paged_kv_cache.h"
+#include "../core/transformer.h"
+#include "../kit/timing.h"
+#include "../serving/cpu_time.h"
+#include "../serving/step_cost.h"
+#include "calibration.h"
 
 namespace kv {
 

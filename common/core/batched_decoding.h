@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/kv_cache.h"
-#include "../../common/core/matrix.h"
-#include "../../common/core/transformer.h"
+#include "kv_cache.h"
+#include "matrix.h"
+#include "transformer.h"
 
 namespace kv {
 

@@ -14,10 +14,10 @@
 #include <memory>
 #include <vector>
 
-#include "../../common/core/block_pool.h"
-#include "../../common/core/paged_kv_cache.h"
-#include "../05_queue_simulation/real_executor.h"
+#include "../core/block_pool.h"
+#include "../core/paged_kv_cache.h"
 #include "paged_memory.h"
+#include "real_executor.h"
 
 namespace kv {
 

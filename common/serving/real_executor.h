@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/generation.h"
-#include "../../common/core/kv_cache.h"
-#include "../../common/core/kv_store.h"
-#include "../../common/core/transformer.h"
-#include "../../common/kit/timing.h"
+#include "../core/generation.h"
+#include "../core/kv_cache.h"
+#include "../core/kv_store.h"
+#include "../core/transformer.h"
+#include "../kit/timing.h"
 #include "cpu_time.h"
 #include "scheduler.h"
 #include "step_plan.h"

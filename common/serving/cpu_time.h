@@ -8,7 +8,7 @@
 // that shared caches cause; nothing in a program can remove that.)
 #pragma once
 
-#include "../../common/kit/machine_probes.h"  // thread_cpu_seconds()
+#include "../kit/machine_probes.h"  // thread_cpu_seconds()
 
 namespace kv {
 

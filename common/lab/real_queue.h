@@ -27,11 +27,11 @@
 #include <utility>
 #include <vector>
 
-#include "../../common/core/transformer.h"
-#include "memory_budget.h"
-#include "real_executor.h"
-#include "scheduler.h"
-#include "step_plan.h"
+#include "../core/transformer.h"
+#include "../serving/memory_budget.h"
+#include "../serving/real_executor.h"
+#include "../serving/scheduler.h"
+#include "../serving/step_plan.h"
 
 namespace kv {
 

@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "../05_queue_simulation/memory_manager.h"
-#include "../05_queue_simulation/step_plan.h"
-#include "../05_queue_simulation/workload.h"
+#include "memory_manager.h"
+#include "step_plan.h"
+#include "workload.h"
 
 namespace kv {
 

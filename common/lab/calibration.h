@@ -18,16 +18,16 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/transformer.h"
-#include "../../common/kit/timing.h"
-#include "../04_batched_decoding/batched_decoding.h"
-#include "cost_model.h"
-#include "cpu_time.h"
-#include "memory_budget.h"
-#include "real_executor.h"
+#include "../core/batched_decoding.h"
+#include "../core/transformer.h"
+#include "../kit/timing.h"
+#include "../serving/cost_model.h"
+#include "../serving/cpu_time.h"
+#include "../serving/memory_budget.h"
+#include "../serving/real_executor.h"
+#include "../serving/scheduler.h"
+#include "../serving/workload.h"
 #include "real_queue.h"
-#include "scheduler.h"
-#include "workload.h"
 
 namespace kv {
 

@@ -16,7 +16,7 @@
 
 #include <string>
 
-#include "../../common/core/config.h"
+#include "../core/config.h"
 
 namespace kv {
 

@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "cost_model.h"
-#include "metrics.h"
-#include "scheduler.h"
-#include "workload.h"
+#include "../serving/cost_model.h"
+#include "../serving/metrics.h"
+#include "../serving/scheduler.h"
+#include "../serving/workload.h"
 
 namespace kv {
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/checked.h"
-#include "../../common/core/config.h"
+#include "checked.h"
+#include "config.h"
 
 namespace kv {
 

@@ -14,9 +14,9 @@
 #include <span>
 #include <vector>
 
-#include "../../common/core/generation.h"
-#include "../../common/core/kv_cache.h"
-#include "../../common/core/transformer.h"
+#include "generation.h"
+#include "kv_cache.h"
+#include "transformer.h"
 
 namespace kv {
 

@@ -16,7 +16,7 @@
 #include <span>
 #include <string>
 
-#include "workload.h"
+#include "../serving/workload.h"
 
 namespace kv {
 

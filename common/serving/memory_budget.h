@@ -21,9 +21,9 @@
 #include <cstdint>
 #include <span>
 
-#include "../../common/core/checked.h"
-#include "../../common/core/config.h"
-#include "../03_memory_arithmetic/memory_arithmetic.h"
+#include "../core/checked.h"
+#include "../core/config.h"
+#include "../core/memory_arithmetic.h"
 #include "workload.h"
 
 namespace kv {

@@ -17,13 +17,13 @@
 #include <utility>
 #include <vector>
 
-#include "../../common/core/transformer.h"
-#include "cost_model.h"
-#include "cpu_time.h"
-#include "metrics.h"
-#include "real_executor.h"
+#include "../core/transformer.h"
+#include "../serving/cost_model.h"
+#include "../serving/cpu_time.h"
+#include "../serving/metrics.h"
+#include "../serving/real_executor.h"
+#include "../serving/scheduler.h"
 #include "real_queue.h"
-#include "scheduler.h"
 
 namespace kv {
 

@@ -34,10 +34,10 @@
 #include <string>
 #include <utility>
 
-#include "../../common/core/config.h"
-#include "../05_queue_simulation/cost_model.h"
-#include "../05_queue_simulation/scheduler.h"
-#include "../05_queue_simulation/step_plan.h"
+#include "../core/config.h"
+#include "cost_model.h"
+#include "scheduler.h"
+#include "step_plan.h"
 
 namespace kv {
 
