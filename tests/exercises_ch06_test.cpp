@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "../chapters/06_closing_table/exercises.h"
-#include "../chapters/06_closing_table/saved_results.h"
+#include "../common/kit/saved_results.h"
 
 using namespace kv;
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../chapters/06_closing_table/saved_results.h"
+#include "../common/kit/saved_results.h"
 #include "../common/core/weights.h"
 #include "../common/kit/flags.h"
 #include "../common/kit/model_flags.h"

@@ -6,7 +6,7 @@
 
 #include <stdexcept>
 
-#include "saved_results.h"
+#include "../../common/kit/saved_results.h"
 
 namespace kv::exercises {
 

@@ -16,7 +16,7 @@
 #include "../../common/kit/files.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/report.h"  // visible
-#include "saved_results.h"
+#include "../../common/kit/saved_results.h"
 
 namespace kv::ch06 {
 

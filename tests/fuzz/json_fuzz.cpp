@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "../../chapters/06_closing_table/saved_results.h"
+#include "../../common/kit/saved_results.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
