@@ -14,9 +14,9 @@
 
 #include "../chapters/06_closing_table/experiment.h"
 #include "../chapters/06_closing_table/report.h"
-#include "../common/kit/saved_results.h"
 #include "../common/kit/program.h"
 #include "../common/kit/report.h"
+#include "../common/kit/saved_results.h"
 #include "test_files.h"
 
 using namespace kv;

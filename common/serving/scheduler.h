@@ -21,7 +21,7 @@
 // and the waiting join at every step.
 // It never does any work itself: it asks an Executor to, and the executor
 // says how many seconds that took. The simulated executor answers from the
-// cost model; the real one (real_executor.h) runs the transformer and reads
+// step cost (step_cost.h); the real one (real_executor.h) runs the transformer and reads
 // the wall clock. Same loop, so the two compare like with like.
 #pragma once
 
@@ -37,9 +37,9 @@
 #include <utility>
 #include <vector>
 
-#include "cost_model.h"
 #include "memory_budget.h"
 #include "memory_manager.h"
+#include "step_cost.h"
 #include "step_plan.h"
 #include "workload.h"
 
@@ -81,37 +81,17 @@ class Executor {
     virtual void release(const Request&) {}
 };
 
-// Prices each step with the cost model and does none of the work.
+// Prices each step by the one formula (step_cost.h) and does none of the
+// work: the simulator.
 class SimulatedExecutor : public Executor {
   public:
     // Keeps its own copy of the prices: an executor made from a temporary
-    // cost model stays valid.
-    explicit SimulatedExecutor(CostModel cost) : cost_(std::move(cost)) {}
-    double run(const StepPlan& plan) override {
-        double context = 0;  // positions already cached, all rows
-        double tokens = 0, tokens_squared = 0;
-        bool prefill = false;
-        for (const StepRow& row : plan.rows) {
-            context += row.first;
-            tokens += row.tokens;
-            tokens_squared += double(row.tokens) * row.tokens + 2.0 * row.tokens * row.first;
-            prefill = prefill || row.request->status == RequestStatus::prefilling;
-        }
-        // With the cache, a decode step: one token per row, attending to
-        // every cached position. Otherwise a pass: `tokens` rows through the
-        // weights, where a row of n tokens after `first` cached ones attends
-        // to n first + n(n + 1) / 2 pairs, which the formula counts as
-        // n^2 + 2 n first.
-        // With the cache, each kind of step at the level a real queue runs it.
-        if (plan.cache && !prefill)
-            return cost_.decode_seconds(double(plan.rows.size()), context) *
-                   (plan.rows.size() == 1 ? cost_.single_step_scale : cost_.batch_step_scale);
-        const double pass = cost_.pass_seconds(tokens, tokens_squared);
-        return plan.cache ? pass * cost_.prefill_scale : pass;
-    }
+    // StepCost stays valid.
+    explicit SimulatedExecutor(StepCost cost) : cost_(std::move(cost)) {}
+    double run(const StepPlan& plan) override { return cost_.seconds(plan); }
 
   private:
-    CostModel cost_;
+    StepCost cost_;
 };
 
 // ----------------------------------------------------------- the record

@@ -1,0 +1,97 @@
+#include "queue_flags.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "model_flags.h"
+#include "report.h"  // json_number
+
+namespace kv {
+
+void add_queue_flags(Flags& flags, QueueOptions& q) {
+    WorkloadOptions& w = q.workload;
+    flags.add("requests", w.requests, 1, 10'000'000, "requests in the queue");
+    flags.add("prompt-min", w.prompt_min, 1, 1 << 20, "shortest prompt (uniform lengths)");
+    flags.add("prompt-max", w.prompt_max, 1, 1 << 20, "longest prompt");
+    flags.add("answer-len", w.answer_len, 1, 1 << 20, "mean answer length before the cap");
+    flags.add("answer-max", w.answer_max, 1, 1 << 20, "answer cap (max_new_tokens)");
+    flags.add_choice("answer-dist", w.answer_dist, {"geometric", "uniform"},
+                     "geometric (many short, a few long) or uniform in 1..2 x mean - 1");
+    flags.add("rate", w.rate, 0.0, 1e9, "Poisson arrivals per second; 0: all at time 0");
+    flags.add("batch", q.batch, 1, 4096, "most requests running at once");
+    flags.add("kv-budget-mib", q.kv_budget_mib, 1, 1 << 30, "memory for all KV caches, MiB");
+    flags.add_choice("cost-model", q.cost_model, {"measured", "analytic"},
+                     "price steps by this machine's calibration, or by counting operations "
+                     "(the same numbers everywhere)");
+    flags.add("calibrate", q.calibrate,
+              "measure this machine's step cost again (it is measured once and saved under "
+              "build/calibration/)");
+}
+
+void check_queue(const Config& c, const QueueOptions& q) {
+    auto need = [](bool ok, const std::string& message) {
+        if (!ok) throw UsageError(message);
+    };
+    const WorkloadOptions& w = q.workload;
+    // The flags' ranges say 1.. already; a program that sets the members
+    // itself is checked here too.
+    need(w.requests >= 1, "--requests must be at least 1, got " + std::to_string(w.requests));
+    need(w.prompt_min >= 1, "--prompt-min must be at least 1, got " + std::to_string(w.prompt_min));
+    need(w.prompt_max >= w.prompt_min, "--prompt-max " + std::to_string(w.prompt_max) +
+                                           " is below --prompt-min " +
+                                           std::to_string(w.prompt_min));
+    need(w.answer_len >= 1, "--answer-len must be at least 1, got " + std::to_string(w.answer_len));
+    need(w.answer_max >= w.answer_len, "--answer-max " + std::to_string(w.answer_max) +
+                                           " is below the mean --answer-len " +
+                                           std::to_string(w.answer_len));
+    need(w.answer_dist == "geometric" || w.answer_dist == "uniform",
+         "--answer-dist must be geometric or uniform, got " + w.answer_dist);
+    if (w.answer_dist == "uniform")
+        need(2 * w.answer_len - 1 <= w.answer_max,
+             "--answer-dist uniform draws from 1 to 2 x --answer-len - 1 = " +
+                 std::to_string(2 * w.answer_len - 1) + ", above --answer-max " +
+                 std::to_string(w.answer_max));
+    need(w.rate >= 0, "--rate must not be negative, got " + json_number(w.rate));
+    need(q.batch >= 1, "--batch must be at least 1, got " + std::to_string(q.batch));
+    // The cache holds prompt + answer - 1 positions (the last answer token
+    // is produced, never fed back), so that is what must fit in the context.
+    need(std::int64_t(w.prompt_max) + w.answer_max - 1 <= c.max_seq,
+         "--prompt-max " + std::to_string(w.prompt_max) + " + --answer-max " +
+             std::to_string(w.answer_max) + " - 1 exceeds the model's --max-seq " +
+             std::to_string(c.max_seq));
+    // A rate so small that the clock, a double in seconds, could no longer
+    // tell one step from the next: beyond 2^52 microseconds it cannot keep
+    // whole microseconds.
+    if (w.rate > 0) {
+        const double last = make_workload(workload_of(q, 1)).back().arrival_s;
+        need(std::isfinite(last) && last < 0x1p52 * 1e-6,
+             "--rate " + json_number(w.rate) + " spreads " + std::to_string(w.requests) +
+                 " arrivals over " +
+                 (std::isfinite(last) ? json_number(last) + " s" : "more than 1e308 s") +
+                 ": beyond 4.5e9 s the clock cannot keep microseconds");
+    }
+    // The calibration runs the model with its caches; analytic runs nothing.
+    if (q.cost_model == "measured")
+        check_model(c, calibration_positions(c),
+                    std::uint64_t(kMostCalibratedBatch) + std::uint64_t(kLargestCalibratedChunk));
+    else
+        check_model(c, 0);
+}
+
+WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed) {
+    WorkloadOptions w = q.workload;
+    w.seed = seed;
+    return w;
+}
+
+StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOptions& q) {
+    if (q.cost_model == "analytic") {
+        StepCalibration counted;
+        counted.cost = analytic_step_cost(c);
+        return counted;
+    }
+    return machine_step_cost(c, seed, q.calibrate);
+}
+
+}  // namespace kv

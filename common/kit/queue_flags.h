@@ -1,0 +1,42 @@
+// The flags every queue chapter shares (05, 07, 08, 09): the queue's
+// lengths and arrivals, the batch, the KV cache's memory and how steps are
+// priced; their check; and the step cost they ask for.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "../core/config.h"
+#include "../lab/calibration.h"
+#include "../serving/memory_budget.h"
+#include "../serving/workload.h"
+#include "flags.h"
+
+namespace kv {
+
+struct QueueOptions {
+    WorkloadOptions workload;             // 1,000 requests at time 0 (serving/workload.h)
+    int batch = 32;                       // most requests running at once
+    std::uint64_t kv_budget_mib = 16;     // memory for all KV caches
+    std::string cost_model = "measured";  // this machine's fitted prices, or "analytic"
+    bool calibrate = false;               // measure the machine again, even if saved
+};
+
+// --requests --prompt-min --prompt-max --answer-len --answer-max
+// --answer-dist --rate --batch --kv-budget-mib --cost-model --calibrate
+void add_queue_flags(Flags& flags, QueueOptions& q);
+
+// Every value checked, the first bad one a UsageError naming its flag:
+// lengths in order, the longest request within the model's context, a
+// rate the clock can keep, and, with --cost-model measured, room for the
+// calibration's caches.
+void check_queue(const Config& c, const QueueOptions& q);
+
+// The requests, drawn with the run's seed.
+WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed);
+
+// The step cost the simulator prices with: counted, or this machine's
+// (saved under build/ once, measured again with --calibrate).
+StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOptions& q);
+
+}  // namespace kv

@@ -1,0 +1,289 @@
+#include "calibration.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+#include "../core/kv_cache.h"
+#include "../kit/files.h"
+#include "../kit/machine_probes.h"  // thread_cpu_seconds
+#include "../kit/program.h"         // Progress
+#include "../kit/report.h"          // Json
+#include "../kit/saved_results.h"
+#include "../kit/timing.h"
+
+namespace kv {
+
+// ------------------------------------------------------ the steps timed
+
+std::vector<StepShape> calibration_shapes(const Config& c) {
+    const int longest = c.max_seq - 1;  // the last position is never fed back
+    std::vector<int> batches = {0, 1, 8, 32, kMostCalibratedBatch};
+    std::vector<int> chunks = {0, 16, 64, kLargestCalibratedChunk};
+    std::erase_if(chunks, [&](int n) { return n > longest; });
+    std::vector<StepShape> shapes;
+    for (int b : batches)
+        for (int n : chunks) {
+            if (b == 0 && n == 0) continue;
+            for (bool deep : {false, true}) {  // near the start of the context, and deep in it
+                StepShape s;
+                s.batch = b;
+                s.chunk = n;
+                s.context = b == 0 ? 0 : std::min(deep ? longest / 2 : 32, longest);
+                s.first = n == 0 || !deep ? 0 : std::max(0, std::min(longest - n, longest / 2));
+                shapes.push_back(s);
+            }
+        }
+    return shapes;
+}
+
+std::uint64_t calibration_positions(const Config& c) {
+    std::uint64_t most = 1;
+    for (const StepShape& s : calibration_shapes(c))
+        most = std::max(most, std::uint64_t(s.batch) * std::uint64_t(s.context + 1) +
+                                  std::uint64_t(s.first + s.chunk));
+    return most;
+}
+
+namespace {
+
+std::string describe(const StepShape& s) {
+    return "decode " + std::to_string(s.batch) + " x " + std::to_string(s.context) + " + chunk " +
+           std::to_string(s.chunk) + " after " + std::to_string(s.first);
+}
+
+StepWork work_of(const StepShape& s) {
+    StepWork w;
+    for (int b = 0; b < s.batch; ++b) w.add(s.context, 1);
+    if (s.chunk > 0) w.add(s.first, s.chunk);
+    return w;
+}
+
+// One step of `s` on fresh caches marked filled (a step costs the same
+// whatever numbers they hold), run twice in a row and the second run timed
+// by the thread's CPU time: a queue runs its steps back to back, with the
+// weights as warm as that leaves them.
+double time_once(Transformer& model, const StepShape& s) {
+    const Config& c = model.config();
+    std::vector<std::unique_ptr<KVCache>> caches;
+    std::vector<int> bases;
+    std::vector<std::vector<int>> tokens;
+    auto row = [&](int base, int n) {
+        caches.push_back(std::make_unique<KVCache>(c, base + n));
+        caches.back()->commit(base);
+        bases.push_back(base);
+        std::vector<int> ids(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i) ids[std::size_t(i)] = (7 * i + 1) % c.vocab_size;
+        tokens.push_back(std::move(ids));
+    };
+    for (int b = 0; b < s.batch; ++b) row(s.context, 1);
+    if (s.chunk > 0) row(s.first, s.chunk);
+    std::vector<SequenceInput> inputs;
+    for (std::size_t i = 0; i < caches.size(); ++i) inputs.push_back({tokens[i], caches[i].get()});
+    double took = 0;
+    for (int run = 0; run < 2; ++run) {
+        for (std::size_t i = 0; i < caches.size(); ++i) caches[i]->truncate(bases[i]);
+        const double began = thread_cpu_seconds();
+        model.forward(inputs);
+        took = thread_cpu_seconds() - began;
+    }
+    return std::max(took, 1e-9);
+}
+
+}  // namespace
+
+// Shape after shape, round after round, keeping each shape's fastest: a
+// burst of other work on the machine slows one run of many shapes, not
+// every run of one.
+StepCalibration calibrate_step_cost(Transformer& model, int rounds,
+                                    const std::function<void(int, int)>& on_round) {
+    const auto start = Clock::now();
+    const std::vector<StepShape> shapes = calibration_shapes(model.config());
+    std::vector<double> fastest(shapes.size(), 1e300);
+    for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+            const double took = time_once(model, shapes[k]);
+            if (round > 0) fastest[k] = std::min(fastest[k], took);
+        }
+        if (on_round) on_round(round, rounds);
+    }
+    StepCalibration cal;
+    std::vector<std::array<double, 5>> features;
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+        StepProbe p{describe(shapes[k]), work_of(shapes[k]), fastest[k], 0};
+        features.push_back({1.0, p.work.rows, p.work.sequences, p.work.pairs, p.work.positions});
+        cal.probes.push_back(p);
+    }
+    std::vector<double> fitted(shapes.size());
+    const std::array<double, 5> k = fit_nonnegative<5>(features, fastest, fitted);
+    cal.cost = {k[0], k[1], k[2], k[3], k[4], 0, "measured on this machine"};
+    for (std::size_t i = 0; i < cal.probes.size(); ++i) {
+        cal.probes[i].fitted = fitted[i];
+        cal.cost.fit_error = std::max(cal.cost.fit_error, std::fabs(fitted[i] / fastest[i] - 1));
+    }
+    cal.seconds = seconds_since(start);
+    return cal;
+}
+
+// --------------------------------------------------- once per machine
+
+namespace {
+
+// One line of /proc/cpuinfo ("model name", "cpu family", "model"), or "".
+std::string cpuinfo(const std::string& key) {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        const std::size_t colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        std::string name = line.substr(0, colon);
+        while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.pop_back();
+        if (name == key) return line.substr(std::min(line.size(), colon + 2));
+    }
+    return "";
+}
+
+// The widest vectors this build was compiled for.
+const char* vector_width() {
+#if defined(__AVX512F__)
+    return "AVX-512";
+#elif defined(__AVX2__)
+    return "AVX2";
+#elif defined(__AVX__)
+    return "AVX";
+#elif defined(__SSE2__)
+    return "SSE2";
+#elif defined(__ARM_NEON)
+    return "NEON";
+#else
+    return "scalar";
+#endif
+}
+
+// The folder the program runs from (build/ for ./build/ch05), where the
+// saved prices live; "" where it cannot be found.
+std::string program_folder() {
+    char path[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0) return "";
+    const std::string exe(path, std::size_t(n));
+    const std::size_t slash = exe.rfind('/');
+    return slash == std::string::npos ? "" : exe.substr(0, slash);
+}
+
+// The file name for a model: its shape, with only [a-z0-9-] kept.
+std::string file_name(const Config& c) {
+    std::string name;
+    for (char ch : c.describe())
+        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))
+            name += ch;
+        else if (!name.empty() && name.back() != '-')
+            name += '-';
+    return "step_cost-" + name + ".json";
+}
+
+std::string saved_json(const StepCalibration& cal, const Config& c) {
+    Json probes_json;
+    std::vector<Json> probes;
+    for (const StepProbe& p : cal.probes) {
+        Json j;
+        j.add("what", p.what).add("seconds", p.seconds).add("fitted", p.fitted);
+        probes.push_back(j);
+    }
+    Json j;
+    j.add("what", "the step cost of serving/step_cost.h, measured (common/lab/calibration.h)")
+        .add("machine", machine_and_build())
+        .add("model", c.describe())
+        .add("fixed_s", cal.cost.fixed)
+        .add("per_row_s", cal.cost.per_row)
+        .add("per_sequence_s", cal.cost.per_sequence)
+        .add("per_pair_s", cal.cost.per_pair)
+        .add("per_position_s", cal.cost.per_position)
+        .add("max_fit_error", cal.cost.fit_error)
+        .add("calibration_seconds", cal.seconds)
+        .add("probes", probes);
+    return j.str() + "\n";
+}
+
+// The prices saved at `path` for this machine and model; false if there
+// are none, or they are another machine's, build's or model's, or broken.
+bool read_saved(const std::string& path, const Config& c, StepCalibration& cal) {
+    try {
+        struct stat st {};
+        if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+        const SavedResults saved =
+            SavedResults::parse(path, read_file(path, "calibration", 1 << 20));
+        if (saved.text("machine") != machine_and_build() || saved.text("model") != c.describe())
+            return false;
+        StepCost& s = cal.cost;
+        s.fixed = saved.non_negative_number("fixed_s");
+        s.per_row = saved.non_negative_number("per_row_s");
+        s.per_sequence = saved.non_negative_number("per_sequence_s");
+        s.per_pair = saved.non_negative_number("per_pair_s");
+        s.per_position = saved.non_negative_number("per_position_s");
+        s.fit_error = saved.non_negative_number("max_fit_error");
+        cal.seconds = saved.non_negative_number("calibration_seconds");
+        for (const SavedResults& p : saved.rows("probes")) {
+            StepProbe probe;
+            probe.what = p.text("what");
+            probe.seconds = p.positive_number("seconds");
+            probe.fitted = p.non_negative_number("fitted");
+            cal.probes.push_back(probe);
+        }
+        return s.prefill_seconds(1) > 0 && s.decode_seconds(1, 0) > 0;
+    } catch (const std::exception&) {
+        return false;  // measured again, and saved over it
+    }
+}
+
+}  // namespace
+
+std::string machine_and_build() {
+    std::string cpu = cpuinfo("model name");
+    if (cpu.empty()) cpu = "an unnamed CPU";
+    const std::string family = cpuinfo("cpu family"), model = cpuinfo("model");
+    if (!family.empty()) cpu += " (family " + family + " model " + model + ")";
+#if defined(__clang__)
+    const std::string compiler = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+    const std::string compiler = std::string("g++ ") + __VERSION__;
+#else
+    const std::string compiler = "a C++ compiler";
+#endif
+    return cpu + "; " + compiler + ", " + vector_width();
+}
+
+StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again) {
+    const std::string folder = program_folder();
+    const std::string path = folder.empty() ? "" : folder + "/calibration/" + file_name(c);
+    StepCalibration cal;
+    if (!again && !path.empty() && read_saved(path, c, cal)) {
+        cal.reused = true;
+        cal.path = path;
+        cal.cost.source = "measured on this machine, saved in " + path;
+        return cal;
+    }
+    Transformer model(c, seed);
+    {
+        Progress progress("calibrating the step cost on this machine (once), round");
+        cal = calibrate_step_cost(model, 3, [&](int done, int of) { progress.update(done, of); });
+    }
+    cal.cost.source = "measured on this machine now";
+    if (!path.empty()) {
+        try {
+            write_file(path, saved_json(cal, c), "calibration");
+            cal.path = path;
+            cal.cost.source += ", saved in " + path;
+        } catch (const FileError&) {
+            cal.cost.source += " (not saved: " + path + " could not be written)";
+        }
+    }
+    return cal;
+}
+
+}  // namespace kv
