@@ -4,9 +4,9 @@
 // intensity (FLOPs per byte read).
 //
 // A CPU has more than one memory roof: bytes that sit in the last-level
-// cache arrive faster than bytes from DRAM. The demo model's 21 MiB of
-// weights stay in this book's machine's last-level cache between steps, so
-// its roof is the cache's; the wide model's 292 MiB come from DRAM. The
+// cache arrive faster than bytes from DRAM. Where the demo model's 21 MiB
+// of weights fit in the last-level cache, its roof is the cache's; the wide
+// model's 292 MiB come from DRAM. The
 // roofs are measured on this thread by the program kit's machine probes
 // (common/kit/machine_probes.h, the same ones `make bench` uses): peak
 // arithmetic as a multiply then an add (the book's kernels do not fuse),

@@ -82,27 +82,6 @@ namespace {
 // v0-v31) 16 chains leave 16 registers free, and cover an ARM64 core with
 // four pipes too (4 x 4); with 16 registers (AVX2's ymm, SSE2's xmm) 12
 // chains, plus the two constants a and b, leave two for the compiler.
-//
-// What it measured, before and after, on the Xeon this was written on
-// (Emerald Rapids, family 6 model 207; GCC 12.2; a shared 2-vCPU machine),
-// in GFLOP/s, the old probe and this one interleaved in one process, best
-// of 5 rounds of 3 runs each:
-//   build                       fused, before -> after   multiply then add
-//   -march=native (AVX-512)        172.0 -> 172.6          90.7 -> 86.0
-//   -march=x86-64-v3 (AVX2, FMA)     1.0 ->  89.3          13.8 -> 62.3
-//   no -march (SSE2, no FMA)        23.0 ->  30.5 *        23.0 -> 28.3
-//   (* without a fused instruction, "fused" is a multiply and an add too)
-// The AVX2 build's old fused() copied its operands through memory, in a
-// loop GCC did not unroll. The native build lost nothing to spills, but its old
-// multiply-then-add loop had 15 chains counted as 16 (see chains() below):
-// 86.0 x 16 / 15 = 91.7. With AVX-512 the multiply-then-add rate is half
-// the fused one: two instructions for one, on the same two ports. At 256
-// and 128 bits it is more (0.70 of AVX2's fused rate): there a multiply and
-// an add, side by side, ran 1.3 instructions for every fused one, though
-// each alone ran at the fused rate (12 chains of ymm, one process), so the
-// adds have a port the multiplies do not. The same holds at SSE2's 4 lanes:
-// its 28.3 is about half AVX2's 62.3 and a third (a quarter of the width,
-// 1.3 x the instructions) of AVX-512's 86.0.
 #if defined(__AVX512F__)
 constexpr int kLanes = 16;      // floats in one zmm register
 constexpr int kRegisters = 32;  // zmm0-zmm31
@@ -136,7 +115,7 @@ inline ProbeLanes fused(ProbeLanes a, ProbeLanes b, ProbeLanes c) {
 }
 
 // Clang, tuned for a core where it prefers 256-bit vectors (as -march=native
-// is on this Xeon), splits a 16-float vector into two ymm halves unless the
+// is on some Intel cores), splits a 16-float vector into two ymm halves unless the
 // function says it wants zmm: 16 multiply-then-add chains became 32 halves,
 // which with a and b need 34 of the 32 registers, and three spilled.
 template <bool Fused>
@@ -208,32 +187,12 @@ namespace {
 // streams at once: accumulator a sums the a-th eighth of the buffer, one
 // vector register (ProbeLanes, the width chains() uses above) a step. Eight
 // streams keep as many cache-line misses in flight as the kernels do (a
-// batch-1 decode walks 8 weight rows side by side); a single front-to-back
-// stream read DRAM at 13.7 GB/s on the Xeon this was written on while the
-// decode streamed its weights at 15.1, and the bench refused the row as
-// above a measured limit. Eight accumulators also cover the adds' latency
+// batch-1 decode walks 8 weight rows side by side): a single front-to-back
+// stream can read DRAM slower than the decode streams its weights, and the
+// bench would refuse the row as above a measured limit. Eight accumulators also cover the adds' latency
 // (4 cycles, two a cycle), and with the value each load brings they take 9
 // to 16 registers: every build's register file holds them.
 //
-// The probe used to sum 16 floats per accumulator in every build: one zmm
-// register with AVX-512, but two ymm with AVX2 and four xmm with SSE2, 32
-// registers where 16 exist, so the baseline build kept accumulators on the
-// stack: its inner loop was 172 instructions, 128 of them loads and stores
-// of the stack (GCC 12.2, objdump of machine_probes.o), against 19 now: 8
-// loads of the buffer, 8 adds and the loop's count, none touching the stack
-// (in the native build 8 adds that load the buffer, and the count, as
-// before; the AVX2 build was not measured). What it read, old and new
-// taking turns in one process on the Xeon this was written on (Emerald
-// Rapids, a shared 2-vCPU machine), GB/s, best of 5 rounds of 3 runs each,
-// the range of two runs of the program:
-//   build                     21.5 MiB      10.6 MiB      1 GiB (DRAM)
-//   -march=native (AVX-512)   26.1-26.7 ->  25.7-25.8 ->  13.0-13.6 ->
-//                             26.2-26.5     25.7-26.9     12.9-13.2
-//   no -march (SSE2)          15.8-17.7 ->  15.4-16.7 ->  10.1-12.5 ->
-//                             27.5-27.8     26.5-26.9     11.0-12.7
-// The native build's loop did not change, nor did its rate; the baseline's
-// cache roofs were the spills' rate, not the cache's, and now match the
-// native build's: two 16-byte loads a cycle are more than 27 GB/s needs.
 // The order of the additions does not matter here: only the time is used.
 constexpr int kStreams = 8;
 constexpr std::size_t kFloatsPerStep = kStreams * kLanes;  // one register from each stream

@@ -9,15 +9,13 @@
 // working set counts as read from the last-level cache, and its roof is the
 // rate measured at its size; otherwise it is read from DRAM.
 //
-// Why measure: the reported size says little about what one core gets. On
-// the shared Intel Xeon the book's numbers were measured on (Emerald Rapids,
-// a 2-vCPU KVM guest that reports 260 MiB, the whole host's), one core read
-// 27.5 GB/s at every size from 6 to 64 MiB but 15 GB/s, DRAM's rate, from
-// 128 MiB on; a Zen 4 or Zen 5 core reports its chiplet's 32 MiB (shared
-// by the chiplet's cores) and may read most of it at cache speed. No fixed share of the reported
-// size is right on both, and a wrong one either prices a cached row against DRAM (then refused as
-// above its roof) or a DRAM-bound one against a cache it does not fit. A read of the row's own size
-// answers for the machine it runs on.
+// Why measure: the reported size says little about what one core gets. A
+// virtual machine may report the whole host's last-level cache; a chiplet
+// reports its own, shared by its cores. No fixed share of the reported size
+// is right on every machine, and a wrong one either prices a cached row
+// against DRAM (then refused as above its roof) or a DRAM-bound one against
+// a cache it does not fit. A read of the row's own size answers for the
+// machine it runs on.
 #pragma once
 
 #include <cstdint>
