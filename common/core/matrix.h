@@ -10,9 +10,8 @@ namespace kv {
 
 // Storage aligned to 64 bytes, the size of a cache line. The kernels read
 // 16 floats (64 bytes) at a time; from the 16-byte alignment that plain
-// new gives, every such read straddles two cache lines. Aligning the rows
-// took the matrix product at prefill sizes from 90 to 133 GFLOP/s on the
-// book's machine.
+// new gives, every such read straddles two cache lines, which costs the
+// matrix products time on every core.
 template <class T>
 struct CacheLineAllocator {
     using value_type = T;
