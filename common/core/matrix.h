@@ -10,8 +10,8 @@ namespace kv {
 
 // Storage aligned to 64 bytes, the size of a cache line. The kernels read
 // 16 floats (64 bytes) at a time; from the 16-byte alignment that plain
-// new gives, every such read straddles two cache lines, which costs the
-// matrix products time on every core.
+// new gives, three reads in four straddle two cache lines, and the core
+// must fetch both lines to serve one read.
 template <class T>
 struct CacheLineAllocator {
     using value_type = T;
