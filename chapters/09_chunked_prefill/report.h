@@ -154,7 +154,8 @@ inline int report(const Results& r, const OutputOptions& out) {
               << fixed(cost.per_pair * 1e9, 1) << " ns x attention pairs + "
               << fixed(cost.per_position * 1e9, 1) << " ns x positions read\n";
     if (!r.prices.probes.empty())
-        std::cout << "  fitted to " << r.prices.probes.size() << " steps of every mix in "
+        std::cout << "  fitted to " << r.prices.probes.size() << " steps of every mix, "
+                  << (r.prices.reused ? "measured once" : "measured now") << " in "
                   << fixed(r.prices.seconds, 1) << " s, the largest error "
                   << fixed(100 * cost.fit_error, 1)
                   << "%; `make validate` runs these queues on the real engine too\n";

@@ -30,7 +30,7 @@ struct ValidateOptions {
 }  // namespace kv
 // ---- end of the stand-in
 
-namespace kv {
+namespace kv::ch09 {
 
 // The real engine on a pool of blocks it owns: a fresh one for every run,
 // its caches empty. Steps are timed by the thread's CPU time, as the lab
@@ -48,11 +48,16 @@ class PagedEngine : public Executor {
     PagedExecutor engine_;
 };
 
+}  // namespace kv::ch09
+
+namespace kv {
+
 // Chapter 09's model is the lab's with a context of 1,024 positions (its
 // 512-token prompts and their answers); the queues' names say so. When the
 // lab hands the engine another context, the queues run on a model of
 // chapter 09's shape with the same seed (the same weights: the context
-// length draws none), built once on first need.
+// length draws none), built once on first need. Each queue holds the
+// chapter's 48 requests, or the lab's count if that is smaller.
 inline std::vector<CheckedQueue> ch09_checked_queues(const ValidateOptions& o) {
     ch09::Experiment chapter;
     chapter.model = ch09::chapter_model(o.model);
@@ -73,8 +78,8 @@ inline std::vector<CheckedQueue> ch09_checked_queues(const ValidateOptions& o) {
             if (!*own) *own = std::make_unique<Transformer>(config, seed);
             model = own->get();
         }
-        return std::make_unique<PagedEngine>(*model, seed, server.memory.block_size,
-                                             server.memory.blocks);
+        return std::make_unique<ch09::PagedEngine>(*model, seed, server.memory.block_size,
+                                                   server.memory.blocks);
     };
 
     std::vector<CheckedQueue> queues;
