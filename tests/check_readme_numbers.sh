@@ -220,7 +220,8 @@ for path in files:
             lines = [(n, t) for n, t in block_lines if described.match(t)]
             prefixes, rows = [], []
             command += " --cost-model analytic"
-            if not command.startswith("./build/ch05"):
+            # ... and without the engine's queues where the program runs any.
+            if "--engine-requests" in " ".join(run(command.split()[0] + " --help")[2]):
                 command += " --engine-requests 0"
             if not lines:
                 continue
