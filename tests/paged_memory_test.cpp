@@ -15,6 +15,7 @@
 #include "../common/serving/scheduler.h"
 #include "../common/serving/step_cost.h"
 #include "tiny_models.h"
+#include "validate/ch07_queues.h"
 
 using namespace kv;
 
@@ -234,4 +235,24 @@ TEST_CASE("the simulator charges each swapped block's bytes to the step it moves
         double(priced_memory.blocks_swapped_out() + priced_memory.blocks_swapped_in());
     CHECK(with.schedule.end_s - without.schedule.end_s ==
           doctest::Approx(moved * double(per_block) / rate).epsilon(1e-9));
+}
+
+TEST_CASE("make validate's chapter 07 queues run the same steps on the pool as in the simulator") {
+    ValidateOptions o;
+    o.model = small_model();
+    o.model.max_seq = 512;  // the chapter's queue: prompts up to 64 tokens, answers up to 192
+    o.requests = 12;
+    Transformer model(o.model, 5);
+    const std::vector<CheckedQueue> queues = ch07_checked_queues(o);
+    REQUIRE(queues.size() == 3);
+    for (const CheckedQueue& q : queues) {
+        CAPTURE(q.name);
+        CHECK(q.requests.size() == 12);
+        // Each run builds its own bookkeeping and the engine its own pool:
+        // a run that reused either would not start from an empty pool.
+        const CheckedRow row = check_queue_against_engine(q, model, analytic_step_cost(o.model), 2);
+        CHECK(row.same_order);
+        CHECK(row.real.answer_tokens == row.simulated.answer_tokens);
+        CHECK(row.real.preemptions == row.simulated.preemptions);
+    }
 }

@@ -16,6 +16,7 @@
 #include "../common/serving/scheduler.h"
 #include "../common/serving/step_cost.h"
 #include "tiny_models.h"
+#include "validate/ch08_queues.h"
 
 using namespace kv;
 
@@ -319,4 +320,27 @@ TEST_CASE("through the block manager's tables; a cache hit gives the logits of a
         l = model.forward(std::span(&token, 1), fresh);
         CHECK(std::vector<float>(l.begin(), l.end()) == served[step]);  // bit for bit
     }
+}
+
+TEST_CASE("make validate's chapter 08 queues share blocks on the engine as in the simulator") {
+    ValidateOptions o;
+    o.model = queue_config();
+    o.model.max_seq = 512;  // the chapter's queue: S = 256, questions up to 64, answers up to 192
+    o.requests = 12;
+    Transformer model(o.model, 5);
+    const std::vector<CheckedQueue> queues = ch08_checked_queues(o);
+    REQUIRE(queues.size() == 2);
+    for (const CheckedQueue& q : queues) {
+        CAPTURE(q.name);
+        // On the engine the run takes the block manager made with the
+        // engine's pool: the engine reads its tables, and would refuse a
+        // step whose blocks another manager handed out.
+        const CheckedRow row = check_queue_against_engine(q, model, analytic_step_cost(o.model), 2);
+        CHECK(row.same_order);
+        CHECK(row.real.answer_tokens == row.simulated.answer_tokens);
+    }
+    // With the prefix cache the same queue computes less: its prefills are shorter.
+    SimulatedExecutor priced(analytic_step_cost(o.model));
+    const Schedule off = queues[0].run(priced), on = queues[1].run(priced);
+    CHECK(summarize(on).ttft_median < summarize(off).ttft_median);
 }
