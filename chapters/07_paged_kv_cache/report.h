@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
+#include "../../common/kit/queue_flags.h"  // describe_workload
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
 #include "experiment.h"
@@ -125,13 +126,9 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("headline", headline);
     if (emit(out, json)) return 0;
 
-    const WorkloadOptions& w = r.work;
     std::cout << "Chapter 07: the paged KV cache\n\n"
               << "model: " << r.model.describe() << "\n"
-              << "workload: " << with_commas(r.queue.size()) << " requests (seed " << w.seed
-              << "); prompts uniform in " << w.prompt_min << ".." << w.prompt_max
-              << " tokens; answers " << w.answer_dist << " around " << w.answer_len
-              << ", capped at " << w.answer_max << "\n"
+              << describe_workload(r.work, r.queue) << "\n"
               << "memory: " << mib << " MiB of KV cache = " << with_commas(r.budget.tokens)
               << " positions of " << format_bytes(r.budget.bytes_per_token)
               << "; continuous batching with the cache, batch " << r.batch << "\n"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
+#include "../../common/kit/queue_flags.h"  // describe_workload
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
 #include "experiment.h"
@@ -173,10 +174,7 @@ inline int report(const Results& r, const OutputOptions& out) {
 
     std::cout << "Chapter 08: sharing the cache\n\n"
               << "model: " << r.model.describe() << "\n"
-              << "workload: " << with_commas(std::uint64_t(r.work.requests)) << " requests (seed "
-              << r.work.seed << "); questions uniform in " << r.work.prompt_min << ".."
-              << r.work.prompt_max << " tokens; answers " << r.work.answer_dist << " around "
-              << r.work.answer_len << ", capped at " << r.work.answer_max << "\n"
+              << describe_workload(r.work, make_workload(r.work)) << "\n"
               << "  each prompt: a system prompt of S = " << S << " tokens, then the question; "
               << fixed(100 * r.sharing.follow_ups, 0) << "% follow up one of the previous "
               << r.sharing.look_back << " requests (its prompt and answer, then a new question)\n"
