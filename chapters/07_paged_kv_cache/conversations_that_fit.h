@@ -1,10 +1,10 @@
 // Chapter 07: how many conversations fit, reserving the whole context
 // against paging.
 //
-// Take chapter 05's queue and its KV budget, and let requests in, in
-// arrival order, until the next one does not fit; count them, each at its
-// largest, its last step (prompt + answer - 1 positions: the last answer
-// token is produced, never fed back). Reserving the whole context charges
+// Take the queue and its KV budget, and let requests in, in arrival order,
+// until the next one does not fit; count them, each at its largest, its
+// last step (prompt + answer - 1 positions: the last answer token is
+// produced, never fed back). Reserving the whole context charges
 // each request prompt + answer cap - 1 positions, most of which it never
 // fills. Paging charges the blocks its tokens need: at most B - 1 positions
 // of its last block stay empty (internal fragmentation), whatever the cap.

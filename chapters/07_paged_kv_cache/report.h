@@ -1,18 +1,17 @@
 // What chapter 07 prints: how many conversations fit, the price of the
-// block table, the queue under each way of managing memory (simulator and
-// real engine side by side), two plots and the headline; or all of it as
-// one JSON object.
+// block table, the queue under each way of managing memory (and its first
+// requests on the real engine's pool), a plot and the headline; or all of
+// it as one JSON object.
 #pragma once
 
-#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "../../common/kit/output.h"
+#include "../../common/kit/queue_flags.h"  // describe_workload
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
-#include "../05_queue_simulation/report.h"
 #include "experiment.h"
 
 namespace kv::ch07 {
@@ -25,7 +24,7 @@ inline Table fit_table(const Results& r) {
                    f.positions_filled, f.positions_charged, Cell(100 * f.unused_fraction(), 1),
                    f.block_size ? Cell(f.unused_bound()) : Cell("-")});
     };
-    row("reserve the whole context", r.reserved);
+    row(kReserve, r.reserved);
     for (const FitCount& f : r.paged) row("paged", f);
     return t;
 }
@@ -66,20 +65,6 @@ inline std::string fit_plot(const Results& r, const std::string& dir) {
     return plot.write(dir + "/07_conversations_that_fit.svg");
 }
 
-inline std::string ttft_plot(const Results& r, const std::string& dir) {
-    std::vector<std::string> names;
-    std::vector<std::vector<double>> ttfts;
-    for (const QueueRun& q : r.runs)
-        if (q.budget_mib == r.queue.budget.bytes >> 20 &&
-            (q.engine || q.requests == int(r.queue.queue.size()))) {
-            names.push_back(q.memory + (q.engine ? " (engine, " : " (simulator, ") +
-                            std::to_string(q.requests) + " requests)");
-            ttfts.push_back(q.ttfts);
-        }
-    return ch05::ttft_cdf_plot("Time to first token: reserving against paging", names, ttfts)
-        .write(dir + "/07_ttft_cdf.svg");
-}
-
 inline Json queue_json(const QueueRun& q) {
     return Json()
         .add("memory", q.memory)
@@ -97,18 +82,13 @@ inline Json queue_json(const QueueRun& q) {
 }
 
 inline int report(const Results& r, const OutputOptions& out) {
-    const std::uint64_t mib = r.queue.budget.bytes >> 20;
+    const std::uint64_t mib = r.budget.bytes >> 20;
     const FitCount& paged = r.paged_at(r.block_size);
-    // The headline's wait: the real engine's when it ran the whole queue,
-    // else the simulator's (its run on the whole queue comes first).
-    const bool engine_ran_all = std::any_of(r.runs.begin(), r.runs.end(), [&](const QueueRun& q) {
-        return q.engine && q.budget_mib == mib && q.requests == int(r.queue.queue.size());
-    });
-    const QueueRun& before = r.run(kReserve, mib, engine_ran_all);
-    const QueueRun& after = r.run(kPagedRecompute, mib, engine_ran_all);
+    const QueueRun &before = r.run(kReserve, mib), &after = r.run(kPagedRecompute, mib);
     const Table fits = fit_table(r), costs = indirection_table(r);
     const Table at_budget = queue_table(r, mib), tight = queue_table(r, r.tight_budget_mib);
-    const std::string plot_fit = fit_plot(r, out.plot_dir), plot_ttft = ttft_plot(r, out.plot_dir);
+    const std::string plot = fit_plot(r, out.plot_dir);
+    const StepCost& cost = r.pricing.cost;
     const std::string headline =
         "paged KV cache: " + std::to_string(paged.conversations) + " conversations fit in " +
         std::to_string(mib) + " MiB where reserving the whole context fit " +
@@ -120,10 +100,14 @@ inline int report(const Results& r, const OutputOptions& out) {
     for (const QueueRun& q : r.runs) each.push_back(queue_json(q));
     Json json = Json()
                     .add("chapter", "07_paged_kv_cache")
-                    .add("model", r.queue.config.describe())
-                    .add("cost_model",
-                         ch05::cost_model_json(
-                             r.queue.cost, r.queue.calibration ? &*r.queue.calibration : nullptr))
+                    .add("model", r.model.describe())
+                    .add("step_cost", Json()
+                                          .add("source", cost.source)
+                                          .add("fixed_s", cost.fixed)
+                                          .add("per_row_s", cost.per_row)
+                                          .add("per_sequence_s", cost.per_sequence)
+                                          .add("per_pair_s", cost.per_pair)
+                                          .add("per_position_s", cost.per_position))
                     .add("kv_budget_mib", mib)
                     .add("block_size", r.block_size)
                     .add("watermark", r.watermark)
@@ -135,26 +119,27 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("indirection", costs)
                     .add("swap_bytes_per_second", r.swap_bytes_per_second)
                     .add("queue_runs", each)
-                    .add("headline_side", engine_ran_all ? "engine" : "simulator")
+                    .add("headline_side", "simulator")
                     .add("ttft_median_reserved_s", before.summary.ttft_median)
                     .add("ttft_median_paged_s", after.summary.ttft_median)
-                    .add("fit_plot", plot_fit)
-                    .add("ttft_plot", plot_ttft)
+                    .add("fit_plot", plot)
                     .add("headline", headline);
     if (emit(out, json)) return 0;
 
     std::cout << "Chapter 07: the paged KV cache\n\n"
-              << "model: " << r.queue.config.describe() << "\n"
-              << ch05::describe_workload(r.queue.work, r.queue.queue) << "\n"
-              << "memory: " << mib << " MiB of KV cache = " << with_commas(r.queue.budget.tokens)
-              << " positions of " << format_bytes(r.queue.budget.bytes_per_token)
-              << "; continuous batching with the cache, batch " << r.queue.batch << "\n";
-    ch05::print_cost_model(std::cout, r.queue.cost,
-                           r.queue.calibration ? &*r.queue.calibration : nullptr);
-    std::cout << "\nHow many conversations fit at once, each at its last step, in arrival order:\n";
+              << "model: " << r.model.describe() << "\n"
+              << describe_workload(r.work, r.queue) << "\n"
+              << "memory: " << mib << " MiB of KV cache = " << with_commas(r.budget.tokens)
+              << " positions of " << format_bytes(r.budget.bytes_per_token)
+              << "; continuous batching with the cache, batch " << r.batch << "\n"
+              << "step cost: " << format_duration(cost.fixed) << " + "
+              << format_duration(cost.per_row) << " x rows + " << format_duration(cost.per_sequence)
+              << " x sequences + " << fixed(cost.per_pair * 1e9, 1) << " ns x pairs + "
+              << fixed(cost.per_position * 1e9, 1) << " ns x positions (" << cost.source << ")\n"
+              << "\nHow many conversations fit at once, each at its last step, in arrival order:\n";
     fits.print(std::cout);
     std::cout << "A conversation leaves at most B - 1 positions of its last block unused.\n"
-              << "plot: " << plot_fit << "\n\n"
+              << "plot: " << plot << "\n\n"
               << "The price of the block table: a decode step of " << r.indirection_batch
               << " sequences (median of the thread's CPU time):\n";
     costs.print(std::cout);
@@ -162,14 +147,13 @@ inline int report(const Results& r, const OutputOptions& out) {
               << " positions, watermark " << fixed(100 * r.watermark, 0) << "% (times in s):\n";
     at_budget.print(std::cout);
     std::cout << "\nThe queue at " << r.tight_budget_mib
-              << " MiB, where memory runs out (times in s):\n";
+              << " MiB, where memory runs out (times in s; the engine's steps timed by the "
+                 "thread's CPU time):\n";
     tight.print(std::cout);
     std::cout << "batch: mean requests per decode step; recomputed: positions prefilled again;\n"
               << "swapped: bytes moved out and back in, priced in the simulator at "
-              << fixed(r.swap_bytes_per_second / 1e9, 1) << " GB/s\n"
-              << "plot: " << plot_ttft << "\n\n"
-              << "the waits below: " << (engine_ran_all ? "the real engine's" : "the simulator's")
-              << ", continuous batching at " << mib << " MiB\n"
+              << fixed(r.swap_bytes_per_second / 1e9, 1) << " GB/s\n\n"
+              << "the waits below: the simulator's, continuous batching at " << mib << " MiB\n"
               << headline << "\n";
     return 0;
 }

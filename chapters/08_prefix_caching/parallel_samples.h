@@ -20,6 +20,7 @@
 #include "../../common/core/block_pool.h"
 #include "../../common/core/paged_kv_cache.h"
 #include "../../common/core/transformer.h"
+#include "../../common/serving/paged_memory.h"  // blocks_for
 
 namespace kv {
 
@@ -29,15 +30,15 @@ namespace kv {
 // positions are one shared prompt, kept by copy-on-write: the prompt's
 // full blocks once, and for each sample every block after them.
 inline std::int64_t blocks_with_copy_on_write(int prompt, int positions, int n, int B) {
-    const std::int64_t own = (positions + B - 1) / B;
-    if (positions <= prompt) return (prompt + B - 1) / B;  // nobody wrote: all shared
+    const std::int64_t own = blocks_for(positions, B);
+    if (positions <= prompt) return blocks_for(prompt, B);  // nobody wrote: all shared
     const std::int64_t full = prompt / B;
     return full + std::int64_t(n) * (own - full);
 }
 
 // The same samples, each with its own copy of the prompt's cache.
 inline std::int64_t blocks_copying_the_prompt(int positions, int n, int B) {
-    return std::int64_t(n) * ((positions + B - 1) / B);
+    return std::int64_t(n) * blocks_for(positions, B);
 }
 
 // Copies copy-on-write makes: one for each of the first n - 1 samples to

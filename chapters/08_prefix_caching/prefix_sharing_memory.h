@@ -44,6 +44,7 @@
 
 #include "../../common/core/block_pool.h"
 #include "../../common/serving/memory_manager.h"
+#include "../../common/serving/paged_memory.h"  // blocks_for
 #include "../../common/serving/step_plan.h"
 #include "../../common/serving/workload.h"
 #include "prefix_cache.h"
@@ -65,9 +66,7 @@ class PrefixSharingMemory : public MemoryManager {
     }
 
     int block_size() const { return ledger_.block_size(); }
-    int blocks_for(std::int64_t positions) const {
-        return static_cast<int>((positions + block_size() - 1) / block_size());
-    }
+    int blocks_for(int positions) const { return kv::blocks_for(positions, block_size()); }
     // Request r's block table: block i holds positions i*B..i*B+B-1.
     std::span<const int> table(int id) const {
         return std::size_t(id) < tables_.size() ? std::span<const int>(tables_[std::size_t(id)])
@@ -91,15 +90,12 @@ class PrefixSharingMemory : public MemoryManager {
     std::int64_t prompt_tokens_from_cache() const { return prompt_from_cache_; }
     std::int64_t positions_recomputed() const { return recomputed_; }
     // Blocks the running requests' tables name, and blocks they hold: a
-    // block in k tables is named k times and held once. Mean and peak over
-    // the steps.
+    // block in k tables is named k times and held once. Means over the steps.
     double mean_named_blocks() const { return steps_ ? double(named_sum_) / steps_ : 0; }
     double mean_held_blocks() const { return steps_ ? double(held_sum_) / steps_ : 0; }
-    int peak_named_blocks() const { return peak_named_; }
-    int peak_held_blocks() const { return peak_held_; }
 
     bool fits_alone(const Request& r) const override {
-        return blocks_for(std::int64_t(r.prompt_len) + r.answer_cap - 1) <= ledger_.blocks();
+        return blocks_for(r.prompt_len + r.answer_cap - 1) <= ledger_.blocks();
     }
 
     // Whole cached blocks of r's prompt, stopping short of its last token.
@@ -211,8 +207,6 @@ class PrefixSharingMemory : public MemoryManager {
         ++steps_;
         named_sum_ += named_;
         held_sum_ += held_;
-        peak_named_ = std::max(peak_named_, named_);
-        peak_held_ = std::max(peak_held_, held_);
     }
 
     BlockLedger& ledger_;
@@ -223,7 +217,6 @@ class PrefixSharingMemory : public MemoryManager {
     std::vector<char> seen_;                // (requests) admitted at least once
     int named_ = 0, held_ = 0;              // blocks named by tables, and held by them
     std::int64_t steps_ = 0, named_sum_ = 0, held_sum_ = 0;
-    int peak_named_ = 0, peak_held_ = 0;
     std::int64_t admitted_ = 0, from_cache_ = 0, prompt_tokens_ = 0, prompt_from_cache_ = 0;
     std::int64_t recomputed_ = 0;
 };

@@ -1,7 +1,8 @@
 // What chapter 08 prints: the queue with a shared system prompt, with and
-// without the prefix cache (simulator and real engine side by side), how
-// the gain grows with S, the n-sample queue, the blocks n parallel samples
-// need, two plots and the headline; or all of it as one JSON object.
+// without the prefix cache (and its first requests on the real engine's
+// shared blocks), how the gain grows with S, the n-sample queue, the blocks
+// n parallel samples need, two plots and the headline; or all of it as one
+// JSON object.
 #pragma once
 
 #include <iostream>
@@ -9,9 +10,9 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
+#include "../../common/kit/queue_flags.h"  // describe_workload
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
-#include "../05_queue_simulation/report.h"
 #include "experiment.h"
 
 namespace kv::ch08 {
@@ -36,14 +37,14 @@ inline Table queue_table(const Results& r, const std::string& workload, int s) {
     return t;
 }
 
-// The sweep over S: the median wait without and with the cache.
+// The sweep over S, in the simulator: the median wait without and with the cache.
 inline Table sweep_table(const Results& r) {
-    Table t({"S", "side", "requests", "from cache (%)", "ttft p50 off", "ttft p50 on", "off / on"});
-    for (const QueueRun& on : r.runs) {
-        if (on.workload != kSystemPromptWorkload || !on.share) continue;
-        const QueueRun& off = r.run(on.workload, on.system_prompt, false, on.engine, on.requests);
-        t.add_row({on.system_prompt, side(on), on.requests, Cell(100 * on.from_cache_share(), 1),
-                   Cell(off.summary.ttft_median, 2), Cell(on.summary.ttft_median, 2),
+    Table t({"S", "from cache (%)", "ttft p50 off", "ttft p50 on", "off / on"});
+    for (int s : r.system_prompts) {
+        const QueueRun &off = r.run(kSystemPromptWorkload, s, false),
+                       &on = r.run(kSystemPromptWorkload, s, true);
+        t.add_row({s, Cell(100 * on.from_cache_share(), 1), Cell(off.summary.ttft_median, 2),
+                   Cell(on.summary.ttft_median, 2),
                    Cell(off.summary.ttft_median / on.summary.ttft_median, 2)});
     }
     return t;
@@ -64,23 +65,14 @@ inline Table samples_table(const Results& r) {
 inline std::string ttft_plot(const Results& r, const std::string& dir) {
     SvgPlot plot("Median time to first token against the system prompt's length",
                  "system prompt S (tokens)", "median time to first token (s)");
-    for (bool engine : {false, true})
-        for (bool share : {false, true}) {
-            std::vector<double> x, y;
-            int requests = 0;
-            for (const QueueRun& q : r.runs)
-                if (q.workload == kSystemPromptWorkload && q.engine == engine && q.share == share &&
-                    (engine || q.requests == int(r.queue.queue.size()))) {
-                    x.push_back(q.system_prompt);
-                    y.push_back(q.summary.ttft_median);
-                    requests = q.requests;
-                }
-            if (x.empty()) continue;
-            plot.add_series(std::string(share ? "prefix cache" : "no prefix cache") +
-                                (engine ? " (engine, " : " (simulator, ") +
-                                std::to_string(requests) + " requests)",
-                            x, y);
+    for (bool share : {false, true}) {
+        std::vector<double> x, y;
+        for (int s : r.system_prompts) {
+            x.push_back(s);
+            y.push_back(r.run(kSystemPromptWorkload, s, share).summary.ttft_median);
         }
+        plot.add_series(share ? "prefix cache" : "no prefix cache", x, y);
+    }
     return plot.write(dir + "/08_ttft_vs_system_prompt.svg");
 }
 
@@ -124,10 +116,9 @@ inline Json queue_json(const QueueRun& q) {
 
 inline int report(const Results& r, const OutputOptions& out) {
     const int S = r.sharing.system_prompt;
-    const bool engine_all = r.engine_ran_all();
-    const int all = int(r.queue.queue.size());
-    const QueueRun& before = r.run(kSystemPromptWorkload, S, false, engine_all, all);
-    const QueueRun& after = r.run(kSystemPromptWorkload, S, true, engine_all, all);
+    const QueueRun &before = r.run(kSystemPromptWorkload, S, false),
+                   &after = r.run(kSystemPromptWorkload, S, true);
+    const StepCost& cost = r.pricing.cost;
     const Table main = queue_table(r, kSystemPromptWorkload, S), sweep = sweep_table(r);
     const Table n_samples = queue_table(r, kSamplesWorkload, S), samples = samples_table(r);
     // Memory: what the running requests' tables list beyond what they hold.
@@ -150,11 +141,15 @@ inline int report(const Results& r, const OutputOptions& out) {
     for (const QueueRun& q : r.runs) each.push_back(queue_json(q));
     Json json = Json()
                     .add("chapter", "08_prefix_caching")
-                    .add("model", r.queue.config.describe())
-                    .add("cost_model",
-                         ch05::cost_model_json(
-                             r.queue.cost, r.queue.calibration ? &*r.queue.calibration : nullptr))
-                    .add("kv_budget_mib", r.queue.budget.bytes >> 20)
+                    .add("model", r.model.describe())
+                    .add("step_cost", Json()
+                                          .add("source", cost.source)
+                                          .add("fixed_s", cost.fixed)
+                                          .add("per_row_s", cost.per_row)
+                                          .add("per_sequence_s", cost.per_sequence)
+                                          .add("per_pair_s", cost.per_pair)
+                                          .add("per_position_s", cost.per_position))
+                    .add("kv_budget_mib", r.kv_budget_mib)
                     .add("block_size", r.block_size)
                     .add("blocks", r.blocks)
                     .add("watermark", r.watermark)
@@ -167,7 +162,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("sample_prompt", r.sample_prompt)
                     .add("sample_answer", r.sample_answer)
                     .add("parallel_samples", samples)
-                    .add("headline_side", engine_all ? "engine" : "simulator")
+                    .add("headline_side", "simulator")
                     .add("prompt_share_from_cache", after.from_cache_share())
                     .add("memory_not_copied_bytes", saved_blocks * double(r.bytes_per_block))
                     .add("ttft_median_without_s", before.summary.ttft_median)
@@ -178,18 +173,20 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (emit(out, json)) return 0;
 
     std::cout << "Chapter 08: sharing the cache\n\n"
-              << "model: " << r.queue.config.describe() << "\n"
-              << ch05::describe_workload(r.queue.work, r.queue.queue) << "\n"
+              << "model: " << r.model.describe() << "\n"
+              << describe_workload(r.work, make_workload(r.work)) << "\n"
               << "  each prompt: a system prompt of S = " << S << " tokens, then the question; "
               << fixed(100 * r.sharing.follow_ups, 0) << "% follow up one of the previous "
               << r.sharing.look_back << " requests (its prompt and answer, then a new question)\n"
-              << "memory: " << (r.queue.budget.bytes >> 20) << " MiB of KV cache = " << r.blocks
-              << " blocks of " << r.block_size << " positions (" << format_bytes(r.bytes_per_block)
-              << " each); continuous batching with the cache, batch " << r.queue.batch
-              << ", watermark " << fixed(100 * r.watermark, 0) << "%\n";
-    ch05::print_cost_model(std::cout, r.queue.cost,
-                           r.queue.calibration ? &*r.queue.calibration : nullptr);
-    std::cout << "\nThe queue with a system prompt of " << S << " tokens (times in s):\n";
+              << "memory: " << r.kv_budget_mib << " MiB of KV cache = " << r.blocks << " blocks of "
+              << r.block_size << " positions (" << format_bytes(r.bytes_per_block)
+              << " each); continuous batching with the cache, batch " << r.batch << ", watermark "
+              << fixed(100 * r.watermark, 0) << "%\n"
+              << "step cost: " << format_duration(cost.fixed) << " + "
+              << format_duration(cost.per_row) << " x rows + " << format_duration(cost.per_sequence)
+              << " x sequences + " << fixed(cost.per_pair * 1e9, 1) << " ns x pairs + "
+              << fixed(cost.per_position * 1e9, 1) << " ns x positions (" << cost.source << ")\n"
+              << "\nThe queue with a system prompt of " << S << " tokens (times in s):\n";
     main.print(std::cout);
     std::cout << "from cache: share of the prompts' tokens found cached when they arrived;\n"
               << "prefilled: positions computed by prefills (again after a preemption);\n"
@@ -199,7 +196,8 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "evictions: cached blocks given back to make room; the engine's steps are timed\n"
               << "by the thread's CPU time, so other work on the machine does not count\n"
               << saved << "\n\n"
-              << "How the gain grows with S:\n";
+              << "How the gain grows with S (the simulator, "
+              << with_commas(std::uint64_t(r.work.requests)) << " requests):\n";
     sweep.print(std::cout);
     std::cout << "plot: " << plot_ttft << "\n\n"
               << "The queue with n-sample requests: groups of n = " << r.samples_per_prompt
@@ -210,8 +208,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               << r.sample_answer << " tokens long, on the engine:\n";
     samples.print(std::cout);
     std::cout << "plot: " << plot_memory << "\n\n"
-              << "the headline's waits: " << (engine_all ? "the real engine's" : "the simulator's")
-              << ", continuous batching, S = " << S << "\n"
+              << "the headline's waits: the simulator's, continuous batching, S = " << S << "\n"
               << headline << "\n";
     return 0;
 }

@@ -19,6 +19,7 @@
 
 #include "../../common/core/block_pool.h"
 #include "../../common/core/kv_store.h"
+#include "../../common/serving/paged_memory.h"  // blocks_for
 #include "../../common/serving/real_executor.h"
 #include "prefix_sharing_memory.h"
 
@@ -43,7 +44,7 @@ class BlockTableView final : public KVStore {
     // The manager gave the blocks at grow(); a step beyond them is a bug,
     // and so is a write into a block another request's table names.
     void check_room(int n) const override {
-        const std::size_t need = std::size_t((length_ + n + B() - 1) / B());
+        const std::size_t need = std::size_t(blocks_for(length_ + n, B()));
         const std::span<const int> table = memory_.table(id_);
         if (n < 0 || length_ + n > capacity_ || table.size() < need)
             throw std::logic_error("request " + std::to_string(id_) + ": " + std::to_string(n) +

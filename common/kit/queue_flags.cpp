@@ -1,5 +1,6 @@
 #include "queue_flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -92,6 +93,25 @@ StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOpti
         return counted;
     }
     return machine_step_cost(c, seed, q.calibrate);
+}
+
+std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests) {
+    double prompt = 0, answer = 0;
+    int longest = 0;
+    for (const Request& r : requests) {
+        prompt += r.prompt_len;
+        answer += r.answer_len;
+        longest = std::max(longest, r.answer_len);
+    }
+    const double n = double(std::max<std::size_t>(requests.size(), 1));
+    return "workload: " + with_commas(requests.size()) + " requests " +
+           (w.rate > 0 ? "arriving at " + json_number(w.rate) + " per second (Poisson)"
+                       : std::string("all at time 0")) +
+           " (seed " + std::to_string(w.seed) + "); prompts uniform in " +
+           std::to_string(w.prompt_min) + ".." + std::to_string(w.prompt_max) + " tokens (mean " +
+           fixed(prompt / n, 1) + "); answers " + w.answer_dist + " around " +
+           std::to_string(w.answer_len) + ", capped at " + std::to_string(w.answer_max) +
+           " (mean " + fixed(answer / n, 1) + ", longest " + std::to_string(longest) + ")";
 }
 
 }  // namespace kv

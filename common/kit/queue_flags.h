@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "../core/config.h"
@@ -38,5 +39,10 @@ WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed);
 // The step cost the simulator prices with: counted, or this machine's
 // (saved under build/ once, measured again with --calibrate).
 StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOptions& q);
+
+// "workload: 1,000 requests all at time 0 (seed 1); prompts uniform in
+// 8..64 tokens (mean 35.7); answers geometric around 48, capped at 192
+// (mean 44.5, longest 192)": the options and what the draw gave.
+std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests);
 
 }  // namespace kv
