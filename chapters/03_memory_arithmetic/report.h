@@ -127,11 +127,11 @@ inline Json resident_json(const ResidentGrowth& g) {
     return json.add("page_size", g.page_size);
 }
 
-// Cache bytes against context length, one line per layout at the chosen
-// width, with the budget as a dashed line. The x axis runs a quarter past
-// the context at which the chosen layout's cache alone fills the budget; a
-// steeper line stops a quarter above the budget, so the budget stays
-// readable.
+// Cache bytes against context length, one straight line per layout at the
+// chosen width, with the budget as a dashed line. The x axis runs a quarter
+// past the context at which the chosen layout's cache alone fills the
+// budget; a steeper line stops a quarter above the budget, so the budget
+// stays readable.
 inline std::string write_price_plot(const PriceOptions& o, std::uint64_t budget_bytes,
                                     const std::string& path) {
     const double gib = 1073741824.0;
@@ -143,18 +143,9 @@ inline std::string write_price_plot(const PriceOptions& o, std::uint64_t budget_
     for (const AttentionLayout& layout : attention_layouts(o.heads, o.shape.kv_heads)) {
         const CacheShape s = with_layout(o.shape, layout.kv_heads, o.shape.bytes_per_number);
         const double gib_per_token = double(bytes_per_token(s)) / gib;
-        std::vector<double> xs, ys;
-        for (int i = 0; i <= 20; ++i) {
-            const double tokens = x_max * i / 20;
-            if (tokens * gib_per_token > y_cap) {
-                const double leaves = y_cap / gib_per_token / 1000;  // where the line leaves
-                if (xs.back() < leaves) xs.push_back(leaves), ys.push_back(y_cap);
-                break;
-            }
-            xs.push_back(tokens / 1000);
-            ys.push_back(tokens * gib_per_token);
-        }
-        plot.add_series(layout.name + " (" + std::to_string(layout.kv_heads) + " KV)", xs, ys);
+        const double tokens = std::min(x_max, y_cap / gib_per_token);
+        plot.add_series(layout.name + " (" + std::to_string(layout.kv_heads) + " KV)",
+                        {0, tokens / 1000}, {0, tokens * gib_per_token});
     }
     plot.add_hline("budget " + format_bytes(budget_bytes), double(budget_bytes) / gib);
     return plot.write(path);
