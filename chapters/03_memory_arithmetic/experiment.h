@@ -1,6 +1,6 @@
 // Chapter 03's experiment: price the cache of any model shape (the flags
 // describe the model being priced, not a model the program runs), and
-// check the formula against the bytes the demo model's cache really uses.
+// check the formula against the bytes the demo model's cache really holds.
 //
 // The shape flags reuse the names every program shares (--layers, --heads,
 // --kv-heads); their ranges are wide on purpose: the limit is whether the
@@ -30,27 +30,7 @@ struct PriceOptions {
                                        // has left beside 16-bit 8B-parameter weights
 };
 
-inline void add_price_flags(Flags& flags, PriceOptions& o) {
-    const std::uint64_t most = UINT64_MAX;
-    flags.add("layers", o.shape.layers, 1, most, "layers of the model to price");
-    flags.add("heads", o.heads, 1, most, "query heads (the KV heads of multi-head attention)");
-    flags.add("kv-heads", o.shape.kv_heads, 1, most, "KV heads per layer (must divide --heads)");
-    flags.add("head-size", o.shape.head_size, 1, most, "numbers per head");
-    flags.add("bytes", o.shape.bytes_per_number, 1, 8, "bytes per cached number (2 = 16-bit)");
-    flags.add("context", o.context, 1, most, "tokens of context a conversation reserves");
-    flags.add("mean-len", o.mean_tokens, 1, most, "tokens a conversation holds on average");
-    flags.add("budget-gib", o.budget_gib, 0.001, 1e9, "memory for the KV cache, in GiB");
-}
-
-// The flags and values that set the price, for error messages.
-inline std::string price_flags_text(const PriceOptions& o) {
-    return "--layers " + std::to_string(o.shape.layers) + " --heads " + std::to_string(o.heads) +
-           " --kv-heads " + std::to_string(o.shape.kv_heads) + " --head-size " +
-           std::to_string(o.shape.head_size) + " --bytes " +
-           std::to_string(o.shape.bytes_per_number) + " --context " + std::to_string(o.context);
-}
-
-// The shape a layout and a width give the priced shape.
+// The priced shape with another layout's KV heads and another number width.
 inline CacheShape with_layout(CacheShape s, std::uint64_t kv_heads, std::uint64_t bytes) {
     s.kv_heads = kv_heads;
     s.bytes_per_number = bytes;
@@ -62,66 +42,33 @@ inline CacheShape with_layout(CacheShape s, std::uint64_t kv_heads, std::uint64_
 // longer than the context, or any byte count the tables will print that
 // does not fit in 64 bits (every layout, every width).
 inline void check_price_options(const PriceOptions& o) {
+    auto n = [](std::uint64_t v) { return std::to_string(v); };
     if (o.heads % o.shape.kv_heads != 0)
-        throw UsageError("--kv-heads " + std::to_string(o.shape.kv_heads) +
-                         " must divide --heads " + std::to_string(o.heads) +
-                         ": each KV head serves a whole group of query heads");
+        throw UsageError("--kv-heads " + n(o.shape.kv_heads) + " must divide --heads " +
+                         n(o.heads) + ": each KV head serves a whole group of query heads");
     if (o.mean_tokens > o.context)
-        throw UsageError("--mean-len " + std::to_string(o.mean_tokens) +
-                         " is longer than --context " + std::to_string(o.context));
+        throw UsageError("--mean-len " + n(o.mean_tokens) + " is longer than --context " +
+                         n(o.context));
     for (const AttentionLayout& layout : attention_layouts(o.heads, o.shape.kv_heads))
         for (std::uint64_t bytes : number_widths(o.shape.bytes_per_number)) {
             try {
                 cache_bytes(with_layout(o.shape, layout.kv_heads, bytes), o.context);
             } catch (const std::overflow_error& e) {
-                throw UsageError(std::string(e.what()) + " (" + layout.name + ", " +
-                                 std::to_string(8 * bytes) + "-bit): " + price_flags_text(o));
+                throw UsageError(std::string(e.what()) + " (" + layout.name + ", " + n(8 * bytes) +
+                                 "-bit): --layers " + n(o.shape.layers) + " --heads " + n(o.heads) +
+                                 " --kv-heads " + n(o.shape.kv_heads) + " --head-size " +
+                                 n(o.shape.head_size) + " --bytes " + n(o.shape.bytes_per_number) +
+                                 " --context " + n(o.context));
             }
         }
 }
 
-// The price factor by factor (price_factors), then times the context: the
-// last two products are bytes per token and bytes per conversation.
-inline std::vector<PriceFactor> derivation(const CacheShape& s, std::uint64_t context) {
-    std::vector<PriceFactor> steps = price_factors(s);
-    steps.push_back({context, "tokens of context", cache_bytes(s, context), "bytes"});
-    return steps;
-}
-
-// What the budget holds of one attention layout at the chosen width.
-struct LayoutFit {
-    AttentionLayout layout;
-    BudgetFit fit;  // conversations the budget holds, both ways
-};
-
-// Every layout's fit at the chosen width, the chosen layout among them.
-inline std::vector<LayoutFit> fit_layouts(const PriceOptions& o, std::uint64_t budget_bytes) {
-    std::vector<LayoutFit> fits;
-    for (const AttentionLayout& layout : attention_layouts(o.heads, o.shape.kv_heads)) {
-        const CacheShape s = with_layout(o.shape, layout.kv_heads, o.shape.bytes_per_number);
-        fits.push_back({layout, fit_budget(s, budget_bytes, o.context, o.mean_tokens)});
-    }
-    return fits;
-}
-
 struct Results {
-    PriceOptions price;                   // the shape priced, its context and the budget
-    std::uint64_t budget;                 // the budget in bytes
-    std::uint64_t per_token;              // bytes_per_token(price.shape)
-    std::uint64_t per_conversation;       // cache_bytes(price.shape, price.context)
-    std::vector<PriceFactor> derivation;  // how per_token and per_conversation come about
-    std::vector<LayoutFit> fits;          // the budget's count for every layout
-    Config demo;                          // the book's demo model
-    std::vector<CacheReading> readings;   // its cache against the formula while decoding
-    ResidentGrowth resident;              // the process's memory when a cache is filled
-    int demo_capacity;                    // positions its cache reserved: the layout plot's
-
-    // The budget's count for the priced shape's own layout.
-    const BudgetFit& fit() const {
-        for (const LayoutFit& f : fits)
-            if (f.layout.kv_heads == price.shape.kv_heads) return f.fit;
-        throw std::logic_error("the priced shape's layout is missing from the budget table");
-    }
+    PriceOptions price;                  // the shape priced, its context and the budget
+    Config demo;                         // the book's demo model
+    std::vector<CacheReading> readings;  // its cache against the formula while decoding
+    ResidentGrowth resident;             // the process's memory when a cache is filled
+    int demo_capacity;                   // positions the decoding cache reserved
 
     bool all_agree() const {
         for (const CacheReading& r : readings)
@@ -137,7 +84,17 @@ struct Experiment {
     int decode_steps = 48;       // ...then one decode step per answer token
 
     void add_flags(Flags& flags) {
-        add_price_flags(flags, price);
+        const std::uint64_t most = UINT64_MAX;
+        PriceOptions& o = price;
+        flags.add("layers", o.shape.layers, 1, most, "layers of the model to price");
+        flags.add("heads", o.heads, 1, most, "query heads (the KV heads of multi-head attention)");
+        flags.add("kv-heads", o.shape.kv_heads, 1, most,
+                  "KV heads per layer (must divide --heads)");
+        flags.add("head-size", o.shape.head_size, 1, most, "numbers per head");
+        flags.add("bytes", o.shape.bytes_per_number, 1, 8, "bytes per cached number (2 = 16-bit)");
+        flags.add("context", o.context, 1, most, "tokens of context a conversation reserves");
+        flags.add("mean-len", o.mean_tokens, 1, most, "tokens a conversation holds on average");
+        flags.add("budget-gib", o.budget_gib, 0.001, 1e9, "memory for the KV cache, in GiB");
         flags.add("measure-tokens", measure_tokens, 1, 1 << 24,
                   "positions of the demo model's cache whose resident memory is measured");
     }
@@ -154,18 +111,7 @@ struct Experiment {
         const Config demo;  // the book's demo model (common/core/config.h)
         // Resident memory first, while the process is fresh (see measured_cache.h).
         ResidentGrowth resident = measure_resident_growth(demo, measure_tokens);
-        std::vector<CacheReading> readings =
-            read_cache_while_decoding(demo, prompt_len, decode_steps, 1);
-        const std::uint64_t budget = gib_to_bytes(price.budget_gib);
-        return {price,
-                budget,
-                bytes_per_token(price.shape),
-                cache_bytes(price.shape, price.context),
-                derivation(price.shape, price.context),
-                fit_layouts(price, budget),
-                demo,
-                std::move(readings),
-                resident,
+        return {price, demo, read_cache_while_decoding(demo, prompt_len, decode_steps, 1), resident,
                 prompt_len + decode_steps};
     }
 };
