@@ -17,12 +17,6 @@
 
 namespace kv {
 
-double thread_cpu_seconds() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
-
 // ------------------------------------------------------------ cache sizes
 
 namespace {

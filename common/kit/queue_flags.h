@@ -11,6 +11,7 @@
 #include "../serving/memory_budget.h"
 #include "../serving/workload.h"
 #include "flags.h"
+#include "report.h"  // Json
 
 namespace kv {
 
@@ -38,5 +39,14 @@ WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed);
 // The step cost the simulator prices with: counted, or this machine's
 // (saved under build/ once, measured again with --calibrate).
 StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOptions& q);
+
+// The step cost as a report shows it: where its prices came from (measured
+// now, reused from build/calibration/..., or counted) and, when measured,
+// how well the formula fits the steps it timed; then the formula with its
+// five prices. Two lines, each ending in a newline.
+std::string step_cost_text(const StepCalibration& pricing);
+
+// The same as numbers: seconds, and the fit error as a fraction.
+Json step_cost_json(const StepCalibration& pricing);
 
 }  // namespace kv

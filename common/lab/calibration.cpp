@@ -11,11 +11,11 @@
 
 #include "../core/kv_cache.h"
 #include "../kit/files.h"
-#include "../kit/machine_probes.h"  // thread_cpu_seconds
-#include "../kit/program.h"         // Progress
-#include "../kit/report.h"          // Json
+#include "../kit/program.h"  // Progress
+#include "../kit/report.h"   // Json
 #include "../kit/saved_results.h"
 #include "../kit/timing.h"
+#include "../serving/cpu_time.h"
 
 namespace kv {
 
@@ -259,13 +259,18 @@ std::string machine_and_build() {
 }
 
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again) {
-    const std::string folder = program_folder();
-    const std::string path = folder.empty() ? "" : folder + "/calibration/" + file_name(c);
+    const std::string program = program_folder();
+    return machine_step_cost(c, seed, again, program.empty() ? "" : program + "/calibration");
+}
+
+StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again,
+                                  const std::string& folder) {
+    const std::string path = folder.empty() ? "" : folder + "/" + file_name(c);
     StepCalibration cal;
     if (!again && !path.empty() && read_saved(path, c, cal)) {
         cal.reused = true;
         cal.path = path;
-        cal.cost.source = "measured on this machine, saved in " + path;
+        cal.cost.source = "measured on this machine once, reused from " + path;
         return cal;
     }
     Transformer model(c, seed);
