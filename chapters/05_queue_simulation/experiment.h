@@ -95,14 +95,13 @@ class RecordingExecutor : public Executor {
     std::vector<RecordedStep>& steps_;
 };
 
-// `queue` under `policy`, each step priced by `cost`, as stretches: the
+// `queue` under `policy`, each step priced by `priced`, as stretches: the
 // executor says which rows each step ran and how long it took; the
 // scheduler's events say when each step ended and who was sent back.
 inline PolicyTimeline record_timeline(std::span<const Request> queue, const Policy& policy,
-                                      const MemoryBudget& budget, const StepCost& cost) {
+                                      const MemoryBudget& budget, Executor& priced) {
     std::vector<RecordedStep> steps;
     std::vector<std::pair<int, double>> sent_back;  // (request, when) from preempt events
-    SimulatedExecutor priced(cost);
     RecordingExecutor executor(priced, steps);
     const Schedule schedule =
         run_schedule(queue, policy, budget, executor, [&](const ScheduleEvent& e) {
@@ -164,10 +163,10 @@ inline std::vector<PolicyTimeline> batching_timelines(std::span<const Request> q
                                                       const Config& config) {
     const std::span<const Request> few =
         queue.first(std::min<std::size_t>(queue.size(), kTimelineRequests));
-    const StepCost cost = analytic_step_cost(config);
+    SimulatedExecutor priced(analytic_step_cost(config));
     const std::vector<Policy> policies = book_policies(kTimelineBatch);
-    return {record_timeline(few, policies[kStaticCache], budget, cost),
-            record_timeline(few, policies[kContinuousCache], budget, cost)};
+    return {record_timeline(few, policies[kStaticCache], budget, priced),
+            record_timeline(few, policies[kContinuousCache], budget, priced)};
 }
 
 // ---------------------------------------------------------- the experiment

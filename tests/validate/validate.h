@@ -153,8 +153,8 @@ inline std::vector<std::string> operating_point_lines(const std::vector<CheckedR
             missed += (missed.empty() ? "" : "; ") + row.name + ":";
             for (std::size_t i = 0; i < m.size(); ++i) missed += (i ? ", " : " ") + m[i];
         }
-        const std::string point =
-            "chapter " + ch + "'s operating point (" + std::to_string(queues) + " queues)";
+        const std::string point = "chapter " + ch + "'s operating point (" +
+                                  std::to_string(queues) + (queues == 1 ? " queue)" : " queues)");
         lines.push_back(missed.empty() ? point + ": within " + target + " on all four"
                                        : "warning: " + point + " is more than " + target +
                                              " off the engine: " + missed);
