@@ -197,16 +197,16 @@ inline Plots write_plots(const Results& run, const std::string& dir) {
 
 // ---------------------------------------------------------- one run
 
-// A step cost that fits its own steps badly: a reader should calibrate
-// again on a quieter machine before trusting the times.
+// A step cost that fits its own steps badly: the times deserve a second
+// look (a busy machine, or work the five prices cannot follow).
 inline constexpr double kFitErrorWarning = 0.25;
 inline std::string fit_warning(const Results& run) {
     if (!(run.pricing.cost.fit_error > kFitErrorWarning)) return "";
     return "warning: the step cost's largest fit error is " +
            fixed(100 * run.pricing.cost.fit_error, 1) + "%, above " +
            fixed(100 * kFitErrorWarning, 0) +
-           "%: its formula misses some of the steps it timed; measure again on a quieter "
-           "machine (--calibrate), and see make validate for its error on whole queues";
+           "%: its five prices miss some of the steps it timed (if the machine was busy, "
+           "measure again with --calibrate); make validate shows the error on whole queues";
 }
 
 inline std::string headline(const Results& run) {
