@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "../chapters/03_memory_arithmetic/experiment.h"
-#include "../chapters/03_memory_arithmetic/measured_cache.h"
 #include "../chapters/03_memory_arithmetic/report.h"
 #include "../common/core/memory_arithmetic.h"
 #include "../common/core/transformer.h"

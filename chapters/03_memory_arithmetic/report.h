@@ -18,7 +18,6 @@
 #include "../../common/kit/svg_plot.h"
 #include "cache_layout.h"
 #include "experiment.h"
-#include "measured_cache.h"
 
 namespace kv::ch03 {
 

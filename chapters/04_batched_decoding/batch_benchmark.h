@@ -14,7 +14,7 @@
 #include "../../common/core/cached_decoding.h"
 #include "../../common/core/generation.h"
 #include "../../common/core/rng.h"
-#include "../../common/kit/timing.h"
+#include "../../common/core/timing.h"
 #include "arithmetic_intensity.h"
 
 namespace kv {

@@ -168,7 +168,7 @@ struct Experiment {
                              std::to_string(model.max_seq));
         const std::uint64_t pool = pool_blocks();
         const int longest = std::max(long_prompt, w.prompt_max) + w.answer_max - 1;
-        const std::uint64_t need = std::uint64_t((longest + block_size - 1) / block_size);
+        const std::uint64_t need = std::uint64_t(blocks_for(longest, block_size));
         if (pool < need || pool > std::uint64_t(std::numeric_limits<int>::max()))
             throw UsageError("--kv-budget-mib " + std::to_string(queue.kv_budget_mib) + " holds " +
                              std::to_string(pool) + " blocks of " + std::to_string(block_size) +

@@ -10,30 +10,12 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
+#include "../../common/kit/queue_flags.h"  // describe_workload
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
 #include "experiment.h"
 
 namespace kv::ch09 {
-
-inline std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests) {
-    double prompt = 0, answer = 0;
-    int longest = 0;
-    for (const Request& r : requests) {
-        prompt += r.prompt_len;
-        answer += r.answer_len;
-        longest = std::max(longest, r.answer_len);
-    }
-    const double n = double(requests.size());
-    return "workload: " + with_commas(requests.size()) + " requests " +
-           (w.rate > 0 ? "arriving at " + json_number(w.rate) + " per second (Poisson)"
-                       : std::string("all at time 0")) +
-           " (seed " + std::to_string(w.seed) + "); prompts uniform in " +
-           std::to_string(w.prompt_min) + ".." + std::to_string(w.prompt_max) + " tokens (mean " +
-           fixed(prompt / n, 1) + "); answers " + w.answer_dist + " around " +
-           std::to_string(w.answer_len) + ", capped at " + std::to_string(w.answer_max) +
-           " (mean " + fixed(answer / n, 1) + ", longest " + std::to_string(longest) + ")";
-}
 
 inline Table queue_table(const Results& r, const std::string& workload) {
     Table t({"steps", "ttft p50", "ttft p99", "tbt p50", "tbt p90", "tbt p99", "tbt max",

@@ -12,6 +12,7 @@
 #include "../serving/memory_budget.h"
 #include "../serving/workload.h"
 #include "flags.h"
+#include "report.h"  // Json
 
 namespace kv {
 
@@ -44,5 +45,14 @@ StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOpti
 // 8..64 tokens (mean 35.7); answers geometric around 48, capped at 192
 // (mean 44.5, longest 192)": the options and what the draw gave.
 std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests);
+
+// The step cost as a report shows it: where its prices came from (measured
+// now, reused from build/calibration/..., or counted) and, when measured,
+// how well the formula fits the steps it timed; then the formula with its
+// five prices. Two lines, each ending in a newline.
+std::string step_cost_text(const StepCalibration& pricing);
+
+// The same as numbers: seconds, and the fit error as a fraction.
+Json step_cost_json(const StepCalibration& pricing);
 
 }  // namespace kv

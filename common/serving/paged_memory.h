@@ -26,17 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "../core/block_pool.h"  // blocks_for
 #include "memory_manager.h"
 #include "step_plan.h"
 #include "workload.h"
 
 namespace kv {
-
-// Blocks of `block_size` positions that hold `positions` positions:
-// ceil(positions / block_size), without the overflow of (n + B - 1) / B.
-inline int blocks_for(int positions, int block_size) {
-    return positions / block_size + (positions % block_size > 0);
-}
 
 enum class Preemption { recompute, swap };
 

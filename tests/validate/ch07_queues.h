@@ -16,32 +16,14 @@
 #include "../../chapters/07_paged_kv_cache/experiment.h"
 #include "../../common/core/block_pool.h"
 #include "../../common/core/transformer.h"
+#include "../../common/lab/paged_engine.h"
 #include "../../common/lab/validation.h"
 #include "../../common/serving/paged_executor.h"
 #include "../../common/serving/paged_memory.h"
 #include "../../common/serving/scheduler.h"
-// STAND-IN until options.h (helper ch05) is merged: the lead keeps only the include of options.h.
-#if __has_include("options.h")
 #include "options.h"
-#else
-#include "ch0708_options_stand_in.h"
-#endif
 
 namespace kv {
-
-// The engine of one run: a fresh pool, and the paged executor on it.
-class PagedEngine : public Executor {
-  public:
-    PagedEngine(Transformer& model, std::uint64_t seed, const PagedMemoryOptions& o)
-        : pool_(model.config(), o.block_size, o.blocks),
-          executor_(model, seed, pool_, o.preemption, StepClock::thread_cpu) {}
-    double run(const StepPlan& plan) override { return executor_.run(plan); }
-    void release(const Request& r) override { executor_.release(r); }
-
-  private:
-    BlockPool pool_;
-    PagedExecutor executor_;
-};
 
 inline std::vector<CheckedQueue> ch07_checked_queues(const ValidateOptions& o) {
     ch07::Experiment e;  // the chapter's defaults, on the options' model

@@ -23,12 +23,7 @@
 #include "../../common/core/transformer.h"
 #include "../../common/lab/validation.h"
 #include "../../common/serving/scheduler.h"
-// STAND-IN until options.h (helper ch05) is merged: the lead keeps only the include of options.h.
-#if __has_include("options.h")
 #include "options.h"
-#else
-#include "ch0708_options_stand_in.h"
-#endif
 
 namespace kv {
 

@@ -15,44 +15,12 @@
 #include "../../chapters/09_chunked_prefill/experiment.h"
 #include "../../common/core/block_pool.h"
 #include "../../common/core/transformer.h"
+#include "../../common/lab/paged_engine.h"
 #include "../../common/lab/validation.h"
 #include "../../common/serving/cpu_time.h"
 #include "../../common/serving/paged_executor.h"
 
-#if __has_include("options.h")
 #include "options.h"
-#else
-// ---- stand-in for tests/validate/options.h (helper ch05's), with the
-// ---- three fields used here; the lead deletes this block after the merge.
-namespace kv {
-struct ValidateOptions {
-    Config model;            // the lab's model (chapter 05's)
-    std::uint64_t seed = 1;  // its weights' and the workloads' seed
-    int requests = 128;      // requests in an operating point's queue, at most
-};
-}  // namespace kv
-   // ---- end of the stand-in
-#endif
-
-namespace kv::ch09 {
-
-// The real engine on a pool of blocks it owns: a fresh one for every run,
-// its caches empty. Steps are timed by the thread's CPU time, as the lab
-// times every real step.
-class PagedEngine : public Executor {
-  public:
-    PagedEngine(Transformer& model, std::uint64_t seed, int block_size, int blocks)
-        : pool_(model.config(), block_size, blocks),
-          engine_(model, seed, pool_, Preemption::recompute, StepClock::thread_cpu) {}
-    double run(const StepPlan& plan) override { return engine_.run(plan); }
-    void release(const Request& r) override { engine_.release(r); }
-
-  private:
-    BlockPool pool_;  // declared before engine_, which holds a reference to it
-    PagedExecutor engine_;
-};
-
-}  // namespace kv::ch09
 
 namespace kv {
 
@@ -82,8 +50,7 @@ inline std::vector<CheckedQueue> ch09_checked_queues(const ValidateOptions& o) {
             if (!*own) *own = std::make_unique<Transformer>(config, seed);
             model = own->get();
         }
-        return std::make_unique<ch09::PagedEngine>(*model, seed, server.memory.block_size,
-                                                   server.memory.blocks);
+        return std::make_unique<PagedEngine>(*model, seed, server.memory);
     };
 
     std::vector<CheckedQueue> queues;
