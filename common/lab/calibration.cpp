@@ -16,6 +16,7 @@
 #include "../kit/report.h"   // Json
 #include "../kit/saved_results.h"
 #include "../serving/cpu_time.h"
+#include "timed_step.h"
 
 namespace kv {
 
@@ -77,7 +78,7 @@ double time_once(Transformer& model, const StepShape& s) {
     std::vector<std::vector<int>> tokens;
     auto row = [&](int base, int n) {
         caches.push_back(std::make_unique<KVCache>(c, base + n));
-        caches.back()->commit(base);
+        mark_filled(*caches.back(), base);
         bases.push_back(base);
         std::vector<int> ids(static_cast<std::size_t>(n));
         for (int i = 0; i < n; ++i) ids[std::size_t(i)] = (7 * i + 1) % c.vocab_size;
@@ -89,10 +90,8 @@ double time_once(Transformer& model, const StepShape& s) {
     for (std::size_t i = 0; i < caches.size(); ++i) inputs.push_back({tokens[i], caches[i].get()});
     double fastest = 1e300;
     for (int run = 0; run < 3; ++run) {
-        for (std::size_t i = 0; i < caches.size(); ++i) caches[i]->truncate(bases[i]);
-        const double began = thread_cpu_seconds();
-        model.forward(inputs);
-        if (run > 0) fastest = std::min(fastest, thread_cpu_seconds() - began);
+        const double took = timed_step(model, inputs, bases);
+        if (run > 0) fastest = std::min(fastest, took);
     }
     return std::max(fastest, 1e-9);
 }
