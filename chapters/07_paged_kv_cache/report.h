@@ -1,17 +1,15 @@
 // What chapter 07 prints: how many conversations fit, the price of the
 // block table, the queue under each way of managing memory (and its first
-// requests on the real engine's pool), a plot and the headline; or all of
-// it as one JSON object.
+// requests on the real engine's pool) and the headline; or all of it as one
+// JSON object.
 #pragma once
 
 #include <iostream>
 #include <string>
-#include <vector>
 
 #include "../../common/kit/output.h"
-#include "../../common/kit/queue_flags.h"  // describe_workload
+#include "../../common/kit/queue_flags.h"  // describe_workload, step_cost_text
 #include "../../common/kit/report.h"
-#include "../../common/kit/svg_plot.h"
 #include "experiment.h"
 
 namespace kv::ch07 {
@@ -51,44 +49,12 @@ inline Table queue_table(const Results& r, std::uint64_t mib) {
     return t;
 }
 
-inline std::string fit_plot(const Results& r, const std::string& dir) {
-    SvgPlot plot("Conversations that fit in the KV budget", "block size (positions, log scale)",
-                 "conversations at once");
-    plot.set_log2_x(true);
-    std::vector<double> x, y;
-    for (const FitCount& f : r.paged) {
-        x.push_back(f.block_size);
-        y.push_back(f.conversations);
-    }
-    plot.add_series("paged", x, y);
-    plot.add_hline("reserving the whole context", r.reserved.conversations);
-    return plot.write(dir + "/07_conversations_that_fit.svg");
-}
-
-inline Json queue_json(const QueueRun& q) {
-    return Json()
-        .add("memory", q.memory)
-        .add("budget_mib", q.budget_mib)
-        .add("side", q.engine ? "engine" : "simulator")
-        .add("requests", q.requests)
-        .add("ttft_median_s", q.summary.ttft_median)
-        .add("ttft_p99_s", q.summary.ttft_p99)
-        .add("tokens_per_second", q.summary.tokens_per_second)
-        .add("mean_batch", q.summary.mean_batch)
-        .add("total_s", q.summary.total_s)
-        .add("preemptions", q.preemptions)
-        .add("positions_recomputed", q.positions_recomputed)
-        .add("bytes_swapped", q.bytes_swapped);
-}
-
 inline int report(const Results& r, const OutputOptions& out) {
     const std::uint64_t mib = r.budget.bytes >> 20;
     const FitCount& paged = r.paged_at(r.block_size);
     const QueueRun &before = r.run(kReserve, mib), &after = r.run(kPagedRecompute, mib);
     const Table fits = fit_table(r), costs = indirection_table(r);
     const Table at_budget = queue_table(r, mib), tight = queue_table(r, r.tight_budget_mib);
-    const std::string plot = fit_plot(r, out.plot_dir);
-    const StepCost& cost = r.pricing.cost;
     const std::string headline =
         "paged KV cache: " + std::to_string(paged.conversations) + " conversations fit in " +
         std::to_string(mib) + " MiB where reserving the whole context fit " +
@@ -96,18 +62,10 @@ inline int report(const Results& r, const OutputOptions& out) {
         fixed(before.summary.ttft_median, 1) + " s -> " + fixed(after.summary.ttft_median, 1) +
         " s";
 
-    std::vector<Json> each;
-    for (const QueueRun& q : r.runs) each.push_back(queue_json(q));
     Json json = Json()
                     .add("chapter", "07_paged_kv_cache")
                     .add("model", r.model.describe())
-                    .add("step_cost", Json()
-                                          .add("source", cost.source)
-                                          .add("fixed_s", cost.fixed)
-                                          .add("per_row_s", cost.per_row)
-                                          .add("per_sequence_s", cost.per_sequence)
-                                          .add("per_pair_s", cost.per_pair)
-                                          .add("per_position_s", cost.per_position))
+                    .add("step_cost", step_cost_json(r.pricing))
                     .add("kv_budget_mib", mib)
                     .add("block_size", r.block_size)
                     .add("watermark", r.watermark)
@@ -118,11 +76,11 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("indirection_batch", r.indirection_batch)
                     .add("indirection", costs)
                     .add("swap_bytes_per_second", r.swap_bytes_per_second)
-                    .add("queue_runs", each)
+                    .add("queue_at_budget", at_budget)
+                    .add("queue_tight", tight)
                     .add("headline_side", "simulator")
                     .add("ttft_median_reserved_s", before.summary.ttft_median)
                     .add("ttft_median_paged_s", after.summary.ttft_median)
-                    .add("fit_plot", plot)
                     .add("headline", headline);
     if (emit(out, json)) return 0;
 
@@ -132,15 +90,10 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "memory: " << mib << " MiB of KV cache = " << with_commas(r.budget.tokens)
               << " positions of " << format_bytes(r.budget.bytes_per_token)
               << "; continuous batching with the cache, batch " << r.batch << "\n"
-              << "step cost: " << format_duration(cost.fixed) << " + "
-              << format_duration(cost.per_row) << " x rows + " << format_duration(cost.per_sequence)
-              << " x sequences + " << fixed(cost.per_pair * 1e9, 1) << " ns x pairs + "
-              << fixed(cost.per_position * 1e9, 1) << " ns x positions (" << cost.source << ")\n"
+              << step_cost_text(r.pricing)
               << "\nHow many conversations fit at once, each at its last step, in arrival order:\n";
     fits.print(std::cout);
-    std::cout << "A conversation leaves at most B - 1 positions of its last block unused.\n"
-              << "plot: " << plot << "\n\n"
-              << "The price of the block table: a decode step of " << r.indirection_batch
+    std::cout << "\nThe price of the block table: a decode step of " << r.indirection_batch
               << " sequences (median of the thread's CPU time):\n";
     costs.print(std::cout);
     std::cout << "\nThe queue at " << mib << " MiB, blocks of " << r.block_size
@@ -150,9 +103,8 @@ inline int report(const Results& r, const OutputOptions& out) {
               << " MiB, where memory runs out (times in s; the engine's steps timed by the "
                  "thread's CPU time):\n";
     tight.print(std::cout);
-    std::cout << "batch: mean requests per decode step; recomputed: positions prefilled again;\n"
-              << "swapped: bytes moved out and back in, priced in the simulator at "
-              << fixed(r.swap_bytes_per_second / 1e9, 1) << " GB/s\n\n"
+    std::cout << "swaps priced at " << fixed(r.swap_bytes_per_second / 1e9, 1)
+              << " GB/s in the simulator; recomputed: positions prefilled again\n\n"
               << "the waits below: the simulator's, continuous batching at " << mib << " MiB\n"
               << headline << "\n";
     return 0;
