@@ -67,47 +67,17 @@ struct IndirectionRow {
     double ratio() const { return paged_s / contiguous_s; }
 };
 
-struct Results {
-    Config model;
-    WorkloadOptions work;
-    std::vector<Request> queue;
-    MemoryBudget budget;  // the positions the budget holds, reserving
-    int batch = 0;
-    StepCalibration pricing;  // its .cost prices the simulator's steps
-    int block_size = 0;
-    double watermark = 0;
-    std::uint64_t tight_budget_mib = 0;
-    FitCount reserved;            // reserving the whole context
-    std::vector<FitCount> paged;  // (kFitBlockSizes and --block-size) paging
-    int indirection_batch = 0;
-    std::vector<IndirectionRow> indirection;
-    double swap_bytes_per_second = 0;  // the copy rate swaps are priced at
-    std::vector<QueueRun> runs;        // the simulator's, then the engine's
-
-    const FitCount& paged_at(int b) const {
-        for (const FitCount& f : paged)
-            if (f.block_size == b) return f;
-        throw std::logic_error("no fit counted at block size " + std::to_string(b));
-    }
-    const QueueRun& run(const std::string& memory, std::uint64_t mib) const {
-        for (const QueueRun& q : runs)
-            if (q.memory == memory && q.budget_mib == mib && !q.engine) return q;
-        throw std::logic_error("no simulated run of '" + memory + "' at " + std::to_string(mib) +
-                               " MiB");
-    }
-};
-
-struct Experiment {
-    static constexpr bool draws_plots = false;  // its tables say it all: no --plot-dir
-    Config model;                               // --layers, --dim, ... (the model's shape)
-    std::uint64_t seed = 1;                     // of the weights, the prompts and the queue
-    QueueOptions queue;                         // --requests ... --calibrate (kit/queue_flags.h)
-    int block_size = 16;                        // positions per block in the queue (vLLM's default)
-    double watermark = 0.05;                    // share of the pool admission keeps free
-    std::uint64_t tight_budget_mib = 4;         // a budget where memory runs out
-    int engine_requests = 48;                   // the queue's first requests on the engine; 0: none
-    int indirection_batch = 8;                  // sequences in the decode steps timed both ways
-    static constexpr int kRepeats = 15;         // timed decode steps per context and layout
+// The chapter's parameters (its flags) and their check.
+struct Setup {
+    Config model;                        // --layers, --dim, ... (the model's shape)
+    std::uint64_t seed = 1;              // of the weights, the prompts and the queue
+    QueueOptions queue;                  // --requests ... --calibrate (kit/queue_flags.h)
+    int block_size = 16;                 // positions per block in the queue (vLLM's default)
+    double watermark = 0.05;             // share of the pool admission keeps free
+    std::uint64_t tight_budget_mib = 4;  // a budget where memory runs out
+    int engine_requests = 48;            // the queue's first requests on the engine; 0: none
+    int indirection_batch = 8;           // sequences in the decode steps timed both ways
+    static constexpr int kRepeats = 15;  // timed decode steps per context and layout
 
     void add_flags(Flags& flags) {
         add_model_flags(flags, model, seed);
@@ -162,17 +132,40 @@ struct Experiment {
                 .preemption = mode};
     }
     Policy continuous() const { return {"continuous, cache", queue.batch, true, true}; }
+};
+
+struct Results {
+    Setup setup;  // what ran
+    std::vector<Request> queue;
+    MemoryBudget budget;          // the positions the budget holds, reserving
+    StepCalibration pricing;      // its .cost prices the simulator's steps
+    FitCount reserved;            // reserving the whole context
+    std::vector<FitCount> paged;  // (kFitBlockSizes and --block-size) paging
+    std::vector<IndirectionRow> indirection;
+    double swap_bytes_per_second = 0;  // the copy rate swaps are priced at
+    std::vector<QueueRun> runs;        // the simulator's, then the engine's
+
+    const FitCount& paged_at(int b) const {
+        for (const FitCount& f : paged)
+            if (f.block_size == b) return f;
+        throw std::logic_error("no fit counted at block size " + std::to_string(b));
+    }
+    const QueueRun& run(const std::string& memory, std::uint64_t mib) const {
+        for (const QueueRun& q : runs)
+            if (q.memory == memory && q.budget_mib == mib && !q.engine) return q;
+        throw std::logic_error("no simulated run of '" + memory + "' at " + std::to_string(mib) +
+                               " MiB");
+    }
+};
+
+struct Experiment : Setup {
+    static constexpr bool draws_plots = false;  // its tables say it all: no --plot-dir
 
     Results run() const {
         Results r;
-        r.model = model;
-        r.work = workload_of(queue, seed);
-        r.queue = make_workload(r.work);
+        r.setup = *this;
+        r.queue = make_workload(workload_of(queue, seed));
         r.budget = make_budget(model, queue.kv_budget_mib, Reservation::whole_context);
-        r.batch = queue.batch;
-        r.block_size = block_size;
-        r.watermark = watermark;
-        r.tight_budget_mib = tight_budget_mib;
         r.reserved = fit_reserving(r.queue, r.budget.tokens);
         std::vector<int> sizes = kFitBlockSizes;
         if (std::find(sizes.begin(), sizes.end(), block_size) == sizes.end())
@@ -205,7 +198,6 @@ struct Experiment {
     // Decode steps of the same batch on contiguous caches and on paged ones,
     // taking turns so that a slower moment of the machine hits both alike.
     void time_the_indirection(Results& r, Transformer& engine) const {
-        r.indirection_batch = indirection_batch;
         const std::size_t n = std::size_t(indirection_batch);
         for (int context : {model.max_seq / 8, model.max_seq / 2, model.max_seq - 1}) {
             std::vector<KVCache> contiguous(n, KVCache{model});

@@ -50,11 +50,12 @@ inline Table queue_table(const Results& r, std::uint64_t mib) {
 }
 
 inline int report(const Results& r, const OutputOptions& out) {
+    const Setup& s = r.setup;
     const std::uint64_t mib = r.budget.bytes >> 20;
-    const FitCount& paged = r.paged_at(r.block_size);
+    const FitCount& paged = r.paged_at(s.block_size);
     const QueueRun &before = r.run(kReserve, mib), &after = r.run(kPagedRecompute, mib);
     const Table fits = fit_table(r), costs = indirection_table(r);
-    const Table at_budget = queue_table(r, mib), tight = queue_table(r, r.tight_budget_mib);
+    const Table at_budget = queue_table(r, mib), tight = queue_table(r, s.tight_budget_mib);
     const std::string headline =
         "paged KV cache: " + std::to_string(paged.conversations) + " conversations fit in " +
         std::to_string(mib) + " MiB where reserving the whole context fit " +
@@ -64,16 +65,16 @@ inline int report(const Results& r, const OutputOptions& out) {
 
     Json json = Json()
                     .add("chapter", "07_paged_kv_cache")
-                    .add("model", r.model.describe())
+                    .add("model", s.model.describe())
                     .add("step_cost", step_cost_json(r.pricing))
                     .add("kv_budget_mib", mib)
-                    .add("block_size", r.block_size)
-                    .add("watermark", r.watermark)
-                    .add("tight_budget_mib", r.tight_budget_mib)
+                    .add("block_size", s.block_size)
+                    .add("watermark", s.watermark)
+                    .add("tight_budget_mib", s.tight_budget_mib)
                     .add("fit", fits)
                     .add("conversations_reserved", r.reserved.conversations)
                     .add("conversations_paged", paged.conversations)
-                    .add("indirection_batch", r.indirection_batch)
+                    .add("indirection_batch", s.indirection_batch)
                     .add("indirection", costs)
                     .add("swap_bytes_per_second", r.swap_bytes_per_second)
                     .add("queue_at_budget", at_budget)
@@ -85,21 +86,21 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (emit(out, json)) return 0;
 
     std::cout << "Chapter 07: the paged KV cache\n\n"
-              << "model: " << r.model.describe() << "\n"
-              << describe_workload(r.work, r.queue) << "\n"
+              << "model: " << s.model.describe() << "\n"
+              << describe_workload(workload_of(s.queue, s.seed), r.queue) << "\n"
               << "memory: " << mib << " MiB of KV cache = " << with_commas(r.budget.tokens)
               << " positions of " << format_bytes(r.budget.bytes_per_token)
-              << "; continuous batching with the cache, batch " << r.batch << "\n"
+              << "; continuous batching with the cache, batch " << s.queue.batch << "\n"
               << step_cost_text(r.pricing)
               << "\nHow many conversations fit at once, each at its last step, in arrival order:\n";
     fits.print(std::cout);
-    std::cout << "\nThe price of the block table: a decode step of " << r.indirection_batch
+    std::cout << "\nThe price of the block table: a decode step of " << s.indirection_batch
               << " sequences (median of the thread's CPU time):\n";
     costs.print(std::cout);
-    std::cout << "\nThe queue at " << mib << " MiB, blocks of " << r.block_size
-              << " positions, watermark " << fixed(100 * r.watermark, 0) << "% (times in s):\n";
+    std::cout << "\nThe queue at " << mib << " MiB, blocks of " << s.block_size
+              << " positions, watermark " << fixed(100 * s.watermark, 0) << "% (times in s):\n";
     at_budget.print(std::cout);
-    std::cout << "\nThe queue at " << r.tight_budget_mib
+    std::cout << "\nThe queue at " << s.tight_budget_mib
               << " MiB, where memory runs out (times in s; the engine's steps timed by the "
                  "thread's CPU time):\n";
     tight.print(std::cout);

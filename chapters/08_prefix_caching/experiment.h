@@ -55,26 +55,8 @@ struct SampleRow {
     int copies_engine = 0;
 };
 
-struct Results {
-    Config model;
-    WorkloadOptions work;
-    int batch = 0;
-    std::uint64_t kv_budget_mib = 0;
-    StepCalibration pricing;  // its .cost prices the simulator's steps
-    SharingOptions sharing;
-    int block_size = 0, blocks = 0;
-    double watermark = 0;
-    std::uint64_t bytes_per_block = 0;
-    QueueRun without, with;                    // the whole queue in the simulator
-    std::vector<QueueRun> first;               // its first requests: simulator, engine
-    int sample_prompt = 0, sample_answer = 0;  // the parallel samples' lengths
-    std::vector<SampleRow> samples;            // n = 1 .. kMaxSamples
-};
-
-struct Experiment {
-    static constexpr int kMaxSamples = 8;       // parallel samples counted: n = 1 .. this
-    static constexpr bool draws_plots = false;  // its tables say it all: no --plot-dir
-
+// The chapter's parameters (its flags) and their check.
+struct Setup {
     Config model;              // --layers, --dim, ... (the model's shape)
     std::uint64_t seed = 1;    // of the weights, the prompts and the queue
     QueueOptions queue;        // --requests ... --calibrate (kit/queue_flags.h)
@@ -83,7 +65,7 @@ struct Experiment {
     double watermark = 0.05;   // share of the pool admission keeps free
     int engine_requests = 48;  // the queue's first requests on the engine; 0: none
 
-    Experiment() { model.max_seq = 1024; }  // room for a system prompt and a follow-up's history
+    Setup() { model.max_seq = 1024; }  // room for a system prompt and a follow-up's history
 
     void add_flags(Flags& flags) {
         add_model_flags(flags, model, seed);
@@ -138,18 +120,28 @@ struct Experiment {
         return make_shared_workload(workload_of(queue, seed), sharing, model.vocab_size,
                                     model.max_seq);
     }
+};
+
+struct Results {
+    Setup setup;              // what ran
+    StepCalibration pricing;  // its .cost prices the simulator's steps
+    int blocks = 0;           // in the budget
+    std::uint64_t bytes_per_block = 0;
+    QueueRun without, with;                    // the whole queue in the simulator
+    std::vector<QueueRun> first;               // its first requests: simulator, engine
+    int sample_prompt = 0, sample_answer = 0;  // the parallel samples' lengths
+    std::vector<SampleRow> samples;            // n = 1 .. kMaxSamples
+};
+
+struct Experiment : Setup {
+    static constexpr int kMaxSamples = 8;       // parallel samples counted: n = 1 .. this
+    static constexpr bool draws_plots = false;  // its tables say it all: no --plot-dir
 
     Results run() const {
         Results r;
-        r.model = model;
-        r.work = workload_of(queue, seed);
-        r.batch = queue.batch;
-        r.kv_budget_mib = queue.kv_budget_mib;
+        r.setup = *this;
         r.pricing = price_steps(model, seed, queue);
-        r.sharing = sharing;
-        r.block_size = block_size;
         r.blocks = blocks();
-        r.watermark = watermark;
         r.bytes_per_block = BlockPool::bytes_per_block(model, block_size);
         const std::vector<Request> all = shared_queue();
         r.without = simulate(r, all, false);
@@ -165,20 +157,19 @@ struct Experiment {
 
   private:
     static QueueRun tally(bool share, bool engine, std::span<const Request> requests,
-                          const Schedule& schedule, const PrefixSharingMemory& memory) {
-        QueueRun q;
-        q.share = share;
-        q.engine = engine;
-        q.requests = int(requests.size());
-        q.summary = summarize(schedule);
-        q.prompt_tokens = memory.prompt_tokens();
-        q.prompt_from_cache = memory.prompt_tokens_from_cache();
-        q.prefilled = memory.positions_admitted() - memory.positions_from_cache();
-        q.preemptions = schedule.preemptions;
-        q.evictions = memory.prefix_cache() ? memory.prefix_cache()->evictions() : 0;
-        q.mean_named = memory.mean_named_blocks();
-        q.mean_held = memory.mean_held_blocks();
-        return q;
+                          const Schedule& s, const PrefixSharingMemory& memory) {
+        const PrefixCache* cache = memory.prefix_cache();
+        return {share,
+                engine,
+                int(requests.size()),
+                summarize(s),
+                memory.prompt_tokens(),
+                memory.prompt_tokens_from_cache(),
+                memory.positions_admitted() - memory.positions_from_cache(),
+                s.preemptions,
+                cache ? cache->evictions() : 0,
+                memory.mean_named_blocks(),
+                memory.mean_held_blocks()};
     }
 
     // The block manager over a ledger alone: the same decisions, no numbers.

@@ -40,7 +40,7 @@ class PrefixCache : public BlockReclaimer {
     PrefixCache& operator=(const PrefixCache&) = delete;
 
     int block_size() const { return pool_.block_size(); }
-    int entries() const { return live_; }
+    int entries() const { return int(index_.size()); }
     std::int64_t evictions() const { return evictions_; }  // blocks given back to the pool
 
     // The blocks of the longest cached chain `tokens` starts with, in
@@ -73,9 +73,14 @@ class PrefixCache : public BlockReclaimer {
         for (std::size_t b = 0; (b + 1) * block_size() <= tokens.size() && b < table.size(); ++b) {
             const auto k = key(parent, tokens.subspan(b * block_size(), block_size()));
             auto it = index_.find(k);
-            if (it == index_.end()) {
+            if (it == index_.end()) {  // a new entry, after its parent
+                const std::size_t block = std::size_t(table[b]);
                 pool_.share(table[b]);  // the cache's own reference
-                it = index_.emplace(k, add_entry(parent, table[b], k.second)).first;
+                it = index_.emplace(k, int(entries_.size())).first;
+                entries_.push_back({parent, table[b], 0, 0, it});
+                if (parent != kRoot) ++entries_[std::size_t(parent)].children;
+                if (entry_of_.size() <= block) entry_of_.resize(block + 1, -1);
+                entry_of_[block] = it->second;
                 ++added;
             }
             parent = it->second;
@@ -129,47 +134,34 @@ class PrefixCache : public BlockReclaimer {
   private:
     static constexpr int kRoot = -1;
 
+    using Key = std::pair<int, std::vector<int>>;  // (parent entry, the block's tokens)
+    using Index = std::map<Key, int>;              // -> entry
+
     struct Entry {
         int parent = kRoot;           // the entry of the block before; kRoot for the first
         int block = -1;               // the pool's block; -1 once given back
         int children = 0;             // cached blocks that continue it
         std::uint64_t last_used = 0;  // the cache's clock when last matched, filled or let go
-        std::vector<int> tokens;      // (B) the block's own tokens
+        Index::iterator at;           // its key in index_
     };
-    using Key = std::pair<int, std::vector<int>>;  // (parent entry, the block's tokens)
 
     static Key key(int parent, std::span<const int> tokens) {
         return {parent, std::vector<int>(tokens.begin(), tokens.end())};
     }
 
-    int add_entry(int parent, int block, std::span<const int> tokens) {
-        Entry e;
-        e.tokens.assign(tokens.begin(), tokens.end());
-        e.parent = parent;
-        e.block = block;
-        if (parent != kRoot) ++entries_[std::size_t(parent)].children;
-        entries_.push_back(std::move(e));
-        if (entry_of_.size() <= std::size_t(block)) entry_of_.resize(std::size_t(block) + 1, -1);
-        entry_of_[std::size_t(block)] = int(entries_.size()) - 1;
-        ++live_;
-        return int(entries_.size()) - 1;
-    }
-
     void remove_entry(int i) {
         Entry& e = entries_[std::size_t(i)];
-        index_.erase(Key{e.parent, e.tokens});
+        index_.erase(e.at);
         if (e.parent != kRoot) --entries_[std::size_t(e.parent)].children;
         pool_.release(e.block);  // the cache's reference: the block is free again
         entry_of_[std::size_t(e.block)] = -1;
         e.block = -1;
-        --live_;
     }
 
     BlockLedger& pool_;
-    std::map<Key, int> index_;    // (parent entry, tokens) -> entry
+    Index index_;                 // the live entries
     std::vector<Entry> entries_;  // every entry ever made, parents first; given back: block -1
-    int live_ = 0;
-    std::vector<int> entry_of_;  // (blocks) the live entry naming each block, or -1
+    std::vector<int> entry_of_;   // (blocks) the live entry naming each block, or -1
     std::uint64_t clock_ = 0;
     std::int64_t evictions_ = 0;
 };

@@ -42,7 +42,9 @@ inline Table samples_table(const Results& r) {
 }
 
 inline int report(const Results& r, const OutputOptions& out) {
-    const int S = r.sharing.system_prompt;
+    const Setup& s = r.setup;
+    const int S = s.sharing.system_prompt;
+    const WorkloadOptions work = workload_of(s.queue, s.seed);
     const QueueRun &before = r.without, &after = r.with;
     const Table queue = queue_table(r), samples = samples_table(r);
     // Memory: what the running requests' tables list beyond what they hold.
@@ -55,15 +57,15 @@ inline int report(const Results& r, const OutputOptions& out) {
 
     Json json = Json()
                     .add("chapter", "08_prefix_caching")
-                    .add("model", r.model.describe())
+                    .add("model", s.model.describe())
                     .add("step_cost", step_cost_json(r.pricing))
-                    .add("kv_budget_mib", r.kv_budget_mib)
-                    .add("block_size", r.block_size)
+                    .add("kv_budget_mib", s.queue.kv_budget_mib)
+                    .add("block_size", s.block_size)
                     .add("blocks", r.blocks)
-                    .add("watermark", r.watermark)
+                    .add("watermark", s.watermark)
                     .add("system_prompt", S)
-                    .add("follow_ups", r.sharing.follow_ups)
-                    .add("samples_per_prompt", r.sharing.samples)
+                    .add("follow_ups", s.sharing.follow_ups)
+                    .add("samples_per_prompt", s.sharing.samples)
                     .add("queue", queue)
                     .add("sample_prompt", r.sample_prompt)
                     .add("sample_answer", r.sample_answer)
@@ -77,17 +79,17 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (emit(out, json)) return 0;
 
     std::cout << "Chapter 08: sharing the cache\n\n"
-              << "model: " << r.model.describe() << "\n"
-              << describe_workload(r.work, make_workload(r.work)) << "\n"
+              << "model: " << s.model.describe() << "\n"
+              << describe_workload(work, make_workload(work)) << "\n"
               << "  each prompt: a system prompt of S = " << S << " tokens, then the question; "
-              << fixed(100 * r.sharing.follow_ups, 0) << "% follow up one of the previous "
-              << r.sharing.look_back << " requests";
-    if (r.sharing.samples > 1)
-        std::cout << "; groups of " << r.sharing.samples << " ask one prompt";
-    std::cout << "\nmemory: " << r.kv_budget_mib << " MiB of KV cache = " << r.blocks
-              << " blocks of " << r.block_size << " positions (" << format_bytes(r.bytes_per_block)
-              << " each); continuous batching with the cache, batch " << r.batch << ", watermark "
-              << fixed(100 * r.watermark, 0) << "%\n"
+              << fixed(100 * s.sharing.follow_ups, 0) << "% follow up one of the previous "
+              << s.sharing.look_back << " requests";
+    if (s.sharing.samples > 1)
+        std::cout << "; groups of " << s.sharing.samples << " ask one prompt";
+    std::cout << "\nmemory: " << s.queue.kv_budget_mib << " MiB of KV cache = " << r.blocks
+              << " blocks of " << s.block_size << " positions (" << format_bytes(r.bytes_per_block)
+              << " each); continuous batching with the cache, batch " << s.queue.batch
+              << ", watermark " << fixed(100 * s.watermark, 0) << "%\n"
               << step_cost_text(r.pricing) << "\nThe queue (times in s; the engine's steps timed "
               << "by the thread's CPU time):\n";
     queue.print(std::cout);
