@@ -62,7 +62,7 @@ struct Setup {
     QueueOptions queue;        // --requests ... --calibrate (kit/queue_flags.h)
     SharingOptions sharing;    // S, follow-ups, look-back, n (shared_workload.h)
     int block_size = 16;       // positions per block (vLLM's default)
-    double watermark = 0.05;   // share of the pool admission keeps free
+    double watermark = 0.05;   // share of the pool admission keeps free (chapter 07 varies it)
     int engine_requests = 48;  // the queue's first requests on the engine; 0: none
 
     Setup() { model.max_seq = 1024; }  // room for a system prompt and a follow-up's history
@@ -78,7 +78,6 @@ struct Setup {
                   "a follow-up continues one of the previous this-many requests");
         flags.add("samples", sharing.samples, 1, 64, "n: requests in a row asking the same prompt");
         flags.add("block-size", block_size, 1, 1 << 16, "positions per block");
-        flags.add("watermark", watermark, 0.0, 0.5, "share of the blocks admission keeps free");
         flags.add("engine-requests", engine_requests, 0, 10'000'000,
                   "requests of the queue the real engine runs beside the simulator (0: none)");
     }
