@@ -195,11 +195,13 @@ TEST_CASE("paging fits more conversations and wastes less than a block each") {
     const std::uint64_t budget = c.kv_bytes(300);  // 300 positions
     const FitCount reserved = fit_reserving(queue, 300);
     // Counted by hand from the queue: whole contexts in arrival order.
+    auto longest = [&](int i) {  // what a whole-context reservation charges
+        return std::uint64_t(queue[std::size_t(i)].prompt_len + queue[std::size_t(i)].answer_cap -
+                             1);
+    };
     std::uint64_t sum = 0;
     int n = 0;
-    while (n < int(queue.size()) &&
-           sum + std::uint64_t(longest_context_of(queue[std::size_t(n)])) <= 300)
-        sum += std::uint64_t(longest_context_of(queue[std::size_t(n++)]));
+    while (n < int(queue.size()) && sum + longest(n) <= 300) sum += longest(n++);
     CHECK(reserved.conversations == n);
     CHECK(reserved.positions_charged == sum);
     for (int B : {1, 4, 8, 16}) {

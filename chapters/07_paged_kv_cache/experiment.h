@@ -1,18 +1,12 @@
 // Chapter 07's experiment: its parameters, their check, and the run.
 //
-// The queue is the one every queue chapter shares (the model and queue
-// flags), served by continuous batching with the cache. On it the run
-// shows four things:
-//   how many conversations fit, reserving the whole context against paging
-//     at several block sizes, on a real block pool;
-//   the price of the indirection: a decode step on paged caches against
-//     contiguous ones, on the real engine, at three contexts;
-//   the queue in the simulator under each way of managing memory: at the
-//     budget, and at a tight one where memory runs out and preemption (by
-//     recompute or by swap, with or without an admission watermark)
-//     decides who waits;
-//   the queue's first requests at the tight budget on the real engine's
-//     block pool, beside the simulator on the same requests.
+// On the queue every queue chapter shares, continuous batching with the
+// cache: how many conversations fit, reserving the whole context against
+// paging at several block sizes, on a real block pool; the price of the
+// block table, a decode step on paged caches against contiguous ones on the
+// engine; the queue in the simulator under each way of managing memory, at
+// the budget and at a tight one where preemption decides who waits; and
+// the tight queue's first requests on the engine's pool beside the simulator.
 #pragma once
 
 #include <algorithm>
@@ -31,10 +25,10 @@
 #include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
-#include "../../common/kit/machine_probes.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/queue_flags.h"
-#include "../../common/kit/report.h"
+#include "../../common/kit/report.h"  // format_bytes
+#include "../../common/serving/cpu_time.h"
 #include "../../common/serving/memory_budget.h"
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/paged_executor.h"
@@ -73,37 +67,8 @@ struct IndirectionRow {
     double ratio() const { return paged_s / contiguous_s; }
 };
 
-struct Results {
-    Config model;
-    WorkloadOptions work;
-    std::vector<Request> queue;
-    MemoryBudget budget;  // the positions the budget holds, reserving
-    int batch = 0;
-    StepCalibration pricing;  // its .cost prices the simulator's steps
-    int block_size = 0;
-    double watermark = 0;
-    std::uint64_t tight_budget_mib = 0;
-    FitCount reserved;            // reserving the whole context
-    std::vector<FitCount> paged;  // (kFitBlockSizes and --block-size) paging
-    int indirection_batch = 0;
-    std::vector<IndirectionRow> indirection;
-    double swap_bytes_per_second = 0;  // the copy rate swaps are priced at
-    std::vector<QueueRun> runs;        // the simulator's, then the engine's
-
-    const FitCount& paged_at(int b) const {
-        for (const FitCount& f : paged)
-            if (f.block_size == b) return f;
-        throw std::logic_error("no fit counted at block size " + std::to_string(b));
-    }
-    const QueueRun& run(const std::string& memory, std::uint64_t mib) const {
-        for (const QueueRun& q : runs)
-            if (q.memory == memory && q.budget_mib == mib && !q.engine) return q;
-        throw std::logic_error("no simulated run of '" + memory + "' at " + std::to_string(mib) +
-                               " MiB");
-    }
-};
-
-struct Experiment {
+// The chapter's parameters (its flags) and their check.
+struct Setup {
     Config model;                        // --layers, --dim, ... (the model's shape)
     std::uint64_t seed = 1;              // of the weights, the prompts and the queue
     QueueOptions queue;                  // --requests ... --calibrate (kit/queue_flags.h)
@@ -139,23 +104,20 @@ struct Experiment {
             throw UsageError("--tight-budget-mib " + std::to_string(tight_budget_mib) +
                              " must be below --kv-budget-mib " +
                              std::to_string(queue.kv_budget_mib));
-        // Each budget must hold the longest request alone, in whole blocks,
-        // or it would wait forever.
+        // Each budget is real memory, its blocks counted in an int, and must
+        // hold the longest request alone in whole blocks, or it would wait forever.
         const std::uint64_t per_block = BlockPool::bytes_per_block(model, block_size);
         const std::uint64_t need =
             std::uint64_t(blocks_for(w.prompt_max + w.answer_max - 1, block_size)) * per_block;
         for (const auto& [flag, mib] : {std::pair{"--kv-budget-mib", queue.kv_budget_mib},
                                         std::pair{"--tight-budget-mib", tight_budget_mib}}) {
-            // The pool is real memory, and its blocks are counted in an int.
+            const std::string it = std::string(flag) + " " + std::to_string(mib);
             if ((mib << 20) / per_block > std::uint64_t(std::numeric_limits<int>::max()))
-                throw UsageError(std::string(flag) + " " + std::to_string(mib) +
-                                 " MiB makes more blocks than a block table can count");
+                throw UsageError(it + " MiB makes more blocks than a block table can count");
             if (const std::string over = beyond_memory(double(mib << 20), 0.5); !over.empty())
-                throw UsageError(std::string(flag) + " " + std::to_string(mib) +
-                                 " MiB of blocks would be " + over);
+                throw UsageError(it + " MiB of blocks would be " + over);
             if ((mib << 20) < need)
-                throw UsageError(std::string(flag) + " " + std::to_string(mib) +
-                                 " cannot hold one request at its longest in blocks of " +
+                throw UsageError(it + " cannot hold one request at its longest in blocks of " +
                                  std::to_string(block_size) + " (" + format_bytes(need) + ")");
         }
         check_model(model, std::uint64_t(indirection_batch) * std::uint64_t(model.max_seq) * 2);
@@ -170,18 +132,45 @@ struct Experiment {
                 .preemption = mode};
     }
     Policy continuous() const { return {"continuous, cache", queue.batch, true, true}; }
+};
+
+struct Results {
+    Setup setup;  // what ran
+    std::vector<Request> queue;
+    MemoryBudget budget;          // the positions the budget holds, reserving
+    StepCalibration pricing;      // its .cost prices the simulator's steps
+    FitCount reserved;            // reserving the whole context
+    std::vector<FitCount> paged;  // (kFitBlockSizes and --block-size) paging
+    std::vector<IndirectionRow> indirection;
+    double swap_bytes_per_second = 0;  // the copy rate swaps are priced at
+    std::vector<QueueRun> runs;        // the simulator's, then the engine's
+
+    const FitCount& paged_at(int b) const {
+        for (const FitCount& f : paged)
+            if (f.block_size == b) return f;
+        throw std::logic_error("no fit counted at block size " + std::to_string(b));
+    }
+    const QueueRun& run(const std::string& memory, std::uint64_t mib) const {
+        for (const QueueRun& q : runs)
+            if (q.memory == memory && q.budget_mib == mib && !q.engine) return q;
+        throw std::logic_error("no simulated run of '" + memory + "' at " + std::to_string(mib) +
+                               " MiB");
+    }
+};
+
+struct Experiment : Setup {
+    static constexpr bool draws_plots = false;  // its tables say it all: no --plot-dir
 
     Results run() const {
         Results r;
-        r.model = model;
-        r.work = workload_of(queue, seed);
-        r.queue = make_workload(r.work);
+        r.setup = *this;
+        r.queue = make_workload(workload_of(queue, seed));
         r.budget = make_budget(model, queue.kv_budget_mib, Reservation::whole_context);
-        r.batch = queue.batch;
-        r.block_size = block_size;
-        r.watermark = watermark;
-        r.tight_budget_mib = tight_budget_mib;
-        count_what_fits(r);
+        r.reserved = fit_reserving(r.queue, r.budget.tokens);
+        std::vector<int> sizes = kFitBlockSizes;
+        if (std::find(sizes.begin(), sizes.end(), block_size) == sizes.end())
+            sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), block_size), block_size);
+        for (int b : sizes) r.paged.push_back(fit_paged(model, r.budget.bytes, b, r.queue));
         Transformer engine(model, seed);
         time_the_indirection(r, engine);
         r.pricing = price_steps(model, seed, queue);
@@ -189,38 +178,26 @@ struct Experiment {
             queue.cost_model == "analytic" ? kAnalyticBytesPerSecond : measure_swap_rate();
         const Preemption recompute = Preemption::recompute, swap = Preemption::swap;
         for (const std::uint64_t mib : {queue.kv_budget_mib, tight_budget_mib}) {
-            r.runs.push_back(simulate_reserving(r, r.queue, mib));
-            r.runs.push_back(
-                simulate_paged(r, r.queue, kPagedRecompute, mib, watermark, recompute));
+            r.runs.push_back(simulate(r, r.queue, kReserve, mib, 0, recompute));
+            r.runs.push_back(simulate(r, r.queue, kPagedRecompute, mib, watermark, recompute));
             if (mib != tight_budget_mib) continue;
-            r.runs.push_back(simulate_paged(r, r.queue, kPagedNoWatermark, mib, 0, recompute));
-            r.runs.push_back(simulate_paged(r, r.queue, kPagedSwap, mib, watermark, swap));
+            r.runs.push_back(simulate(r, r.queue, kPagedNoWatermark, mib, 0, recompute));
+            r.runs.push_back(simulate(r, r.queue, kPagedSwap, mib, watermark, swap));
         }
         // The engine's pool beside the simulator, on the same first requests.
-        const int n = std::min(engine_requests, int(r.queue.size()));
-        if (n > 0) {
+        if (const int n = std::min(engine_requests, int(r.queue.size())); n > 0) {
             const std::span<const Request> first(r.queue.data(), std::size_t(n));
             r.runs.push_back(
-                simulate_paged(r, first, kPagedRecompute, tight_budget_mib, watermark, recompute));
+                simulate(r, first, kPagedRecompute, tight_budget_mib, watermark, recompute));
             r.runs.push_back(run_on_the_engine(first, engine));
         }
         return r;
     }
 
   private:
-    void count_what_fits(Results& r) const {
-        const std::uint64_t bytes = queue.kv_budget_mib << 20;
-        r.reserved = fit_reserving(r.queue, r.budget.tokens);
-        std::vector<int> sizes = kFitBlockSizes;
-        if (std::find(sizes.begin(), sizes.end(), block_size) == sizes.end())
-            sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), block_size), block_size);
-        for (int b : sizes) r.paged.push_back(fit_paged(model, bytes, b, r.queue));
-    }
-
-    // Decode steps of the same batch, contiguous caches and paged ones, taking
-    // turns so that a slower moment of the machine hits both alike.
+    // Decode steps of the same batch on contiguous caches and on paged ones,
+    // taking turns so that a slower moment of the machine hits both alike.
     void time_the_indirection(Results& r, Transformer& engine) const {
-        r.indirection_batch = indirection_batch;
         const std::size_t n = std::size_t(indirection_batch);
         for (int context : {model.max_seq / 8, model.max_seq / 2, model.max_seq - 1}) {
             std::vector<KVCache> contiguous(n, KVCache{model});
@@ -228,10 +205,9 @@ struct Experiment {
                            indirection_batch * blocks_for(model.max_seq, block_size));
             std::vector<PagedKVCache> paged;
             for (std::size_t i = 0; i < n; ++i) paged.emplace_back(pool, model.max_seq);
-            // The caches are marked filled (reserve, commit): a step costs the
-            // same whatever numbers they hold. The paged ones grow a block at a
-            // time, taking turns, so their blocks lie scattered through the
-            // pool as on a busy server.
+            // Marked filled (reserve, commit): a step costs the same whatever
+            // numbers the caches hold. The paged ones grow a block at a time,
+            // taking turns, so their blocks lie scattered as on a busy server.
             for (KVCache& c : contiguous) {
                 c.reserve(context);
                 c.commit(context);
@@ -242,26 +218,24 @@ struct Experiment {
                     c.commit(std::min(block_size, context - filled));
                 }
             const int token = 1;
-            std::vector<SequenceInput> on_contiguous, on_paged;
+            std::vector<SequenceInput> inputs[2];
             for (std::size_t i = 0; i < n; ++i) {
-                on_contiguous.push_back({std::span(&token, 1), &contiguous[i]});
-                on_paged.push_back({std::span(&token, 1), &paged[i]});
+                inputs[0].push_back({std::span(&token, 1), &contiguous[i]});
+                inputs[1].push_back({std::span(&token, 1), &paged[i]});
             }
             std::vector<double> times[2];
             for (int rep = 0; rep <= kRepeats; ++rep)
                 for (int layout : {0, 1}) {
-                    std::vector<SequenceInput>& inputs = layout ? on_paged : on_contiguous;
-                    for (SequenceInput& s : inputs) s.cache->truncate(context);
+                    for (SequenceInput& s : inputs[layout]) s.cache->truncate(context);
                     const double start = thread_cpu_seconds();
-                    engine.forward(inputs);  // one decode step, batched
-                    const double seconds = thread_cpu_seconds() - start;
-                    if (rep > 0) times[layout].push_back(seconds);  // rep 0 warms up
+                    engine.forward(inputs[layout]);  // one decode step, batched
+                    if (rep > 0) times[layout].push_back(thread_cpu_seconds() - start);
                 }
             r.indirection.push_back({context, median(times[0]), median(times[1])});
         }
     }
 
-    // The copy rate of a swap: blocks out to host memory and back, timed.
+    // The copy rate of a swap: one sequence's blocks out to host memory and back.
     double measure_swap_rate() const {
         BlockPool pool(model, block_size, std::max(1, model.max_seq / block_size));
         PagedKVCache seq(pool, model.max_seq);
@@ -278,34 +252,26 @@ struct Experiment {
         return rates.empty() ? kAnalyticBytesPerSecond : median(rates);
     }
 
-    QueueRun finish(const std::string& memory, std::uint64_t mib, bool engine,
-                    std::span<const Request> requests, const Schedule& s) const {
-        QueueRun q;
-        q.memory = memory;
-        q.budget_mib = mib;
-        q.engine = engine;
-        q.requests = int(requests.size());
-        q.summary = summarize(s);
-        q.preemptions = s.preemptions;
-        return q;
+    QueueRun tally(const std::string& memory, std::uint64_t mib, bool engine,
+                   std::span<const Request> requests, const Schedule& s) const {
+        return {memory, mib, engine, int(requests.size()), summarize(s), s.preemptions};
     }
 
-    QueueRun simulate_reserving(const Results& r, std::span<const Request> requests,
-                                std::uint64_t mib) const {
-        const MemoryBudget budget = make_budget(model, mib, Reservation::whole_context);
-        SimulatedExecutor executor(r.pricing.cost);
-        return finish(kReserve, mib, false, requests,
-                      run_schedule(requests, continuous(), budget, executor));
-    }
-
-    QueueRun simulate_paged(const Results& r, std::span<const Request> requests,
-                            const std::string& name, std::uint64_t mib, double share,
-                            Preemption mode) const {
+    // In the simulator: reserving the whole context (kReserve), or the block
+    // manager with swaps priced by the bytes they move.
+    QueueRun simulate(const Results& r, std::span<const Request> requests, const std::string& name,
+                      std::uint64_t mib, double share, Preemption mode) const {
+        if (name == kReserve) {
+            const MemoryBudget budget = make_budget(model, mib, Reservation::whole_context);
+            SimulatedExecutor executor(r.pricing.cost);
+            return tally(name, mib, false, requests,
+                         run_schedule(requests, continuous(), budget, executor));
+        }
         PagedMemory memory(paged(mib, share, mode));
         const std::uint64_t per_block = BlockPool::bytes_per_block(model, block_size);
         SwapPricedExecutor executor(r.pricing.cost, memory, per_block, r.swap_bytes_per_second);
-        QueueRun q = finish(name, mib, false, requests,
-                            run_schedule(requests, continuous(), memory, PrefillFirst{}, executor));
+        QueueRun q = tally(name, mib, false, requests,
+                           run_schedule(requests, continuous(), memory, PrefillFirst{}, executor));
         q.positions_recomputed = memory.positions_recomputed();
         q.bytes_swapped =
             std::uint64_t(memory.blocks_swapped_out() + memory.blocks_swapped_in()) * per_block;
@@ -319,7 +285,7 @@ struct Experiment {
         BlockPool pool(model, o.block_size, o.blocks);
         PagedExecutor executor(engine, seed, pool, o.preemption, StepClock::thread_cpu);
         const Schedule s = run_schedule(requests, continuous(), memory, PrefillFirst{}, executor);
-        QueueRun q = finish(kPagedRecompute, tight_budget_mib, true, requests, s);
+        QueueRun q = tally(kPagedRecompute, tight_budget_mib, true, requests, s);
         q.positions_recomputed = memory.positions_recomputed();
         return q;
     }

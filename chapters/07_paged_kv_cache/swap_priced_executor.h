@@ -1,10 +1,9 @@
 // Chapter 07: the simulator, with swaps priced by the bytes they move.
 //
-// The simulated executor prices every step by the step cost. A preemption
-// by swap adds work the formula never sees: the victim's blocks go out to
-// host memory, and come back in before its next step. Each block moved
-// costs its bytes over the copy rate (measured on this machine, or the
-// analytic rate), charged to the step in which it moves.
+// A preemption by swap adds work the step cost never sees: the victim's
+// blocks go out to host memory and come back before its next step. Each
+// block moved costs its bytes over the copy rate, charged to the step in
+// which it moves.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +24,7 @@ class SwapPricedExecutor : public SimulatedExecutor {
           rate_(copy_bytes_per_second) {}
 
     double run(const StepPlan& plan) override {
-        // Blocks moved since the last step: out when a victim left, in when
-        // it came back for this one.
+        // Blocks moved since the last step: out when a victim left, in for this one.
         const std::int64_t moved = memory_.blocks_swapped_out() + memory_.blocks_swapped_in();
         const double swap_seconds = double(moved - priced_) * double(bytes_per_block_) / rate_;
         priced_ = moved;

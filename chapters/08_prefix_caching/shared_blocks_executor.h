@@ -1,13 +1,10 @@
 // Chapter 08: the real engine on blocks the block manager hands out.
 //
-// In chapter 07 each sequence's cache took its own blocks from the pool as
-// it grew. Here the block manager (prefix_sharing_memory.h) holds every
-// table, shared prompt blocks among them, and the engine only fills blocks
-// where a table says, as vLLM's workers fill the block ids its scheduler
-// sends them. A request's cache is a view of its table: positions before
-// r.cached are already there (computed by an earlier request with the same
-// prompt start), and its prefill writes from r.cached on, into blocks of
-// its own.
+// The block manager (prefix_sharing_memory.h) holds every table, shared
+// prompt blocks among them; the engine only fills blocks where a table says,
+// as vLLM's workers fill the block ids its scheduler sends. A request's
+// cache is a view of its table: positions before r.cached are already there,
+// and its prefill writes from r.cached on, into blocks of its own.
 #pragma once
 
 #include <algorithm>
@@ -19,7 +16,6 @@
 
 #include "../../common/core/block_pool.h"
 #include "../../common/core/kv_store.h"
-#include "../../common/serving/paged_memory.h"  // blocks_for
 #include "../../common/serving/real_executor.h"
 #include "prefix_sharing_memory.h"
 

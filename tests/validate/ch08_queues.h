@@ -61,7 +61,7 @@ inline std::vector<CheckedQueue> ch08_checked_queues(const ValidateOptions& o) {
     e.queue.workload.requests = o.requests;  // the queue's first requests: its draws go in order
     e.check();
     const Policy policy = e.continuous();
-    const std::vector<Request> requests = e.shared_queue(e.sharing);
+    const std::vector<Request> requests = e.shared_queue();
     const int block_size = e.block_size, blocks = e.blocks();
     auto checked = [&](bool share) {
         const SharingMemoryOptions sharing{.watermark = e.watermark, .share = share};
