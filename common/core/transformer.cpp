@@ -133,11 +133,7 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
     }
 
     // Only the last token of each sequence needs logits: it is the one whose
-    // next token we are about to choose. Against logits for every row,
-    // measured on an Intel Xeon (Emerald Rapids, family 6 model 207, GCC 12,
-    // AVX-512), both in one process, interleaved, fastest of 300: a 128-token
-    // demo prefill 23.5 -> 19.8 ms. (A decode step has one row per sequence,
-    // so there it changes nothing.)
+    // next token we are about to choose.
     const int n_inputs = static_cast<int>(inputs.size());
     last_.resize_rows(n_inputs);
     logits_.resize_rows(n_inputs);
@@ -239,18 +235,6 @@ void Transformer::attend_one_head(int row, int pos, int h) {
 // their outputs, so each key and value is loaded once per group, not once
 // per head. Each score and each output is the same sum as in
 // attend_one_head, added in the same order: the logits are identical.
-//
-// What it bought, measured on an Intel Xeon (family 6 model 207), GCC 12,
-// AVX-512, with make bench (thread CPU time; best of three runs of this
-// build interleaved with three of the one-head-at-a-time build, one
-// session, a shared machine), demo model (8 query heads in 2 groups of 4,
-// head size 32): a decode step over 4,096 cached positions 3.13 -> 2.00 ms
-// (1.56 x), a 128-token prefill 22.15 -> 21.14 ms, batch 16 over 64
-// positions 3.46 -> 3.30 ms; batch 1 over 64 positions unchanged (0.82 ms:
-// there attention is a few percent of the step). Per group of 4 heads over
-// 4,097 positions: scores 80 -> 49 us, softmax 27 -> 20 us (the four sums
-// side by side), weighted values 43 -> 13 us (eight chains of additions
-// side by side instead of two).
 void Transformer::attend_group(int row, int pos, int kv_head) {
     const Config& c = config_;
     const int hs = c.head_size();
