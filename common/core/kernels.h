@@ -54,6 +54,20 @@ void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_s
                         const float* rows, int n_rows, std::size_t stride, int n, float* out,
                         std::size_t out_stride);
 
+// Rows held in runs, one after another (a paged cache's blocks): `count`
+// rows from `rows` on, `stride` apart within the run.
+struct RowRun {
+    const float* rows;
+    int count;
+};
+
+// The same over the first n_rows rows of the runs, taken in order as if
+// they were one: row j of the whole is scored into out[i * out_stride + j].
+// The kernel walks the runs itself, fetching rows ahead across their ends.
+void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
+                        std::span<const RowRun> runs, int n_rows, std::size_t stride, int n,
+                        float* out, std::size_t out_stride);
+
 // ------------------------------------------------------------- weighted sums
 
 // out[d] = sum over j of weights[j] * rows[j * stride + d], for d < width,
@@ -76,15 +90,60 @@ void weighted_sum_add_reference(const float* weights, int n_rows, const float* r
 void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
                                 int n_rows, const float* rows, std::size_t stride, int width,
                                 float* out, std::size_t out_stride);
+// The same over the first n_rows rows of the runs, in order: weights[j] goes
+// with row j of the whole.
+void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
+                                std::span<const RowRun> runs, int n_rows, std::size_t stride,
+                                int width, float* out, std::size_t out_stride);
 
 // ------------------------------------------------------------ matrix products
 
 // y (x.rows, w.rows) = x (rows, in) times w (out, in) transposed: y[i][j] is
 // dot(x row i, w row j). Weights are stored (out, in) as in Llama, so each
 // output reads one contiguous row.
-void matmul(const Matrix& x, const Matrix& w, Matrix& y);
-// The same as a plain double loop of dot_in_book_order.
-void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y);
+void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y);  // a plain double loop
+
+// The fast product comes in several kernels, each computing every output as
+// one dot() in the book's order, so all of them give the same bits. They
+// differ in how many rows of x and of w they take at once, how far ahead
+// they fetch and how wide their registers are; which is fastest depends on
+// the core and on the number of rows, so it is measured, not assumed
+// (kernel_plan.h). A product's rows fall in one of three classes:
+enum class RowClass {
+    one,   // a decode step of one sequence: every weight is used once
+    few,   // 2 to kFewRowsMost rows: a small batch, weights still streamed
+    many,  // more: a batch or a prompt, weights reused from the L1 cache
+};
+inline constexpr int kFewRowsMost = 4;
+RowClass row_class(int rows);
+
+struct MatmulKernel {
+    const char* name;  // "stream8", "tile4x4", ...: the plan file says these
+    RowClass rows;     // the class it is a candidate for
+    void (*run)(const Matrix& x, const Matrix& w, Matrix& y);  // shapes already checked
+};
+
+// The candidates for one row class, the usual first; every one takes any
+// number of rows (the tests run each on every class and size).
+std::span<const MatmulKernel> matmul_kernels(RowClass rows);
+
+// One kernel for each row class: the first candidates, until a plan says otherwise.
+struct MatmulChoice {
+    MatmulChoice();
+    const MatmulKernel* one;
+    const MatmulKernel* few;
+    const MatmulKernel* many;
+    const MatmulKernel*& of(RowClass c) {
+        return c == RowClass::one ? one : c == RowClass::few ? few : many;
+    }
+    const MatmulKernel& for_class(RowClass c) const {
+        return c == RowClass::one ? *one : c == RowClass::few ? *few : *many;
+    }
+    const MatmulKernel& for_rows(int rows) const { return for_class(row_class(rows)); }
+};
+
+void matmul(const Matrix& x, const Matrix& w, Matrix& y, const MatmulChoice& choice);
+void matmul(const Matrix& x, const Matrix& w, Matrix& y);  // with MatmulChoice()
 
 // ------------------------------------------------------- the other operations
 

@@ -85,9 +85,10 @@ inline Lanes finish(Lanes a, Lanes b) {
 
 // out[i] = reduce_lanes(acc[i]) for i < N: blocks of 16, then 8, 4, 2 and
 // 1; a smaller block finishes its last steps in narrower vectors, the same
-// additions.
+// additions. Always inlined, so that a tile's accumulators go from its
+// registers straight into the tree instead of through memory.
 template <int N>
-inline void reduce_many(const Lanes* acc, float* out) {
+[[gnu::always_inline]] inline void reduce_many(const Lanes* acc, float* out) {
     if constexpr (N >= 16) {
         Lanes h[8], q[4], p[2];
         for (int i = 0; i < 8; ++i) h[i] = halves(acc[2 * i], acc[2 * i + 1]);
@@ -128,15 +129,33 @@ inline void reduce_many(const Lanes* acc, float* out) {
 
 // ---------------------------------------------------------------- prefetch
 
-// Cache lines asked for before they are needed, per_step of them at each
-// vector step of a tile: a hint (prefetcht0 on x86-64), never a number.
-struct Prefetch {
+// Prefetches are hints (prefetcht0 on x86-64): they change when bytes
+// arrive, never a number.
+struct NoPrefetch {
+    void step(int) {}
+};
+
+// While a tile works on C weight rows, the same columns of C rows further
+// on: the next rows' lines arrive while this tile computes, where the
+// hardware prefetcher stops at each 4 KiB page.
+template <int C>
+struct RowsAhead {
+    const float* rows = nullptr;  // the first row to fetch; nullptr: none
+    std::size_t stride = 0;
+    void step(int k) {
+        if (rows != nullptr)
+            for (int c = 0; c < C; ++c) __builtin_prefetch(rows + c * stride + k, 0, 3);
+    }
+};
+
+// The lines from next to end, per_step of them at each vector step of the
+// tiles that share it: a whole block of weights fetched over many tiles.
+struct Spread {
     const char* next = nullptr;
     const char* end = nullptr;
     int per_step = 0;
-    void step() {
-        for (int p = 0; p < per_step && next < end; ++p, next += 64)
-            __builtin_prefetch(next, 0, 3);  // for reading, into every cache level
+    void step(int) {
+        for (int p = 0; p < per_step && next < end; ++p, next += 64) __builtin_prefetch(next, 0, 3);
     }
 };
 
@@ -150,93 +169,175 @@ inline void prefetch_span(const float* p, int n) {
 
 // -------------------------------------------------------------- the tile
 
-// R rows of x against C rows of w: R * C dot products together, so each
+// W floats as one value: a dot product's kLanes partial sums held as
+// kLanes / W such values. The lanes and their additions are the same at
+// every W; W only picks the width of the registers they are computed in.
+template <int W>
+struct VecOf {
+    typedef float type __attribute__((vector_size(W * sizeof(float))));
+};
+template <int W>
+using Vec = typename VecOf<W>::type;
+
+template <int W>
+inline Vec<W> load_w(const float* p) {
+    Vec<W> v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// R rows of x (xs apart) against C rows of w (ws apart): out[r * os + c] =
+// dot(x row r, w row c, n). R * C dot products computed together, so each
 // number loaded from x serves C sums and each from w serves R while it sits
-// in a register. The accumulators start from zero one by one, because GCC
-// clears an `= {}` array with a rep stos on every tile.
-template <int R, int C, bool Prefetching = false>
-inline void dot_tile(const float* const* x, const float* const* w, int n, float* out,
-                     int out_stride, Prefetch* pf = nullptr) {
-    Lanes acc[R][C];
+// in a register; rows are reached by pointer arithmetic from one base and
+// one stride, which the compiler keeps in plain registers. The accumulators
+// start from zero one by one, because GCC clears an `= {}` array with a rep
+// stos on every tile.
+template <int W, int R, int C, class Pf>
+inline void tile(const float* x, std::size_t xs, const float* w, std::size_t ws, int n, float* out,
+                 std::size_t os, Pf& pf) {
+    constexpr int P = kLanes / W;
+    Vec<W> acc[R][C][P];
     for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) acc[r][c] = Lanes{};
+        for (int c = 0; c < C; ++c)
+            for (int p = 0; p < P; ++p) acc[r][c][p] = Vec<W>{};
     int k = 0;
     for (; k + kLanes <= n; k += kLanes) {
-        if constexpr (Prefetching) pf->step();
-        Lanes xv[R], wv[C];
-        for (int r = 0; r < R; ++r) xv[r] = load(x[r] + k);
-        for (int c = 0; c < C; ++c) wv[c] = load(w[c] + k);
+        pf.step(k);
+        Vec<W> xv[R][P], wv[C][P];
         for (int r = 0; r < R; ++r)
-            for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
+            for (int p = 0; p < P; ++p) xv[r][p] = load_w<W>(x + r * xs + k + p * W);
+        for (int c = 0; c < C; ++c)
+            for (int p = 0; p < P; ++p) wv[c][p] = load_w<W>(w + c * ws + k + p * W);
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c)
+                for (int p = 0; p < P; ++p) acc[r][c][p] += xv[r][p] * wv[c][p];
     }
     if (k < n) {
-        if constexpr (Prefetching) pf->step();
-        Lanes xv[R], wv[C];
-        for (int r = 0; r < R; ++r) xv[r] = load_tail(x[r] + k, n - k);
-        for (int c = 0; c < C; ++c) wv[c] = load_tail(w[c] + k, n - k);
+        pf.step(k);
+        Vec<W> xv[R][P], wv[C][P];
+        for (int r = 0; r < R; ++r) {
+            const Lanes t = load_tail(x + r * xs + k, n - k);
+            std::memcpy(xv[r], &t, sizeof t);
+        }
+        for (int c = 0; c < C; ++c) {
+            const Lanes t = load_tail(w + c * ws + k, n - k);
+            std::memcpy(wv[c], &t, sizeof t);
+        }
         for (int r = 0; r < R; ++r)
-            for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
+            for (int c = 0; c < C; ++c)
+                for (int p = 0; p < P; ++p) acc[r][c][p] += xv[r][p] * wv[c][p];
     }
     float sums[R * C];
-    reduce_many<R * C>(&acc[0][0], sums);
+    if constexpr (P == 1) {
+        reduce_many<R * C>(&acc[0][0][0], sums);
+    } else {  // the parts side by side as one kLanes vector each
+        Lanes whole[R * C];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) std::memcpy(&whole[r * C + c], acc[r][c], sizeof(Lanes));
+        reduce_many<R * C>(whole, sums);
+    }
     for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) out[r * out_stride + c] = sums[r * C + c];
+        for (int c = 0; c < C; ++c) out[r * os + c] = sums[r * C + c];
 }
 
-// ------------------------------------------------------------ matrix products
+// ---------------------------------------------- matrix products: the streams
 
-// 4 input rows by 4 weight rows: 16 accumulators, one full reduce_many
-// block, half of AVX-512's 32 registers, leaving room for a step's 8 loads.
-inline constexpr int kTileRows = 4;
-inline constexpr int kTileCols = 4;
-// A single row streams weights, each used once: 8 weight rows at a time keep
-// more loads in flight.
-inline constexpr int kStreamCols = 8;
-
-// Rows i0.. of x against rows j0.. of w, R and C at a time.
-template <int R, int C>
-inline void matmul_block(const Matrix& x, int i0, const Matrix& w, int j0, Matrix& y,
-                         Prefetch& pf) {
-    const float* xr[R];
-    const float* wr[C];
-    for (int r = 0; r < R; ++r) xr[r] = x.row(i0 + r);
-    for (int c = 0; c < C; ++c) wr[c] = w.row(j0 + c);
-    dot_tile<R, C, true>(xr, wr, x.cols, &y.at(i0, j0), y.cols, &pf);
+// Rows i0..i0+R-1 of x against the last weight rows from j on (fewer
+// than C): tiles of 4, 2 and 1 weight rows.
+template <int W, int R, int C>
+inline void leftover_columns(const Matrix& x, int i0, const Matrix& w, int j, Matrix& y) {
+    NoPrefetch none;
+    if constexpr (C > 1) {
+        constexpr int Next = C > 4 ? 4 : C / 2;
+        for (; j + Next <= w.rows; j += Next)
+            tile<W, R, Next>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols,
+                             none);
+        leftover_columns<W, R, Next>(x, i0, w, j, y);
+    }
 }
 
-// The last x.rows - i rows (fewer than kTileRows) as one smaller tile, not
-// one by one, so a batch of 7 is a 4-row and a 3-row tile.
-template <int C, int R = kTileRows - 1>
-inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matrix& y,
-                          Prefetch& pf) {
+// Rows i0..i0+R-1 of x (a decode step of one to four sequences) against C
+// weight rows at a time: the weights stream past once, each used R times,
+// and C rows keep C streams of loads in flight. With Ahead > 0 each tile
+// also fetches the rows Ahead blocks further on.
+template <int W, int R, int C, int Ahead>
+void stream_rows(const Matrix& x, int i0, const Matrix& w, Matrix& y) {
+    int j = 0;
+    for (; j + C <= w.rows; j += C) {
+        RowsAhead<C> pf;
+        if (Ahead > 0 && j + (Ahead + 1) * C <= w.rows)
+            pf = {w.row(j + Ahead * C), std::size_t(w.cols)};
+        tile<W, R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, pf);
+    }
+    leftover_columns<W, R, C>(x, i0, w, j, y);
+}
+
+// Up to 4 rows of x in one pass over the weights; more, 4 at a time.
+template <int W, int C, int Ahead>
+void stream(const Matrix& x, const Matrix& w, Matrix& y) {
+    int i = 0;
+    for (; i + 4 <= x.rows; i += 4) stream_rows<W, 4, C, Ahead>(x, i, w, y);
+    switch (x.rows - i) {
+        case 3:
+            return stream_rows<W, 3, C, Ahead>(x, i, w, y);
+        case 2:
+            return stream_rows<W, 2, C, Ahead>(x, i, w, y);
+        case 1:
+            return stream_rows<W, 1, C, Ahead>(x, i, w, y);
+        default:
+            return;
+    }
+}
+
+// ------------------------------------------------ matrix products: the tiles
+
+// Rows i.. of x (fewer than R) against weight rows j0.. as one smaller tile.
+template <int W, int C, int R>
+inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, int cols, Matrix& y,
+                          Spread& pf) {
     if constexpr (R > 0) {
         if (x.rows - i == R)
-            matmul_block<R, C>(x, i, w, j0, y, pf);
+            tile<W, R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
         else
-            leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
+            leftover_rows<W, C, R - 1>(x, i, w, j0, cols, y, pf);
     }
 }
 
-// Weight rows j0..j0+C-1 against every row of x: the C weight rows stay in
-// L1 while all of x streams past them, so each weight is read from memory
-// once per product. With more than one row, the tiles fetch the next C
-// weight rows, spread over all the tiles' vector steps, because a new block
-// of weights otherwise starts by waiting for the last-level cache.
-template <int C>
-void matmul_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
-    Prefetch pf;
-    if (x.rows > 1) {
-        pf.next = reinterpret_cast<const char*>(w.row(std::min(j0 + C, w.rows)));
-        pf.end = reinterpret_cast<const char*>(w.row(std::min(j0 + 2 * C, w.rows)));
-        const long lines = (pf.end - pf.next + 63) / 64;
-        const long tiles = (x.rows + kTileRows - 1) / kTileRows;
-        const long steps = tiles * ((x.cols + kLanes - 1) / kLanes);  // vector steps in all tiles
-        pf.per_step = static_cast<int>((lines + steps - 1) / steps);
-    }
+// Weight rows j0..j0+C-1 against every row of x, R rows at a time: the C
+// weight rows stay in L1 while all of x streams past them, so each weight
+// is read from memory once per product. Meanwhile the tiles fetch the next
+// C weight rows, spread over all their vector steps, because a new block of
+// weights otherwise starts by waiting for the last-level cache.
+template <int W, int R, int C>
+void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
+    Spread pf;
+    pf.next = reinterpret_cast<const char*>(w.row(std::min(j0 + C, w.rows)));
+    pf.end = reinterpret_cast<const char*>(w.row(std::min(j0 + 2 * C, w.rows)));
+    const long lines = (pf.end - pf.next + 63) / 64;
+    const long steps = long((x.rows + R - 1) / R) * ((x.cols + kLanes - 1) / kLanes);
+    pf.per_step = steps > 0 ? static_cast<int>((lines + steps - 1) / steps) : 0;
     int i = 0;
-    for (; i + kTileRows <= x.rows; i += kTileRows) matmul_block<kTileRows, C>(x, i, w, j0, y, pf);
-    leftover_rows<C>(x, i, w, j0, y, pf);
+    for (; i + R <= x.rows; i += R)
+        tile<W, R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
+    leftover_rows<W, C, R - 1>(x, i, w, j0, C, y, pf);
 }
+
+template <int W, int R, int C>
+void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
+    int j = 0;
+    for (; j + C <= w.rows; j += C) tile_columns<W, R, C>(x, w, j, y);
+    for (; j < w.rows; ++j) tile_columns<W, R, 1>(x, w, j, y);
+}
+
+// The widths a tile may compute in: 16 lanes is one register of the widest
+// vectors and splits into narrower ones anywhere; where AVX-512 is there, 8
+// lanes (256-bit registers) is a choice of its own, faster on some cores.
+#if defined(__AVX512F__)
+inline constexpr bool kNarrowWidth = true;
+#else
+inline constexpr bool kNarrowWidth = false;
+#endif
 
 // ------------------------------------------------- a group of query heads
 
@@ -251,28 +352,80 @@ inline constexpr int kGroupKeys = 4;
 inline constexpr int kKeysAhead = 16;
 inline constexpr int kValuesAhead = 16;
 
-// R queries against keys j.., C at a time while C are left; returns the next key.
+// The rows of runs, kAhead rows ahead of a kernel that walks them in order:
+// each row it passes is asked for, whichever run it sits in, so the first
+// rows of the next block of a paged cache arrive while this block is
+// worked on (the hardware prefetcher stops at each 4 KiB page).
+class Lookahead {
+  public:
+    // Rows of n_rows in all, `floats` numbers of each from `offset` on.
+    Lookahead(std::span<const RowRun> runs, std::size_t stride, int n_rows, std::size_t offset,
+              int floats, int ahead)
+        : run_(runs.data()),
+          end_(runs.data() + runs.size()),
+          stride_(stride),
+          offset_(offset),
+          left_(n_rows),
+          floats_(floats) {
+        skip(ahead);
+    }
+    // Asks for the next `rows` rows and moves past them.
+    void fetch(int rows) {
+        for (int r = 0; r < rows && left_ > 0; ++r) {
+            prefetch_span(run_->rows + offset_ + std::size_t(at_) * stride_, floats_);
+            skip(1);
+        }
+    }
+
+  private:
+    void skip(int rows) {
+        at_ += rows;
+        left_ -= rows;
+        while (run_ != end_ && at_ >= run_->count) at_ -= (run_++)->count;
+        if (run_ == end_) left_ = 0;
+    }
+    const RowRun* run_;
+    const RowRun* end_;
+    std::size_t stride_;
+    std::size_t offset_;
+    int left_;    // rows still to fetch, of the n_rows the kernel reads
+    int floats_;  // of each row
+    int at_ = 0;  // the next row to fetch: row at_ of *run_
+};
+
+// R queries against the keys j.. of one run, C at a time while C are left;
+// returns the next key.
 template <int R, int C>
-inline int group_key_blocks(const float* const* q, const float* rows, int j, int n_rows,
-                            std::size_t stride, int n, float* out, std::size_t out_stride) {
+inline int group_key_blocks(const float* q, std::size_t query_stride, const float* rows, int j,
+                            int n_rows, std::size_t stride, int n, float* out,
+                            std::size_t out_stride, Lookahead& ahead) {
     for (; j + C <= n_rows; j += C) {
-        if (j + kKeysAhead + C <= n_rows)
-            for (int c = 0; c < C; ++c) prefetch_span(rows + (j + kKeysAhead + c) * stride, n);
-        const float* k[C];
-        for (int c = 0; c < C; ++c) k[c] = rows + (j + c) * stride;
-        dot_tile<R, C>(q, k, n, out + j, static_cast<int>(out_stride));
+        ahead.fetch(C);
+        NoPrefetch none;
+        tile<kLanes, R, C>(q, query_stride, rows + j * stride, stride, n, out + j, out_stride,
+                           none);
     }
     return j;
 }
 
+// R queries against the first n_rows keys of the runs, run after run.
 template <int R>
-void dot_rows_slice(const float* queries, std::size_t query_stride, const float* rows, int n_rows,
-                    std::size_t stride, int n, float* out, std::size_t out_stride) {
-    const float* q[R];
-    for (int r = 0; r < R; ++r) q[r] = queries + r * query_stride;
-    int j = group_key_blocks<R, kGroupKeys>(q, rows, 0, n_rows, stride, n, out, out_stride);
-    j = group_key_blocks<R, 2>(q, rows, j, n_rows, stride, n, out, out_stride);
-    group_key_blocks<R, 1>(q, rows, j, n_rows, stride, n, out, out_stride);
+void dot_rows_slice(const float* queries, std::size_t query_stride, std::span<const RowRun> runs,
+                    int n_rows, std::size_t stride, int n, float* out, std::size_t out_stride) {
+    Lookahead ahead(runs, stride, n_rows, 0, n, kKeysAhead);
+    int done = 0;  // keys scored, in the runs before this one
+    for (const RowRun& run : runs) {
+        const int m = std::min(run.count, n_rows - done);
+        if (m <= 0) break;
+        float* o = out + done;
+        int j = group_key_blocks<R, kGroupKeys>(queries, query_stride, run.rows, 0, m, stride, n, o,
+                                                out_stride, ahead);
+        j = group_key_blocks<R, 2>(queries, query_stride, run.rows, j, m, stride, n, o, out_stride,
+                                   ahead);
+        group_key_blocks<R, 1>(queries, query_stride, run.rows, j, m, stride, n, o, out_stride,
+                               ahead);
+        done += m;
+    }
 }
 
 // Chunks x kLanes outputs of one head summed in one pass over the rows: the
@@ -290,53 +443,70 @@ inline void weighted_chunks(const float* weights, int n_rows, const float* rows,
     std::memcpy(out, acc, sizeof acc);
 }
 
-// The same for Heads heads at once: each row's vectors are loaded once for
-// all of them, and Heads x Chunks chains run side by side.
+// The same for Heads heads at once, over the first n_rows rows of the runs:
+// each row's vectors are loaded once for all the heads, Heads x Chunks
+// chains run side by side, and they stay in registers from the first run to
+// the last.
 template <int Heads, int Chunks>
-inline void weighted_chunks_for_group(const float* weights, std::size_t weights_stride, int n_rows,
-                                      const float* rows, std::size_t stride, float* out,
-                                      std::size_t out_stride) {
+inline void weighted_chunks_for_group(const float* weights, std::size_t weights_stride,
+                                      std::span<const RowRun> runs, int n_rows, std::size_t d,
+                                      std::size_t stride, float* out, std::size_t out_stride) {
     Lanes acc[Heads][Chunks];
     for (int h = 0; h < Heads; ++h)
         for (int c = 0; c < Chunks; ++c) acc[h][c] = load(out + h * out_stride + c * kLanes);
-    for (int j = 0; j < n_rows; ++j) {
-        const float* row = rows + j * stride;
-        if (j + kValuesAhead < n_rows) prefetch_span(row + kValuesAhead * stride, Chunks * kLanes);
-        Lanes v[Chunks];
-        for (int c = 0; c < Chunks; ++c) v[c] = load(row + c * kLanes);
-        for (int h = 0; h < Heads; ++h) {
-            const float w = weights[h * weights_stride + j];
-            for (int c = 0; c < Chunks; ++c) acc[h][c] += w * v[c];
+    Lookahead ahead(runs, stride, n_rows, d, Chunks * kLanes, kValuesAhead);
+    int done = 0;  // rows summed, in the runs before this one
+    for (const RowRun& run : runs) {
+        const int m = std::min(run.count, n_rows - done);
+        if (m <= 0) break;
+        const float* w = weights + done;
+        for (int j = 0; j < m; ++j) {
+            const float* row = run.rows + d + j * stride;
+            ahead.fetch(1);
+            Lanes v[Chunks];
+            for (int c = 0; c < Chunks; ++c) v[c] = load(row + c * kLanes);
+            for (int h = 0; h < Heads; ++h) {
+                const float x = w[h * weights_stride + j];
+                for (int c = 0; c < Chunks; ++c) acc[h][c] += x * v[c];
+            }
         }
+        done += m;
     }
     for (int h = 0; h < Heads; ++h) std::memcpy(out + h * out_stride, acc[h], sizeof acc[h]);
 }
 
 template <int Heads>
-void weighted_sum_add_slice(const float* weights, std::size_t weights_stride, int n_rows,
-                            const float* rows, std::size_t stride, int width, float* out,
-                            std::size_t out_stride) {
+void weighted_sum_add_slice(const float* weights, std::size_t weights_stride,
+                            std::span<const RowRun> runs, int n_rows, std::size_t stride, int width,
+                            float* out, std::size_t out_stride) {
     int d = 0;
     for (; d + 4 * kLanes <= width; d += 4 * kLanes)
-        weighted_chunks_for_group<Heads, 4>(weights, weights_stride, n_rows, rows + d, stride,
+        weighted_chunks_for_group<Heads, 4>(weights, weights_stride, runs, n_rows, d, stride,
                                             out + d, out_stride);
     if (d + 2 * kLanes <= width) {
-        weighted_chunks_for_group<Heads, 2>(weights, weights_stride, n_rows, rows + d, stride,
+        weighted_chunks_for_group<Heads, 2>(weights, weights_stride, runs, n_rows, d, stride,
                                             out + d, out_stride);
         d += 2 * kLanes;
     }
     if (d + kLanes <= width) {
-        weighted_chunks_for_group<Heads, 1>(weights, weights_stride, n_rows, rows + d, stride,
+        weighted_chunks_for_group<Heads, 1>(weights, weights_stride, runs, n_rows, d, stride,
                                             out + d, out_stride);
         d += kLanes;
     }
-    for (int h = 0; h < Heads; ++h)  // the last width % kLanes outputs, one at a time
-        for (int e = d; e < width; ++e) {
-            float acc = out[h * out_stride + e];
-            for (int j = 0; j < n_rows; ++j)
-                acc += weights[h * weights_stride + j] * rows[j * stride + e];
-            out[h * out_stride + e] = acc;
-        }
+    if (d == width) return;
+    int done = 0;
+    for (const RowRun& run : runs) {  // the last width % kLanes outputs, one at a time
+        const int m = std::min(run.count, n_rows - done);
+        if (m <= 0) break;
+        for (int h = 0; h < Heads; ++h)
+            for (int e = d; e < width; ++e) {
+                float acc = out[h * out_stride + e];
+                for (int j = 0; j < m; ++j)
+                    acc += weights[h * weights_stride + done + j] * run.rows[j * stride + e];
+                out[h * out_stride + e] = acc;
+            }
+        done += m;
+    }
 }
 
 // ----------------------------------------------------------------- softmax
@@ -374,7 +544,8 @@ void sums_side_by_side(const float* x, std::size_t stride, int n, float* sums) {
 
 float dot(const float* a, const float* b, int n) {
     float out;
-    dot_tile<1, 1>(&a, &b, n, &out, 1);
+    NoPrefetch none;
+    tile<kLanes, 1, 1>(a, 0, b, 0, n, &out, 1, none);
     return out;
 }
 
@@ -384,27 +555,35 @@ void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride,
 }
 
 void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
-                        const float* rows, int n_rows, std::size_t stride, int n, float* out,
-                        std::size_t out_stride) {
+                        std::span<const RowRun> runs, int n_rows, std::size_t stride, int n,
+                        float* out, std::size_t out_stride) {
     int i = 0;
     for (; i + kGroupRows <= n_queries; i += kGroupRows)
-        dot_rows_slice<kGroupRows>(queries + i * query_stride, query_stride, rows, n_rows, stride,
+        dot_rows_slice<kGroupRows>(queries + i * query_stride, query_stride, runs, n_rows, stride,
                                    n, out + i * out_stride, out_stride);
     const float* q = queries + i * query_stride;
     float* o = out + i * out_stride;
     switch (n_queries - i) {  // the heads left over, fewer than kGroupRows
         case 3:
-            dot_rows_slice<3>(q, query_stride, rows, n_rows, stride, n, o, out_stride);
+            dot_rows_slice<3>(q, query_stride, runs, n_rows, stride, n, o, out_stride);
             break;
         case 2:
-            dot_rows_slice<2>(q, query_stride, rows, n_rows, stride, n, o, out_stride);
+            dot_rows_slice<2>(q, query_stride, runs, n_rows, stride, n, o, out_stride);
             break;
         case 1:
-            dot_rows_slice<1>(q, query_stride, rows, n_rows, stride, n, o, out_stride);
+            dot_rows_slice<1>(q, query_stride, runs, n_rows, stride, n, o, out_stride);
             break;
         default:
             break;
     }
+}
+
+void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
+                        const float* rows, int n_rows, std::size_t stride, int n, float* out,
+                        std::size_t out_stride) {
+    const RowRun run{rows, n_rows};
+    dot_rows_for_group(queries, n_queries, query_stride, std::span(&run, 1), n_rows, stride, n, out,
+                       out_stride);
 }
 
 // ------------------------------------------------------------- weighted sums
@@ -436,25 +615,25 @@ void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::
 }
 
 void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
-                                int n_rows, const float* rows, std::size_t stride, int width,
-                                float* out, std::size_t out_stride) {
+                                std::span<const RowRun> runs, int n_rows, std::size_t stride,
+                                int width, float* out, std::size_t out_stride) {
     int i = 0;
     for (; i + kGroupRows <= n_sums; i += kGroupRows)
-        weighted_sum_add_slice<kGroupRows>(weights + i * weights_stride, weights_stride, n_rows,
-                                           rows, stride, width, out + i * out_stride, out_stride);
+        weighted_sum_add_slice<kGroupRows>(weights + i * weights_stride, weights_stride, runs,
+                                           n_rows, stride, width, out + i * out_stride, out_stride);
     const float* w = weights + i * weights_stride;
     float* o = out + i * out_stride;
     switch (n_sums - i) {
         case 3:
-            weighted_sum_add_slice<3>(w, weights_stride, n_rows, rows, stride, width, o,
+            weighted_sum_add_slice<3>(w, weights_stride, runs, n_rows, stride, width, o,
                                       out_stride);
             break;
         case 2:
-            weighted_sum_add_slice<2>(w, weights_stride, n_rows, rows, stride, width, o,
+            weighted_sum_add_slice<2>(w, weights_stride, runs, n_rows, stride, width, o,
                                       out_stride);
             break;
         case 1:
-            weighted_sum_add_slice<1>(w, weights_stride, n_rows, rows, stride, width, o,
+            weighted_sum_add_slice<1>(w, weights_stride, runs, n_rows, stride, width, o,
                                       out_stride);
             break;
         default:
@@ -462,17 +641,81 @@ void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t we
     }
 }
 
+void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
+                                int n_rows, const float* rows, std::size_t stride, int width,
+                                float* out, std::size_t out_stride) {
+    const RowRun run{rows, n_rows};
+    weighted_sum_add_for_group(weights, n_sums, weights_stride, std::span(&run, 1), n_rows, stride,
+                               width, out, out_stride);
+}
+
 // ------------------------------------------------------------ matrix products
 
-void matmul(const Matrix& x, const Matrix& w, Matrix& y) {
+namespace {
+
+// Every candidate of each row class. Each computes every output as one
+// dot() in the book's order, so any of them gives the same bits; which is
+// fastest depends on the core, and the planner (kernel_plan.h) measures it.
+// The first of each list is the choice before any plan.
+const MatmulKernel kOneRow[] = {
+    {"stream8", RowClass::one, stream<kLanes, 8, 0>},
+    {"stream4", RowClass::one, stream<kLanes, 4, 0>},
+    {"stream16", RowClass::one, stream<kLanes, 16, 0>},
+    {"stream8+ahead1", RowClass::one, stream<kLanes, 8, 1>},
+    {"stream8+ahead2", RowClass::one, stream<kLanes, 8, 2>},
+    {"stream16+ahead1", RowClass::one, stream<kLanes, 16, 1>},
+    {"stream8/w8", RowClass::one, stream<(kNarrowWidth ? 8 : kLanes), 8, 0>},
+};
+const MatmulKernel kFewRows[] = {
+    {"stream8", RowClass::few, stream<kLanes, 8, 0>},
+    {"stream4", RowClass::few, stream<kLanes, 4, 0>},
+    {"stream8+ahead1", RowClass::few, stream<kLanes, 8, 1>},
+    {"stream4+ahead1", RowClass::few, stream<kLanes, 4, 1>},
+    {"stream4/w8", RowClass::few, stream<(kNarrowWidth ? 8 : kLanes), 4, 0>},
+};
+const MatmulKernel kManyRows[] = {
+    {"tile4x4", RowClass::many, tiles<kLanes, 4, 4>},
+    {"tile4x6", RowClass::many, tiles<kLanes, 4, 6>},
+    {"tile6x4", RowClass::many, tiles<kLanes, 6, 4>},
+    {"tile3x8", RowClass::many, tiles<kLanes, 3, 8>},
+    {"tile2x8", RowClass::many, tiles<kLanes, 2, 8>},
+    {"tile2x4", RowClass::many, tiles<kLanes, 2, 4>},
+    {"tile2x2", RowClass::many, tiles<kLanes, 2, 2>},
+    {"tile2x4/w8", RowClass::many, tiles<(kNarrowWidth ? 8 : kLanes), 2, 4>},
+};
+
+}  // namespace
+
+RowClass row_class(int rows) {
+    return rows <= 1 ? RowClass::one : rows <= kFewRowsMost ? RowClass::few : RowClass::many;
+}
+
+std::span<const MatmulKernel> matmul_kernels(RowClass rows) {
+    switch (rows) {
+        case RowClass::one:
+            return {std::begin(kOneRow), kNarrowWidth ? std::end(kOneRow) : std::end(kOneRow) - 1};
+        case RowClass::few:
+            return {std::begin(kFewRows),
+                    kNarrowWidth ? std::end(kFewRows) : std::end(kFewRows) - 1};
+        default:
+            return {std::begin(kManyRows),
+                    kNarrowWidth ? std::end(kManyRows) : std::end(kManyRows) - 1};
+    }
+}
+
+MatmulChoice::MatmulChoice()
+    : one(&matmul_kernels(RowClass::one)[0]),
+      few(&matmul_kernels(RowClass::few)[0]),
+      many(&matmul_kernels(RowClass::many)[0]) {}
+
+void matmul(const Matrix& x, const Matrix& w, Matrix& y, const MatmulChoice& choice) {
     if (x.cols != w.cols || y.rows != x.rows || y.cols != w.rows)
         throw std::invalid_argument("matmul: shapes do not match");
-    int j = 0;
-    if (x.rows == 1)
-        for (; j + kStreamCols <= w.rows; j += kStreamCols) matmul_columns<kStreamCols>(x, w, j, y);
-    else
-        for (; j + kTileCols <= w.rows; j += kTileCols) matmul_columns<kTileCols>(x, w, j, y);
-    for (; j < w.rows; ++j) matmul_columns<1>(x, w, j, y);
+    choice.for_rows(x.rows).run(x, w, y);
+}
+
+void matmul(const Matrix& x, const Matrix& w, Matrix& y) {
+    matmul(x, w, y, MatmulChoice());
 }
 
 // ----------------------------------------------------------------- softmax
