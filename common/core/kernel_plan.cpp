@@ -146,66 +146,97 @@ double thread_seconds() {
         .count();
 }
 
-// The rows each class is timed at, and the most weight bytes one timed run
-// multiplies by: for one and a few rows the whole model up to 32 MiB, so
-// the weights come from where a decode step finds them; for many rows 4 MiB
-// (a run stays near a millisecond; those kernels reuse each weight from L1).
-struct ClassWork {
-    std::vector<int> rows;
-    std::size_t weight_bytes;
-};
-ClassWork work_of(RowClass c) {
+// The rows each class is timed at.
+std::vector<int> rows_of(RowClass c) {
     switch (c) {
         case RowClass::one:
-            return {{1}, std::size_t(32) << 20};
+            return {1};
         case RowClass::few:
-            return {{2, kFewRowsMost}, std::size_t(32) << 20};
+            return {2, kFewRowsMost};
         default:
-            return {{16, 64}, std::size_t(4) << 20};
+            return {16, 64};
     }
+}
+
+// Weight bytes one timed run of one or a few rows reads at most: a whole
+// model up to this size, else as many whole layers as fit (at least one),
+// the next ones at each run, so that the weights come from where a decode
+// step finds them (a model larger than the cache streams from DRAM). Many
+// rows reuse each weight from L1 and need no such walk: their runs take the
+// first matrices up to kManyRowsBytes, a millisecond or so of arithmetic.
+constexpr std::size_t kStreamBytes = std::size_t(32) << 20;
+constexpr std::size_t kManyRowsBytes = std::size_t(4) << 20;
+
+std::size_t bytes_of(const Matrix& m) {
+    return m.data.size() * sizeof(float);
 }
 
 }  // namespace
 
 CandidateTimer model_timer(const Weights& weights) {
-    // The matrices in the order a forward pass multiplies by them.
-    std::vector<const Matrix*> order;
-    for (const LayerWeights& l : weights.layers)
-        for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w3, &l.w2})
-            order.push_back(m);
-    order.push_back(&weights.output);
+    // The matrices in the order a forward pass multiplies by them, in runs
+    // of equal shapes: a whole model, or whole layers.
+    std::vector<std::vector<const Matrix*>> layers;
+    std::size_t model_bytes = bytes_of(weights.output);
+    for (const LayerWeights& l : weights.layers) {
+        layers.push_back({&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w3, &l.w2});
+        for (const Matrix* m : layers.back()) model_bytes += bytes_of(*m);
+    }
     struct Work {
-        std::vector<const Matrix*> matrices;
-        std::vector<Matrix> x, y;  // one input and one output per row count and matrix
+        std::vector<std::vector<const Matrix*>> runs;  // the matrices of each run, in turn
+        std::size_t next = 0;                          // the run to time next
+        std::vector<std::vector<Matrix>> x, y;         // inputs and outputs, per row count
     };
-    auto make = [&order](RowClass c) {
-        const ClassWork cw = work_of(c);
-        Work work;
-        std::size_t bytes = 0;
-        for (const Matrix* m : order) {
-            const std::size_t b = m->data.size() * sizeof(float);
-            if (!work.matrices.empty() && bytes + b > cw.weight_bytes) break;
-            work.matrices.push_back(m);
-            bytes += b;
+    auto works = std::make_shared<std::map<RowClass, Work>>();
+    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
+        Work& work = (*works)[c];
+        std::vector<const Matrix*> all;
+        for (const auto& layer : layers) all.insert(all.end(), layer.begin(), layer.end());
+        all.push_back(&weights.output);
+        if (c == RowClass::many) {
+            std::vector<const Matrix*> first;
+            std::size_t bytes = 0;
+            for (const Matrix* m : all) {
+                if (!first.empty() && bytes + bytes_of(*m) > kManyRowsBytes) break;
+                first.push_back(m);
+                bytes += bytes_of(*m);
+            }
+            work.runs.push_back(first);
+        } else if (model_bytes <= kStreamBytes || layers.empty()) {
+            work.runs.push_back(all);
+        } else {
+            const std::size_t layer_bytes = model_bytes / layers.size();
+            const std::size_t per_run = std::max<std::size_t>(1, kStreamBytes / layer_bytes);
+            for (std::size_t l = 0; l + per_run <= layers.size(); l += per_run) {
+                std::vector<const Matrix*> run;
+                for (std::size_t k = l; k < l + per_run; ++k)
+                    run.insert(run.end(), layers[k].begin(), layers[k].end());
+                work.runs.push_back(run);
+            }
         }
-        for (int rows : cw.rows)
-            for (const Matrix* m : work.matrices) {
+        // One input and one output per row count and matrix of the first
+        // run; every run has the same shapes.
+        for (int rows : rows_of(c)) {
+            work.x.emplace_back();
+            work.y.emplace_back();
+            for (const Matrix* m : work.runs.front()) {
                 Matrix x(rows, m->cols);
                 for (std::size_t i = 0; i < x.data.size(); ++i)
                     x.data[i] = float(int(i % 7) - 3) * 0.25f;
-                work.x.push_back(std::move(x));
-                work.y.emplace_back(rows, m->rows);
+                work.x.back().push_back(std::move(x));
+                work.y.back().emplace_back(rows, m->rows);
             }
-        return work;
-    };
-    auto works = std::make_shared<std::map<RowClass, Work>>();
-    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) (*works)[c] = make(c);
+        }
+    }
     return [works](RowClass c, int k) {
         Work& work = works->at(c);
+        const std::vector<const Matrix*>& run = work.runs[work.next];
+        work.next = (work.next + 1) % work.runs.size();
         const MatmulKernel& kernel = matmul_kernels(c)[std::size_t(k)];
         const double start = thread_seconds();
-        for (std::size_t i = 0; i < work.x.size(); ++i)
-            kernel.run(work.x[i], *work.matrices[i % work.matrices.size()], work.y[i]);
+        for (std::size_t r = 0; r < work.x.size(); ++r)
+            for (std::size_t i = 0; i < run.size(); ++i)
+                kernel.run(work.x[r][i], *run[i], work.y[r][i]);
         return thread_seconds() - start;
     };
 }

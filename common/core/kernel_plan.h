@@ -63,9 +63,12 @@ int fastest_candidate(int candidates, const std::function<double(int)>& time,
 using CandidateTimer = std::function<double(RowClass, int)>;
 MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget = {});
 
-// The timer the model's plan uses: each candidate multiplies x matrices of
-// the class's row counts by the model's own weight matrices, in the order a
-// forward pass does, timed in this thread's CPU time.
+// The timer the model's plan uses: each candidate multiplies inputs of the
+// class's row counts (1; 2 and 4; 16 and 64) by the model's own weight
+// matrices, in the order a forward pass does, timed in this thread's CPU
+// time. One and a few rows walk the whole model, or whole layers of it in
+// turn when it is larger than 32 MiB, so their weights come from where a
+// decode step finds them; many rows take the first 4 MiB of matrices.
 CandidateTimer model_timer(const Weights& weights);
 
 // ------------------------------------------------------------- plan files

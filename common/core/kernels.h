@@ -10,7 +10,9 @@
 //
 // kernels_reference.cpp holds this arithmetic as plain loops, the tests'
 // oracle; kernels_fast.cpp holds the vector paths the model runs, each
-// proven equal to its reference bit for bit (tests/kernels_test.cpp).
+// proven equal to its reference bit for bit (tests/kernels_test.cpp). The
+// matrix product comes in several such paths; which one runs is measured
+// on the reader's machine (kernel_plan.h).
 #pragma once
 
 #include <bit>
