@@ -663,7 +663,8 @@ const MatmulKernel kOneRow[] = {
     {"stream16", RowClass::one, stream<kLanes, 16, 0>},
     {"stream8+ahead1", RowClass::one, stream<kLanes, 8, 1>},
     {"stream8+ahead2", RowClass::one, stream<kLanes, 8, 2>},
-    {"stream16+ahead1", RowClass::one, stream<kLanes, 16, 1>},
+    {"stream4+ahead1", RowClass::one, stream<kLanes, 4, 1>},
+    {"stream4+ahead2", RowClass::one, stream<kLanes, 4, 2>},
     {"stream8/w8", RowClass::one, stream<(kNarrowWidth ? 8 : kLanes), 8, 0>},
 };
 const MatmulKernel kFewRows[] = {
