@@ -672,6 +672,7 @@ const MatmulKernel kFewRows[] = {
     {"stream4", RowClass::few, stream<kLanes, 4, 0>},
     {"stream8+ahead1", RowClass::few, stream<kLanes, 8, 1>},
     {"stream4+ahead1", RowClass::few, stream<kLanes, 4, 1>},
+    {"stream2+ahead1", RowClass::few, stream<kLanes, 2, 1>},
     {"stream4/w8", RowClass::few, stream<(kNarrowWidth ? 8 : kLanes), 4, 0>},
 };
 const MatmulKernel kManyRows[] = {
