@@ -294,13 +294,12 @@ void stream(const Matrix& x, const Matrix& w, Matrix& y) {
 
 // Rows i.. of x (fewer than R) against weight rows j0.. as one smaller tile.
 template <int W, int C, int R>
-inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, int cols, Matrix& y,
-                          Spread& pf) {
+inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matrix& y, Spread& pf) {
     if constexpr (R > 0) {
         if (x.rows - i == R)
             tile<W, R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
         else
-            leftover_rows<W, C, R - 1>(x, i, w, j0, cols, y, pf);
+            leftover_rows<W, C, R - 1>(x, i, w, j0, y, pf);
     }
 }
 
@@ -320,7 +319,7 @@ void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     int i = 0;
     for (; i + R <= x.rows; i += R)
         tile<W, R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
-    leftover_rows<W, C, R - 1>(x, i, w, j0, C, y, pf);
+    leftover_rows<W, C, R - 1>(x, i, w, j0, y, pf);
 }
 
 template <int W, int R, int C>
@@ -332,7 +331,8 @@ void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
 
 // The widths a tile may compute in: 16 lanes is one register of the widest
 // vectors and splits into narrower ones anywhere; where AVX-512 is there, 8
-// lanes (256-bit registers) is a choice of its own, faster on some cores.
+// lanes (256-bit registers) is a choice of its own, because a core may run
+// 512-bit operations at a lower clock or in two halves.
 #if defined(__AVX512F__)
 inline constexpr bool kNarrowWidth = true;
 #else
