@@ -12,8 +12,11 @@
 // workload's step, in the same minutes. The best sample of each is kept
 // and the spread printed. Everything is timed in this thread's CPU time (a
 // pause while the OS runs something else is not counted). What makes a row
-// a measurement and a target met: measurement_rules.h. The rounds and the
-// rows are experiment.h; the tables, the JSON and the printing report.h.
+// a measurement and a target met: measurement_rules.h. Beside the rows, in
+// the same rounds: a plain peer compiled with -Ofast (plain_peer.h), a
+// batch-2 step and paged caches against contiguous ones; and the kernel
+// plan the engine ran with. The rounds and the rows are experiment.h; the
+// tables, the JSON and the printing report.h.
 #include "../../common/core/kernel_plan.h"
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
