@@ -1,6 +1,7 @@
 #include "kernel_plan.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -324,10 +325,11 @@ std::string read_file(const std::string& path) {
     return s.str();
 }
 
-// Writes the file whole, through a temporary one, so a reader never sees
-// half of it; a file that cannot be written leaves the plans in memory.
+// Writes the file whole, through a temporary one of this process's own,
+// so a reader never sees half of it, even with two programs saving at
+// once; a file that cannot be written leaves the plans in memory.
 void save(const std::string& path, const std::vector<KernelPlan>& all) {
-    const std::string tmp = path + ".tmp";
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
     {
         std::ofstream out(tmp);
         if (!out) return;
