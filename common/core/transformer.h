@@ -65,6 +65,11 @@ class Transformer {
     // reference: the logits are the same to the last bit either way.
     bool attend_by_group = true;
 
+    // The matrix-product kernel of each row class, chosen by measurement
+    // when the model is built (kernel_plan.h). Every choice gives the same
+    // logits to the last bit; it only changes the time.
+    MatmulChoice matmul_kernels;
+
     // Called as a pass goes (PassProgress), by whoever wants to show it:
     // unset, nothing is called. It only watches; the logits are the same to
     // the last bit with it or without (tests/progress_test.cpp). It must not
@@ -106,6 +111,7 @@ class Transformer {
     Matrix logits_;              // (chunks, vocab)
     std::vector<float> scores_;  // (group, max_seq) attention scores of one KV head's query heads
     std::vector<KVRun> runs_;    // where one sequence's cached positions sit, in order
+    std::vector<RowRun> key_runs_, value_runs_;  // one KV head's part of runs_
 };
 
 // Greedy decoding picks the highest-scoring token; ties go to the lowest id.
