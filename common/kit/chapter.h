@@ -9,6 +9,7 @@
 // false;` and its program lists no --plot-dir.
 #pragma once
 
+#include "../core/kernel_plan.h"
 #include "flags.h"
 #include "output.h"
 #include "program.h"
@@ -19,6 +20,8 @@ template <class Experiment, class Report>
 int run_chapter(int argc, const char* const* argv, const char* program, const char* summary,
                 Experiment& experiment, Report&& report) {
     return run_program(program, [&] {
+        // Each build keeps its kernel plan beside its programs (build/kernel_plan.txt).
+        keep_kernel_plans_in(kernel_plan_file_beside(argc > 0 ? argv[0] : nullptr));
         OutputOptions out;  // --json, --save-json, --plot-dir
         Flags flags(program, summary);
         experiment.add_flags(flags);
