@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "../common/kit/saved_results.h"
 #include "../common/core/weights.h"
 #include "../common/kit/flags.h"
 #include "../common/kit/model_flags.h"
+#include "../common/kit/saved_results.h"
 #include "../common/real_weights/checkpoint.h"
 #include "../common/real_weights/tokenizer.h"
 #include "test_files.h"

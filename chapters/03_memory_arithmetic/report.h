@@ -488,8 +488,8 @@ inline int report(const Results& r, const OutputOptions& out) {
     std::cout << "  expected: the allocation rounded up to whole pages, plus a page or two "
               << "per array\n  (keys, values) for the allocator's header and for code run "
               << "the first time\n"
-              << "plot: " << plot_path << "\n"
-              << "plot: " << layout_path << "\n\n"
+              << "plot: " << visible(plot_path) << "\n"
+              << "plot: " << visible(layout_path) << "\n\n"
               << format_bytes(r.per_token) << " per token\n"
               << format_bytes(r.per_conversation) << " per " << with_commas(price.context)
               << "-token conversation\n";

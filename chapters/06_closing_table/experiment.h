@@ -15,7 +15,7 @@
 
 #include "../../common/kit/files.h"
 #include "../../common/kit/flags.h"
-#include "../../common/kit/report.h"  // visible
+#include "../../common/kit/report.h"  // excerpt
 #include "../../common/kit/saved_results.h"
 
 namespace kv::ch06 {
@@ -23,12 +23,26 @@ namespace kv::ch06 {
 // A results file is a few kilobytes; anything past this is not one.
 inline constexpr std::uint64_t kMostResultBytes = 16 << 20;
 
+// The chapter that writes each results file the closing table reads, as
+// its JSON names it ("chapter", report.h's with_origin): "ch02" -> "02_kv_cache".
+inline std::string chapter_writing(const std::string& file) {
+    static const std::map<std::string, std::string> writers = {
+        {"ch02", "02_kv_cache"},         {"ch03", "03_memory_arithmetic"},
+        {"ch05", "05_queue_simulation"}, {"ch07", "07_paged_kv_cache"},
+        {"ch08", "08_prefix_caching"},   {"ch09", "09_chunked_prefill"}};
+    const auto it = writers.find(file);
+    if (it == writers.end()) throw std::logic_error("no chapter writes " + file + ".json");
+    return it->second;
+}
+
 // Reads a chapter's saved results; throws std::runtime_error naming the
 // file (through visible(): one line, whatever the name holds) if it is
-// missing, not a regular file, too large, or not one JSON object. Only a
-// file that is not there gets the hint to run `make run`: a folder, a file
-// that cannot be read or a malformed one has another cause, named as it is.
-inline SavedResults load_saved_results(const std::string& path) {
+// missing, not a regular file, too large, not one JSON object, or not
+// written by `chapter` in this book's results format (SavedResults::
+// require_origin). Only a file that is not there gets the hint to run
+// `make run`: a folder, a file that cannot be read or a malformed one has
+// another cause, named as it is.
+inline SavedResults load_saved_results(const std::string& path, const std::string& chapter) {
     std::string text;
     try {
         text = read_file(path, "", kMostResultBytes);
@@ -37,13 +51,16 @@ inline SavedResults load_saved_results(const std::string& path) {
             throw std::runtime_error(std::string(e.what()) + " (run `make run` first)");
         throw;
     }
-    return SavedResults::parse(visible(path), text);
+    SavedResults saved = SavedResults::parse(excerpt(path, kMostQuotedPath), text);
+    saved.require_origin(chapter);
+    return saved;
 }
 
 // load_saved_results(), except that a file that is not there gives nothing:
 // Part II's chapters may not have run yet, and the article's table still
 // prints. Any other fault is an error, as above.
-inline std::optional<SavedResults> load_saved_results_if_there(const std::string& path) {
+inline std::optional<SavedResults> load_saved_results_if_there(const std::string& path,
+                                                               const std::string& chapter) {
     std::string text;
     try {
         text = read_file(path, "", kMostResultBytes);
@@ -51,7 +68,9 @@ inline std::optional<SavedResults> load_saved_results_if_there(const std::string
         if (e.error_number == ENOENT) return std::nullopt;
         throw;
     }
-    return SavedResults::parse(visible(path), text);
+    SavedResults saved = SavedResults::parse(excerpt(path, kMostQuotedPath), text);
+    saved.require_origin(chapter);
+    return saved;
 }
 
 // a / b, refused if it is too large to print (two finite figures can still
@@ -279,7 +298,8 @@ struct Experiment {
         Results r;
         for (const Published& p : kPublished) {
             if (!saved.count(p.file))
-                saved.emplace(p.file, load_saved_results(results_dir + "/" + p.file + ".json"));
+                saved.emplace(p.file, load_saved_results(results_dir + "/" + p.file + ".json",
+                                                         chapter_writing(p.file)));
             // Every figure is a time or a size: finite and above zero, or
             // the ratios below would print "nan x" or "-inf x".
             const double measured = saved.at(p.file).positive_number(p.key) * p.scale;
@@ -304,8 +324,9 @@ struct Experiment {
         r.results_dir = results_dir;
         auto part_two = [&](const char* chapter, auto read, auto& figures) {
             const std::string path = results_file(results_dir, chapter);
-            if (auto saved = load_saved_results_if_there(path))
-                figures = read(*saved, visible(path));
+            if (auto saved =
+                    load_saved_results_if_there(path, chapter_writing(std::string("ch") + chapter)))
+                figures = read(*saved, excerpt(path, kMostQuotedPath));
         };
         part_two("07", read_paged, r.part_two.paged);
         part_two("08", read_sharing, r.part_two.sharing);

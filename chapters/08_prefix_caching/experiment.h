@@ -141,6 +141,11 @@ struct Experiment {
         if (block_size > c.max_seq)
             throw UsageError("--block-size " + std::to_string(block_size) +
                              " is longer than the model's --max-seq " + std::to_string(c.max_seq));
+        // Each parallel sample starts with its own token (parallel_samples.h).
+        if (max_samples > c.vocab_size)
+            throw UsageError("--max-samples " + std::to_string(max_samples) +
+                             " is more than the --vocab " + std::to_string(c.vocab_size) +
+                             " first tokens the samples can differ by");
         const std::uint64_t per_block = BlockPool::bytes_per_block(c, block_size);
         const std::uint64_t pool_blocks = (queue.kv_budget_mib << 20) / per_block;
         if (pool_blocks > std::uint64_t(std::numeric_limits<int>::max()))

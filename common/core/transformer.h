@@ -86,6 +86,9 @@ class Transformer {
     void attention(const SequenceInput& input, int first_row, int layer, int rows);
     void attend_one_head(int row, int pos, int h);     // the reference
     void attend_group(int row, int pos, int kv_head);  // the fast path: one pass per group
+    // finite_numbers.cpp: a NonFiniteError where a number stops being finite.
+    void check_layer_numbers(std::span<const SequenceInput> inputs, int layer, int rows);
+    void check_logits(std::span<const SequenceInput> inputs);
 
     Config config_;
     Weights weights_;
@@ -109,6 +112,7 @@ class Transformer {
 };
 
 // Greedy decoding picks the highest-scoring token; ties go to the lowest id.
+// A NaN among the logits throws std::domain_error (no token is the choice).
 int argmax(std::span<const float> logits);
 
 }  // namespace kv
