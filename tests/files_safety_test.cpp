@@ -230,8 +230,9 @@ TEST_CASE("an output that is also an input or another output is refused before t
         CHECK(contents(model) == before);
     }
     // Two outputs, one file: only one of them would be left.
-    for (const auto& [first, second] : {std::pair{"--save-checkpoint", "--save-tokenizer"},
-                                        std::pair{"--save-json", "--save-checkpoint"}}) {
+    for (const auto& flags : {std::pair{"--save-checkpoint", "--save-tokenizer"},
+                              std::pair{"--save-json", "--save-checkpoint"}}) {
+        const std::string first = flags.first, second = flags.second;
         CAPTURE(first);
         const std::string shared = dir.file("s.bin");
         const test::Ran ran = run_ch02({"--vocab", "300", first, shared, second, shared, plots});
