@@ -47,7 +47,9 @@ class Transformer {
 
     // The forward pass for one sequence: appends the keys and values of
     // `tokens` to `cache` and returns the logits (vocab numbers) after the
-    // last of them: the scores of every possible next token.
+    // last of them: the scores of every possible next token. A number that
+    // stops being finite on the way throws NonFiniteError (finite_numbers.h)
+    // naming where, every cache left as it was.
     std::span<const float> forward(std::span<const int> tokens, KVStore& cache);
 
     // The same for several sequences at once. The weight products run once

@@ -495,13 +495,13 @@ void RunFiles::check_output(const std::string& path, const std::string& label) {
     };
     for (const Known& in : inputs_)
         if (same(in))
-            throw FileError(label + ": the same file as the " + in.label +
-                                " this run reads; an output may not replace an input",
+            throw FileError(label + ": the same file as " + in.label +
+                                ", which this run reads; an output may not replace an input",
                             EINVAL);
     for (const Known& other : outputs_)
         if (same(other))
-            throw FileError(label + ": the same file as the " + other.label +
-                                " this run writes; each output needs a file of its own",
+            throw FileError(label + ": the same file as " + other.label +
+                                ", which this run writes; each output needs a file of its own",
                             EINVAL);
     outputs_.push_back(out);
 }
