@@ -131,6 +131,7 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
             gate_.data[i] = silu(gate_.data[i]) * up_.data[i];
         matmul(gate_, w.w2, proj_, matmul_kernels);
         for (std::size_t i = 0; i < std::size_t(rows) * c.dim; ++i) x_.data[i] += proj_.data[i];
+        check_layer_numbers(inputs, l, rows);  // finite_numbers.h
         if (on_progress) on_progress({l, c.n_layers, rows, rows});
     }
 
@@ -145,6 +146,7 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
         rmsnorm(last_.row_span(i), x_.row_span(last_row), weights_.final_norm);
     }
     matmul(last_, weights_.output, logits_, matmul_kernels);
+    check_logits(inputs);
 
     for (const SequenceInput& input : inputs)
         input.cache->commit(static_cast<int>(input.tokens.size()));
@@ -265,8 +267,13 @@ void Transformer::attend_group(int row, int pos, int kv_head) {
 
 int argmax(std::span<const float> logits) {
     int best = 0;
-    for (int i = 1; i < static_cast<int>(logits.size()); ++i)
+    for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
+        // NaN is neither above nor below anything: it would never be picked,
+        // and a NaN first would never be passed. Neither is a choice.
+        if (std::isnan(logits[i]))
+            throw std::domain_error("argmax: logit " + std::to_string(i) + " is NaN");
         if (logits[i] > logits[best]) best = i;
+    }
     return best;
 }
 

@@ -47,7 +47,9 @@ class Transformer {
 
     // The forward pass for one sequence: appends the keys and values of
     // `tokens` to `cache` and returns the logits (vocab numbers) after the
-    // last of them: the scores of every possible next token.
+    // last of them: the scores of every possible next token. A number that
+    // stops being finite on the way throws NonFiniteError (finite_numbers.h)
+    // naming where, every cache left as it was.
     std::span<const float> forward(std::span<const int> tokens, KVStore& cache);
 
     // The same for several sequences at once. The weight products run once
@@ -91,6 +93,9 @@ class Transformer {
     void attention(const SequenceInput& input, int first_row, int layer, int rows);
     void attend_one_head(int row, int pos, int h);     // the reference
     void attend_group(int row, int pos, int kv_head);  // the fast path: one pass per group
+    // finite_numbers.cpp: a NonFiniteError where a number stops being finite.
+    void check_layer_numbers(std::span<const SequenceInput> inputs, int layer, int rows);
+    void check_logits(std::span<const SequenceInput> inputs);
 
     Config config_;
     Weights weights_;
@@ -115,6 +120,7 @@ class Transformer {
 };
 
 // Greedy decoding picks the highest-scoring token; ties go to the lowest id.
+// A NaN among the logits throws std::domain_error (no token is the choice).
 int argmax(std::span<const float> logits);
 
 }  // namespace kv
