@@ -22,7 +22,7 @@ BlockLedger::BlockLedger(int block_size, int blocks) : block_size_(block_size), 
 
 BlockPool::BlockPool(const Config& config, int block_size, int blocks, NumberFormat format)
     : BlockLedger(block_size, blocks), n_layers_(config.n_layers), kv_dim_(config.kv_dim()) {
-    const RowFormat rows_format = kv::row_format(config, format);
+    const RowFormat rows_format = row_format_of(config, format);
     const std::uint64_t rows =
         checked_mul(std::uint64_t(blocks), std::uint64_t(n_layers_) * std::uint64_t(block_size),
                     "block pool size");

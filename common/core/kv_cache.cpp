@@ -12,8 +12,8 @@ KVCache::KVCache(const Config& config, int capacity, NumberFormat format)
                                     std::to_string(config.max_seq) + ", got " +
                                     std::to_string(capacity));
     const std::size_t rows = std::size_t(n_layers_) * capacity_;
-    keys_ = KVRows(kv::row_format(config, format), rows);
-    values_ = KVRows(kv::row_format(config, format), rows);
+    keys_ = KVRows(row_format_of(config, format), rows);
+    values_ = KVRows(row_format_of(config, format), rows);
 }
 
 // The allocation holds `capacity` positions alike; `length` of them are used.

@@ -120,12 +120,12 @@ std::size_t RowFormat::bytes() const {
     return std::size_t(numbers()) * std::size_t(bytes_per_number()) + 2 * std::size_t(scales());
 }
 
-RowFormat row_format(const Config& config, NumberFormat format) {
+RowFormat row_format_of(const Config& config, NumberFormat format) {
     return {format, config.n_kv_heads, config.head_size()};
 }
 
 std::uint64_t kv_bytes_per_token(const Config& config, NumberFormat format) {
-    return checked_mul(2 * std::uint64_t(config.n_layers), row_format(config, format).bytes(),
+    return checked_mul(2 * std::uint64_t(config.n_layers), row_format_of(config, format).bytes(),
                        "KV cache bytes per token");
 }
 

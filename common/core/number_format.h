@@ -71,7 +71,7 @@ struct RowFormat {
     int bytes_per_number() const;  // 4, 2, 2 or 1
 };
 
-RowFormat row_format(const Config& config, NumberFormat format);
+RowFormat row_format_of(const Config& config, NumberFormat format);
 
 // Bytes one token holds in the cache: a key and a value in every layer.
 std::uint64_t kv_bytes_per_token(const Config& config, NumberFormat format);
