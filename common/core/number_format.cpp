@@ -164,7 +164,10 @@ void widen_int8(const RowFormat& f, const std::byte* in, float* out) {
             const float scale = from_float16(scale_bits);
             std::int8_t q[kInt8Block];
             std::memcpy(q, in + 2, std::size_t(n));
-            for (int i = 0; i < n; ++i) out[i] = float(q[i]) * scale;
+            if (n == kInt8Block)  // a whole block: a loop of known length, which vectorizes
+                for (int i = 0; i < kInt8Block; ++i) out[i] = float(q[i]) * scale;
+            else
+                for (int i = 0; i < n; ++i) out[i] = float(q[i]) * scale;
             in += 2 + n;
             out += n;
         }
