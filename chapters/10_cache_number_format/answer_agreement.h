@@ -47,6 +47,28 @@ struct AnswerComparison {
     bool identical() const { return first_difference == steps; }
 };
 
+// Many answers in one format, added up.
+struct AgreementTotals {
+    int answers = 0;
+    int identical = 0;  // answers whose every greedy token is float32's
+    long steps = 0;     // answer tokens compared
+    long agreeing = 0;  // of them, before each answer's first difference
+    double largest_logit_difference = 0.0;
+    double kl_sum = 0.0, kl_max = 0.0;
+
+    void add(const AnswerComparison& c) {
+        ++answers;
+        identical += c.identical();
+        steps += c.steps;
+        agreeing += c.first_difference;
+        largest_logit_difference = std::max(largest_logit_difference, c.largest_logit_difference);
+        kl_sum += c.kl_sum;
+        kl_max = std::max(kl_max, c.kl_max);
+    }
+    double agreement() const { return steps ? double(agreeing) / double(steps) : 1.0; }
+    double mean_kl() const { return steps ? kl_sum / double(steps) : 0.0; }
+};
+
 // KL(p || q) for the softmax distributions of two logit rows, in double.
 inline double kl_divergence(std::span<const float> p_logits, std::span<const float> q_logits) {
     auto log_normalizer = [](std::span<const float> l) {
