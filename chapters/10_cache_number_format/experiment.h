@@ -54,6 +54,7 @@ struct Results {
     std::vector<Request> queue;
     std::uint64_t budget_mib = 0;
     int block_size = 0, batch = 0;
+    std::string cost_model;             // "measured" or "analytic" (--cost-model)
     StepCalibration pricing;            // the step cost the simulator prices every width's steps by
     std::vector<FormatResult> formats;  // float32 first (all_formats())
 
@@ -159,6 +160,7 @@ struct Experiment {
             compare_long_answers(r, long_model);
             time_decode_steps(r, long_model);
         }
+        r.cost_model = queue.cost_model;
         r.pricing = price_steps(c, model.seed, queue);
         for (FormatResult& f : r.formats) simulate_queue(r, c, f);
         return r;

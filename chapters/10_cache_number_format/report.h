@@ -4,6 +4,7 @@
 // JSON object.
 #pragma once
 
+#include <cmath>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -22,13 +23,13 @@ inline std::string bits_of(NumberFormat f) {
 
 inline Table answer_table(const Results& r, bool long_context) {
     Table t({"format", "bits", "answers identical", "tokens agreeing (%)", "largest logit diff",
-             "mean KL (nats)", "largest KL"});
+             "mean KL (1e-6 nats)", "largest KL (1e-6)"});
     for (const FormatResult& f : r.formats) {
         const AgreementTotals& a = long_context ? f.long_context : f.demo;
         t.add_row({format_name(f.format), bits_of(f.format),
                    std::to_string(a.identical) + " of " + std::to_string(a.answers),
                    Cell(100 * a.agreement(), 1), Cell(a.largest_logit_difference, 5),
-                   Cell(a.mean_kl(), 9), Cell(a.kl_max, 9)});
+                   Cell(1e6 * a.mean_kl(), 3), Cell(1e6 * a.kl_max, 3)});
     }
     return t;
 }
@@ -130,20 +131,28 @@ inline int report(const Results& r, const OutputOptions& out) {
                  "formula, the queue's conversations\n"
               << "at once in a pool of " << r.budget_mib << " MiB (blocks of " << r.block_size
               << "), its median wait in the simulator (batch " << r.batch << ", the same step\n"
-              << "prices at every width), and a decode step at "
-              << with_commas(std::uint64_t(r.long_context))
-              << " positions on the engine (median of the thread's CPU time):\n";
+              << "prices at every width, "
+              << (r.cost_model == "analytic" ? "counted" : "this machine's calibration") << ")";
+    if (r.long_context)
+        std::cout << ",\nand a decode step at " << with_commas(std::uint64_t(r.long_context))
+                  << " positions on the engine (median of the thread's CPU time)";
+    std::cout << ":\n";
     memory.print(std::cout);
     std::cout << "\nThe article's cache (" << r.article.n_layers << " layers, "
               << r.article.n_kv_heads << " KV heads, head size " << r.article.head_size()
               << ") at 16 bits for " << with_commas(std::uint64_t(r.article_positions))
               << " positions: formula " << format_bytes(a.formula) << ", allocated "
-              << format_bytes(a.allocated) << ", resident memory grew by "
-              << (a.growth ? format_bytes(std::uint64_t(std::max<std::int64_t>(*a.growth, 0)))
-                           : std::string("(not measurable here)"))
-              << " (pages of " << format_bytes(a.page_size) << ")\n"
-              << "plot: " << plot << "\n\n"
-              << line << "\n";
+              << format_bytes(a.allocated) << ", resident memory grew by ";
+    if (a.growth)
+        std::cout << with_commas(std::uint64_t(std::max<std::int64_t>(*a.growth, 0)))
+                  << " bytes: the formula " << (*a.growth >= std::int64_t(a.formula) ? "+ " : "- ")
+                  << fixed(std::fabs(double(*a.growth - std::int64_t(a.formula))) /
+                               double(a.page_size),
+                           0)
+                  << " pages of " << format_bytes(a.page_size) << "\n";
+    else
+        std::cout << "(not measurable here)\n";
+    std::cout << "plot: " << plot << "\n\n" << line << "\n";
     return 0;
 }
 
