@@ -34,12 +34,13 @@ inline float from_e4m3(std::uint8_t bits) {
 
 // -------------------------------------------- exercise 10.5: a 4-bit cache
 
-// llama.cpp's q4_0, on the book's rows: each block of 32 numbers of a head
-// (kInt8Block; a smaller head is one block) keeps a float16 scale, its
-// largest magnitude / 7 rounded to float16, then its numbers as round(x /
-// scale), ties to even, held to -7..7, two to a byte (the first number in
-// the low 4 bits, as two's complement). A block of an odd count leaves the
-// last high half zero.
+// llama.cpp's q4_0 layout on the book's rows (a float16 scale, then 32
+// numbers in 16 bytes), with a symmetric grid: each block of 32 numbers of
+// a head (kInt8Block; a smaller head is one block) keeps its largest
+// magnitude / 7, rounded to float16, then its numbers as round(x / scale),
+// ties to even, held to -7..7, two to a byte (the first number in the low 4
+// bits, as two's complement). A block of an odd count leaves the last high
+// half zero.
 inline std::size_t int4_row_bytes(const RowFormat& f) {
     (void)f;
     throw std::logic_error("exercise 10.5: int4_row_bytes is not implemented yet");
