@@ -124,10 +124,17 @@ struct Experiment {
         if (const std::string over = beyond_memory(bytes, 0.5); !over.empty())
             throw UsageError("--long-context " + std::to_string(long_context) + " needs " +
                              format_bytes(std::uint64_t(bytes)) + " of caches, " + over);
+        // The pool must hold the longest request alone in float32, or it
+        // would wait forever.
         const std::uint64_t per_block = BlockPool::bytes_per_block(model.config, block_size);
-        if ((queue.kv_budget_mib << 20) / per_block == 0)
+        const WorkloadOptions& w = queue.workload;
+        const std::uint64_t blocks =
+            std::uint64_t(w.prompt_max + w.answer_max - 1 + block_size - 1) / block_size;
+        if ((queue.kv_budget_mib << 20) / per_block < blocks)
             throw UsageError("--kv-budget-mib " + std::to_string(queue.kv_budget_mib) +
-                             " holds no block of " + std::to_string(block_size) + " positions");
+                             " cannot hold one request at its longest in blocks of " +
+                             std::to_string(block_size) + " (" +
+                             format_bytes(blocks * per_block) + ")");
     }
 
     Results run() const {
