@@ -1,14 +1,9 @@
-// Chapter 10's experiment: each number format of the cache, what it costs
-// the answer and what it buys.
-//
-// The answers: the queue's first --prompts requests (their prompt and
-// answer lengths, prompts drawn with the seed), each answered greedily in
-// float32 and compared in every format (answer_agreement.h); and
-// --long-prompts answers that reach --long-context positions. What it
-// buys: bytes per token held by the engine, the article's shape at 16 bits
-// measured in resident memory, the conversations that fit in the pool at
-// each width and the queue's wait in the simulator (format_memory.h), and
-// a decode step at the long context timed at each width on the engine.
+// Chapter 10's experiment. What each format costs the answer: the queue's
+// first --prompts requests, and --long-prompts answers reaching
+// --long-context positions, answered in float32 and compared in every
+// format (answer_agreement.h). What it buys (format_memory.h): bytes per
+// token, the article's cache at 16 bits, the pool and the queue at each
+// width, and a decode step at the long context timed on the engine.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +42,7 @@ struct FormatResult {
 struct Results {
     std::string model, weights;  // the model's shape; "random (seed 1)" or a checkpoint
     int prompts = 0, long_context = 0, long_prompts = 0;
-    Config article;             // 32 layers, 8 KV heads, head size 128
+    Config article;             // article_shape()
     int article_positions = 0;  // 4,096
     ResidentGrowth article_16;  // its cache at 16 bits (bfloat16), measured
     WorkloadOptions work;
@@ -71,15 +66,12 @@ inline QueueOptions batches_of(int batch) {
     return q;
 }
 
-// The article's cache shape as a model the engine can allocate a cache for.
+// The article's cache shape (32 layers, 8 KV heads, head size 128), as a
+// model the engine can allocate a cache for.
 inline Config article_shape() {
-    return Config{.n_layers = 32,
-                  .dim = 4096,
-                  .n_heads = 32,
-                  .n_kv_heads = 8,
-                  .ffn_dim = 14336,
-                  .vocab_size = 32000,
-                  .max_seq = 4096};
+    Config c;
+    c.n_layers = 32, c.dim = 4096, c.n_heads = 32, c.n_kv_heads = 8, c.max_seq = 4096;
+    return c;
 }
 
 struct Experiment {
@@ -133,8 +125,8 @@ struct Experiment {
         if ((queue.kv_budget_mib << 20) / per_block < blocks)
             throw UsageError("--kv-budget-mib " + std::to_string(queue.kv_budget_mib) +
                              " cannot hold one request at its longest in blocks of " +
-                             std::to_string(block_size) + " (" +
-                             format_bytes(blocks * per_block) + ")");
+                             std::to_string(block_size) + " (" + format_bytes(blocks * per_block) +
+                             ")");
     }
 
     Results run() const {

@@ -36,12 +36,12 @@ inline Table answer_table(const Results& r, bool long_context) {
 
 inline Table memory_table(const Results& r) {
     Table t({"format", "bytes/token (formula)", "contiguous cache", "paged pool", "conversations",
-             "x float32", "ttft p50 (s)", "decode step"});
+             "x float32", "ttft p50 (s)", "decode step (ms)"});
     const double wide = r.at(NumberFormat::float32).conversations;
     for (const FormatResult& f : r.formats)
         t.add_row({format_name(f.format), f.bytes.formula, f.bytes.contiguous, f.bytes.paged,
                    f.conversations, Cell(f.conversations / wide, 2), Cell(f.queue.ttft_median, 2),
-                   r.long_context ? Cell(format_duration(f.decode_step_s)) : Cell("-")});
+                   r.long_context ? Cell(1e3 * f.decode_step_s, 2) : Cell("-")});
     return t;
 }
 
@@ -82,20 +82,6 @@ inline int report(const Results& r, const OutputOptions& out) {
     const Table memory = memory_table(r);
     const std::string plot = agreement_plot(r, out.plot_dir), line = headline(r);
     const ResidentGrowth& a = r.article_16;
-    std::vector<Json> formats;
-    for (const FormatResult& f : r.formats)
-        formats.push_back(Json()
-                              .add("format", format_name(f.format))
-                              .add("bytes_per_token", f.bytes.formula)
-                              .add("identical", f.demo.identical)
-                              .add("agreement", f.demo.agreement())
-                              .add("largest_logit_difference", f.demo.largest_logit_difference)
-                              .add("mean_kl", f.demo.mean_kl())
-                              .add("long_identical", f.long_context.identical)
-                              .add("long_agreement", f.long_context.agreement())
-                              .add("conversations", f.conversations)
-                              .add("ttft_median_s", f.queue.ttft_median)
-                              .add("decode_step_s", f.decode_step_s));
     Json json = Json()
                     .add("chapter", "10_cache_number_format")
                     .add("model", r.model)
@@ -105,7 +91,6 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("answers", answers)
                     .add("long_answers", long_answers)
                     .add("memory", memory)
-                    .add("formats", formats)
                     .add("article_formula_bytes", a.formula)
                     .add("article_allocated_bytes", a.allocated)
                     .add("article_resident_growth_bytes", a.growth ? *a.growth : -1)
