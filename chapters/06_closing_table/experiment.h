@@ -1,7 +1,7 @@
 // The closing table's experiment: each figure the book answers to, beside
 // the figure this run measured, read from the files the chapters saved with
 // --save-json (`make run` saves them in build/results/). Part I's are the
-// article's; Part II's (chapters 07 to 09) are set beside their papers'.
+// article's; Part II's (chapters 07 to 10) are set beside their papers'.
 #pragma once
 
 #include <cerrno>
@@ -100,9 +100,9 @@ struct Shape {
 };
 
 // ---------------------------------------------------------------- Part II
-// Chapters 07 to 09 go where servers went after the article. Each is set
-// beside the figures its paper reports, with the setup they came from; they
-// are not the same measure as ours, and the report says how they differ.
+// Chapters 07 to 10 go where servers went after the article. Each is set
+// beside the figures its paper (or a server's documentation) reports, with the setup they came
+// from; they are not the same measure as ours, and the report says how they differ.
 struct Paper {
     const char* chapter;    // "07"
     const char* title;      // the chapter's subject
@@ -134,6 +134,18 @@ inline const Paper kPapers[] = {
      "they hold the p99 target and measure the load served; we hold the load (one queue of "
      "requests arriving at once) and measure the p99 time between tokens, and the median wait "
      "the chunks cost or save"},
+    {"10", "the cache's number format",
+     "vLLM's documentation (Quantized KV Cache, v0.11.2); KIVI (Liu et al., ICML 2024)",
+     "an FP8 cache allows \"approximately double the amount of space for KV cache allocation\", "
+     "with \"no latency improvements\" until dequantization and attention are fused (vLLM: FP8 "
+     "against a 16-bit cache, one scale per tensor, on GPUs); 2-bit keys (grouped per channel) "
+     "and values (per token) keep \"almost the same quality\" with 2.6 x less peak memory, "
+     "weights included, up to 4 x larger batches and 2.35-3.47 x the throughput (KIVI: Llama-2, "
+     "Falcon and Mistral on GPUs, LM-Eval and LongBench tasks)",
+     "ours narrows a float32 cache to 16 and 8.5 bits on a random model and counts the greedy "
+     "tokens that stay float32's, where theirs narrow 16-bit caches of trained models and score "
+     "tasks; our wait is the simulator's at the same step prices for every width (this engine "
+     "widens each number before float32 kernels), theirs comes from GPU kernels"},
 };
 
 // What chapter 07 saved: how much of the reserved memory held a token, how
@@ -169,11 +181,22 @@ struct ChunkingFigures {
     std::string workload, side, headline;
 };
 
+// What chapter 10 saved: the conversations its pool held at each width,
+// and how many of its answers kept every float32 token.
+struct FormatFigures {
+    double kv_budget_mib = 0;
+    double conversations_float32 = 0, conversations_16bit = 0, conversations_int8 = 0;
+    double answers = 0;
+    double identical_bfloat16 = 0, identical_float16 = 0, identical_int8 = 0;
+    std::string side, headline;
+};
+
 // Each is empty where the chapter's file is not there.
 struct PartTwo {
     std::optional<PagedFigures> paged;        // ch07.json
     std::optional<SharingFigures> sharing;    // ch08.json
     std::optional<ChunkingFigures> chunking;  // ch09.json
+    std::optional<FormatFigures> format;      // ch10.json
 };
 
 // The fit table's row named `memory` (and with `block_size`, if above
@@ -245,6 +268,35 @@ inline ChunkingFigures read_chunking(const SavedResults& ch09, const std::string
     return f;
 }
 
+// The row of `table` whose "format" is `format`.
+inline const SavedResults& format_row(const SavedResults& ch10, const std::string& file,
+                                      const std::string& table, const std::string& format) {
+    for (const SavedResults& row : ch10.rows(table))
+        if (row.has("format") && row.text("format") == format) return row;
+    throw std::runtime_error(file + ": \"" + table + "\" has no row \"" + format + "\"");
+}
+
+inline FormatFigures read_format(const SavedResults& ch10, const std::string& file) {
+    FormatFigures f;
+    f.kv_budget_mib = ch10.positive_number("kv_budget_mib");
+    auto fit = [&](const char* format) {
+        return format_row(ch10, file, "memory", format).positive_number("conversations");
+    };
+    f.conversations_float32 = fit("float32");
+    f.conversations_16bit = fit("bfloat16");
+    f.conversations_int8 = fit("int8");
+    f.answers = format_row(ch10, file, "answers", "float32").positive_number("answers");
+    auto same = [&](const char* format) {
+        return format_row(ch10, file, "answers", format).number_between("identical", 0, f.answers);
+    };
+    f.identical_bfloat16 = same("bfloat16");
+    f.identical_float16 = same("float16");
+    f.identical_int8 = same("int8");
+    f.side = ch10.text("headline_side");
+    f.headline = ch10.text("headline");
+    return f;
+}
+
 struct Results {
     std::vector<Figure> figures;  // in the order of kPublished
     std::vector<Shape> shapes;
@@ -267,7 +319,7 @@ struct Experiment {
 
     void add_flags(Flags& flags) {
         flags.add("results-dir", results_dir,
-                  "folder holding ch02.json, ch03.json, ch05.json (and ch07 to ch09's)");
+                  "folder holding ch02.json, ch03.json, ch05.json (and ch07 to ch10's)");
     }
 
     void check() const {}  // a missing or unreadable file is found by run()
@@ -310,6 +362,7 @@ struct Experiment {
         part_two("07", read_paged, r.part_two.paged);
         part_two("08", read_sharing, r.part_two.sharing);
         part_two("09", read_chunking, r.part_two.chunking);
+        part_two("10", read_format, r.part_two.format);
         return r;
     }
 };

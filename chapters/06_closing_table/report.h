@@ -144,6 +144,16 @@ inline std::string chunking_text(const ChunkingFigures& f) {
            format_duration(f.ttft_prefill_first_s) + " -> " + format_duration(f.ttft_chunked_s);
 }
 
+inline std::string format_text(const FormatFigures& f) {
+    return "conversations that fit in " + whole(f.kv_budget_mib) +
+           " MiB, 16-bit / float32: " + times(f.conversations_16bit / f.conversations_float32) +
+           " (" + whole(f.conversations_16bit) + " / " + whole(f.conversations_float32) +
+           "), int8: " + times(f.conversations_int8 / f.conversations_float32) + " (" +
+           whole(f.conversations_int8) + "); answers keeping every float32 token: bfloat16 " +
+           whole(f.identical_bfloat16) + ", float16 " + whole(f.identical_float16) + ", int8 " +
+           whole(f.identical_int8) + " of " + whole(f.answers);
+}
+
 // Part II as JSON: per chapter, where it was read, whether it was there,
 // and its figures.
 inline Json part_two_json(const Results& r) {
@@ -152,7 +162,7 @@ inline Json part_two_json(const Results& r) {
         return Json().add("results", results_file(r.results_dir, chapter)).add("found", found);
     };
     Json ch07 = head("07", p.paged.has_value()), ch08 = head("08", p.sharing.has_value()),
-         ch09 = head("09", p.chunking.has_value());
+         ch09 = head("09", p.chunking.has_value()), ch10 = head("10", p.format.has_value());
     if (const auto& f = p.paged)
         ch07.add("filled_reserved_pct", f->filled_reserved_pct)
             .add("filled_paged_pct", f->filled_paged_pct)
@@ -168,7 +178,15 @@ inline Json part_two_json(const Results& r) {
             .add("ttft_median_prefill_first_s", f->ttft_prefill_first_s)
             .add("ttft_median_chunked_s", f->ttft_chunked_s)
             .add("headline", f->headline);
-    return Json().add("ch07", ch07).add("ch08", ch08).add("ch09", ch09);
+    if (const auto& f = p.format)
+        ch10.add("conversations_16bit_gain", f->conversations_16bit / f->conversations_float32)
+            .add("conversations_int8_gain", f->conversations_int8 / f->conversations_float32)
+            .add("identical_bfloat16", f->identical_bfloat16)
+            .add("identical_float16", f->identical_float16)
+            .add("identical_int8", f->identical_int8)
+            .add("answers", f->answers)
+            .add("headline", f->headline);
+    return Json().add("ch07", ch07).add("ch08", ch08).add("ch09", ch09).add("ch10", ch10);
 }
 
 inline std::string part_two_text(const Results& r) {
@@ -176,7 +194,8 @@ inline std::string part_two_text(const Results& r) {
     return part_two_block(r, kPapers[0], p.paged, p.paged ? paged_text(*p.paged) : "") + "\n" +
            part_two_block(r, kPapers[1], p.sharing, p.sharing ? sharing_text(*p.sharing) : "") +
            "\n" +
-           part_two_block(r, kPapers[2], p.chunking, p.chunking ? chunking_text(*p.chunking) : "");
+           part_two_block(r, kPapers[2], p.chunking, p.chunking ? chunking_text(*p.chunking) : "") +
+           "\n" + part_two_block(r, kPapers[3], p.format, p.format ? format_text(*p.format) : "");
 }
 
 // Returns the exit status.

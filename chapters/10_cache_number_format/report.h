@@ -22,12 +22,11 @@ inline std::string bits_of(NumberFormat f) {
 }
 
 inline Table answer_table(const Results& r, bool long_context) {
-    Table t({"format", "bits", "answers identical", "tokens agreeing (%)", "largest logit diff",
+    Table t({"format", "bits", "answers", "identical", "tokens agreeing (%)", "largest logit diff",
              "mean KL (1e-6 nats)", "largest KL (1e-6)"});
     for (const FormatResult& f : r.formats) {
         const AgreementTotals& a = long_context ? f.long_context : f.demo;
-        t.add_row({format_name(f.format), bits_of(f.format),
-                   std::to_string(a.identical) + " of " + std::to_string(a.answers),
+        t.add_row({format_name(f.format), bits_of(f.format), a.answers, a.identical,
                    Cell(100 * a.agreement(), 1), Cell(a.largest_logit_difference, 5),
                    Cell(1e6 * a.mean_kl(), 3), Cell(1e6 * a.kl_max, 3)});
     }
@@ -95,6 +94,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("article_allocated_bytes", a.allocated)
                     .add("article_resident_growth_bytes", a.growth ? *a.growth : -1)
                     .add("kv_budget_mib", r.budget_mib)
+                    .add("headline_side", "simulator")
                     .add("step_cost_source", r.pricing.cost.source)
                     .add("plot", plot)
                     .add("headline", line);
