@@ -5,6 +5,7 @@
 #   make ch01 ...   build one chapter; its program is build/ch01
 #   make sanitize   the tests again under AddressSanitizer and UBSan
 #   make bench      the engine against this machine's limits (tests/bench/)
+#   make validate   the simulator against the real engine, every queue chapter (tests/validate/)
 #   make format     clang-format the C++ sources (never the Markdown)
 #   make clean
 
@@ -32,7 +33,7 @@ CHAPTERS     = $(foreach d,$(CHAPTER_DIRS),ch$(firstword $(subst _, ,$(notdir $(
 COMMON_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard common/*/*.cpp))
 TEST_OBJ   = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard tests/*.cpp))
 
-.PHONY: all run test sanitize bench fuzz format format-check clean doctest $(CHAPTERS)
+.PHONY: all run test sanitize bench validate fuzz format format-check clean doctest $(CHAPTERS)
 .SECONDARY:
 all: $(CHAPTERS)
 
@@ -108,6 +109,17 @@ bench: $(BUILD)/bench
 	@echo
 	@echo "==> $(BUILD)/generic/bench, the baseline: $(strip $(CXX) $(CXXFLAGS) $(EXTRA)) (no -march)"
 	./$(BUILD)/generic/bench
+
+# ----------------------------------------------------------- validation
+# The simulator against the real engine (not a test: it times, for minutes):
+# every queue chapter's checked queues (tests/validate/chNN_queues.h), each
+# run kRealRuns times on the engine, and one report of the errors. Flags
+# after VALIDATE=, e.g. make validate VALIDATE="--requests 32 --runs 2".
+$(BUILD)/validate: $(BUILD)/tests/validate/main.o $(COMMON_OBJ)
+	$(CXX) $(ALL_FLAGS) -o $@ $^
+
+validate: $(BUILD)/validate
+	./$(BUILD)/validate $(VALIDATE)
 
 # ------------------------------------------------------------- fuzzing
 # make fuzz: libFuzzer (Clang: Debian's clang and libclang-rt-dev) on the

@@ -256,14 +256,14 @@ TEST_CASE("multiplied parameters are every weight but the embedding and the norm
         const std::uint64_t d = c.dim, kvd = c.kv_dim(), f = c.ffn_dim;
         const std::uint64_t by_hand =
             c.n_layers * (2 * d * d + 2 * kvd * d + 3 * f * d) + std::uint64_t(c.vocab_size) * d;
-        CHECK(multiplied_parameters(c) == by_hand);
+        CHECK(c.multiplied_parameters() == by_hand);
         CHECK(weight_bytes_per_step(c) == 4 * by_hand);
         // Sharing the embedding with the output projection multiplies the same.
         c.shared_output = true;
-        CHECK(multiplied_parameters(c) == by_hand);
+        CHECK(c.multiplied_parameters() == by_hand);
     }
     // By hand, the demo model: 6 x (2 x 256^2 + 2 x 64 x 256 + 3 x 768 x 256) + 4096 x 256.
-    CHECK(multiplied_parameters(Config{}) == 5'570'560);
+    CHECK(Config{}.multiplied_parameters() == 5'570'560);
 }
 
 TEST_CASE("a step's arithmetic: B/2 FLOPs per weight byte plus attention per sequence") {
@@ -273,7 +273,7 @@ TEST_CASE("a step's arithmetic: B/2 FLOPs per weight byte plus attention per seq
     b.commit(6);  // and to 7
     const KVCache* caches[] = {&a, &b};
     const StepArithmetic s = step_arithmetic(c, caches);
-    const double p = double(multiplied_parameters(c));
+    const double p = double(c.multiplied_parameters());
     CHECK(s.weight_bytes == 4 * p);
     CHECK(s.weight_flops == 2 * p * 2);
     CHECK(s.weight_flops / s.weight_bytes == 1.0);  // B/2 with B = 2
@@ -328,7 +328,7 @@ TEST_CASE("the bench decodes every batch like the sequences alone") {
         const BatchTiming& t = timings[k];
         CHECK(t.batch == sizes[k]);
         CHECK(t.step_seconds > 0);
-        CHECK(t.arithmetic.weight_flops == 2.0 * double(multiplied_parameters(c)) * t.batch);
+        CHECK(t.arithmetic.weight_flops == 2.0 * double(c.multiplied_parameters()) * t.batch);
         // Attention per step: 4 x layers x dim FLOPs per attended position.
         // Each sequence attends to at least its prompt plus one, and at most
         // its prompt plus every step the bench ran.
@@ -391,26 +391,4 @@ TEST_CASE("the roofline is the lower of the peak and intensity times the memory 
     // 16-bit weights: B FLOPs per byte, batch 4.
     CHECK(batch_at_intensity(4.0, 4) == doctest::Approx(8.0));
     CHECK(batch_at_intensity(4.0, 2) == doctest::Approx(4.0));
-}
-
-TEST_CASE(
-    "a width's memory roof is the last-level cache's only if its weights fit and read faster") {
-    const double dram = 10e9;
-    const Config c = test::tiny_config();
-    const std::uint64_t bytes = weight_bytes_per_step(c);
-    // The weights fit the reported last level and a read of their size ran
-    // 2.5 x DRAM's rate: the roof is that read (common/kit/memory_level.h).
-    CHECK(ch04::weights_from_last_level(c, bytes, 25e9, dram));
-    CHECK(ch04::width_memory_roof(c, bytes, 25e9, dram) == 25e9);
-    // They fit, but the read was no more than 1.2 x DRAM's (a cache shared
-    // with other cores or machines): DRAM, its roof the faster of the two
-    // reads; below DRAM's, DRAM's.
-    CHECK_FALSE(ch04::weights_from_last_level(c, bytes, 12e9, dram));
-    CHECK(ch04::width_memory_roof(c, bytes, 12e9, dram) == 12e9);
-    CHECK(ch04::width_memory_roof(c, bytes, 9e9, dram) == dram);
-    CHECK(ch04::weights_from_last_level(c, bytes, 12.01e9, dram));
-    // A last level 4 bytes too small: DRAM's, whatever a read measured.
-    CHECK_FALSE(ch04::weights_from_last_level(c, bytes - 4, 25e9, dram));
-    CHECK(ch04::width_memory_roof(c, bytes - 4, 25e9, dram) == dram);
-    CHECK_FALSE(ch04::weights_from_last_level(c, 0, 25e9, dram));  // not reported: DRAM
 }

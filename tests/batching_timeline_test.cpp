@@ -1,5 +1,5 @@
-// Chapter 05's timeline of a small schedule (timeline_plot.h,
-// plots/05_batching_timeline.svg): the stretches it records are what the
+// Chapter 05's timeline of a small schedule (experiment.h records it,
+// report.h draws plots/05_batching_timeline.svg): the stretches it records are what the
 // scheduler did, checked on a schedule computed by hand, and on the
 // chapter's own queue against the rules of each policy.
 #include <doctest/doctest.h>
@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "../chapters/05_queue_simulation/timeline_plot.h"
+#include "../chapters/05_queue_simulation/experiment.h"
+#include "../chapters/05_queue_simulation/report.h"
 #include "svg_check.h"
 
 using namespace kv;
@@ -17,12 +18,14 @@ using ch05::Phase;
 namespace {
 
 // Every prefill takes 1 s, every decode step 0.25 s: times a person can add up.
-CostModel round_costs() {
-    CostModel m;
-    m.pass_fixed = 1;
-    m.step_fixed = 0.25;
-    return m;
-}
+class RoundTimes : public Executor {
+  public:
+    double run(const StepPlan& plan) override {
+        for (const StepRow& row : plan.rows)
+            if (row.request->status == RequestStatus::prefilling) return 1.0;
+        return 0.25;
+    }
+};
 
 std::vector<Request> queue_of(const std::vector<int>& answers, int prompt = 4) {
     std::vector<Request> q;
@@ -75,10 +78,11 @@ TEST_CASE("the timeline of a schedule computed by hand: three requests in batche
     const std::vector<Request> q = queue_of({1, 3, 2});
     const MemoryBudget budget = room_for(1000, Reservation::whole_context);
     const Policy static_batching{"static", 2, false, true}, continuous{"continuous", 2, true, true};
+    RoundTimes round;
 
     // Static: r0 and r1 form a batch; r0 is answered by its prefill and pads
     // the batch until r1's last token at 2.5 s; only then r2 may start.
-    const ch05::PolicyTimeline s = ch05::record_timeline(q, static_batching, budget, round_costs());
+    const ch05::PolicyTimeline s = ch05::record_timeline(q, static_batching, budget, round);
     check_stretches(s.requests[0], {{Phase::prefill, 0, 1}, {Phase::padding, 1, 2.5}});
     check_stretches(s.requests[1],
                     {{Phase::waiting, 0, 1}, {Phase::prefill, 1, 2}, {Phase::decode, 2, 2.5}});
@@ -89,7 +93,7 @@ TEST_CASE("the timeline of a schedule computed by hand: three requests in batche
 
     // Continuous: r0 leaves at 1 s and r2 takes its slot; r2's prefill runs
     // alone while r1, already answering, stalls.
-    const ch05::PolicyTimeline c = ch05::record_timeline(q, continuous, budget, round_costs());
+    const ch05::PolicyTimeline c = ch05::record_timeline(q, continuous, budget, round);
     check_stretches(c.requests[0], {{Phase::prefill, 0, 1}});
     check_stretches(c.requests[1], {{Phase::waiting, 0, 1},
                                     {Phase::prefill, 1, 2},
@@ -117,8 +121,9 @@ TEST_CASE("a request sent back to the queue waits there; it does not stall") {
     // Room for 8 positions, charged as held: two 4-token prompts fit, but
     // their caches outgrow the room and the newer one is sent back.
     const std::vector<Request> q = queue_of({4, 4}, 3);
+    RoundTimes round;
     const ch05::PolicyTimeline c = ch05::record_timeline(
-        q, {"continuous", 2, true, true}, room_for(8, Reservation::tokens_held), round_costs());
+        q, {"continuous", 2, true, true}, room_for(8, Reservation::tokens_held), round);
     check_contiguous(c);
     const std::vector<ch05::Stretch>& r1 = c.requests[1].stretches;
     int prefills = 0;

@@ -1,6 +1,7 @@
 // Chapter 09's steps: decode rows and prompt chunks in one pass change
 // nothing but time; the chunk size bounds every step; each prompt is
-// computed once, in order; one step cost prices every mix.
+// computed once, in order; one step cost prices every mix; the chapter's
+// run shows the trade.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,13 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "../chapters/09_chunked_prefill/experiment.h"
 #include "../chapters/09_chunked_prefill/step_policies.h"
 #include "../common/core/block_pool.h"
 #include "../common/core/generation.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
-#include "../common/serving/cost_model.h"
 #include "../common/serving/real_executor.h"
 #include "../common/serving/scheduler.h"
 #include "../common/serving/step_cost.h"
@@ -209,7 +210,7 @@ TEST_CASE(
     "chunked prefill never carries more prompt tokens than its chunk and carries every decode") {
     const Config c = test::tiny_config();
     const std::vector<Request> q = small_queue(40, 3, 30);
-    const CostModel cost = analytic_cost_model(c);
+    const StepCost cost = analytic_step_cost(c);
     for (int chunk : {1, 4, 16, 64}) {
         CAPTURE(chunk);
         SimulatedExecutor priced(cost);
@@ -230,7 +231,7 @@ TEST_CASE(
 TEST_CASE("each prompt's chunks run once in order from its first token to its last") {
     const Config c = test::tiny_config();
     const std::vector<Request> q = small_queue(30, 3, 40);
-    const CostModel cost = analytic_cost_model(c);
+    const StepCost cost = analytic_step_cost(c);
     for (int chunk : {5, 16}) {
         CAPTURE(chunk);
         SimulatedExecutor priced(cost);
@@ -278,7 +279,7 @@ TEST_CASE("prefill first and batched and chunked prefill give the engine the sam
 TEST_CASE("batched prefill runs every admitted prompt in one pass") {
     const Config c = test::tiny_config();
     const std::vector<Request> q = small_queue(12, 3, 10);
-    SimulatedExecutor priced(analytic_cost_model(c));
+    SimulatedExecutor priced(analytic_step_cost(c));
     Recording rec(priced);
     TokensHeld memory(1 << 20);
     const BatchedPrefill steps;
@@ -292,22 +293,40 @@ TEST_CASE("batched prefill runs every admitted prompt in one pass") {
         if (rec.prompt_per_step[i] > 0) CHECK(rec.decode_rows_per_step[i] == 0);
 }
 
-TEST_CASE("one step cost prices chapter 05's passes and decode steps as chapter 05 does") {
+TEST_CASE("the step cost prices a prefill and a decode step as its two corners say") {
+    // The plans prefill first composes: one newcomer's whole prompt, then
+    // one decode row for each of B requests at its own context.
     for (const Config& c : test::shapes_to_check()) {
-        const CostModel m = analytic_cost_model(c);
         const StepCost s = analytic_step_cost(c);
-        auto close = [](double a, double b) { return std::fabs(a / b - 1) < 1e-12; };
-        for (int L : {1, 7, 64}) {
-            const StepWork prefill{double(L), 1, attention_pairs(0, L), double(L)};
-            CHECK(close(s.seconds(prefill), m.prefill_seconds(L)));
+        std::vector<Request> r(3);
+        for (int i = 0; i < 3; ++i) {
+            r[std::size_t(i)].id = i;
+            r[std::size_t(i)].prompt_len = 7 + 10 * i;
+            r[std::size_t(i)].answer_len = r[std::size_t(i)].answer_cap = 20;
         }
-        for (int B : {1, 4, 32})
-            for (int context : {0, 100}) {
-                // B rows, each after `context` cached positions.
-                const StepWork decode{double(B), double(B), B * attention_pairs(context, 1),
-                                      double(B) * (context + 1)};
-                CHECK(close(s.seconds(decode), m.decode_seconds(B, double(B) * context)));
-            }
+        std::vector<Request*> batch = {&r[0]};
+        StepPlan plan;
+        r[0].status = RequestStatus::prefilling;
+        PrefillFirst{}.compose(batch, true, plan);
+        CHECK(s.seconds(plan) == doctest::Approx(s.prefill_seconds(7)).epsilon(1e-12));
+        int context = 0;
+        batch.clear();
+        for (Request& x : r) {
+            x.status = RequestStatus::decoding;
+            x.received = 3;
+            x.cached = x.prompt_len + 2;
+            context += x.cached;
+            batch.push_back(&x);
+        }
+        PrefillFirst{}.compose(batch, true, plan);
+        REQUIRE(plan.rows.size() == 3);
+        CHECK(s.seconds(plan) == doctest::Approx(s.decode_seconds(3, context)).epsilon(1e-12));
+        // A chunk of the same prompt after some of it is cached costs more
+        // per token than the first chunk: its rows attend to more pairs.
+        StepWork first, second;
+        first.add(0, 8);
+        second.add(8, 8);
+        CHECK(s.seconds(second) > s.seconds(first));
     }
 }
 
@@ -391,4 +410,48 @@ TEST_CASE("a request preempted in the middle of its chunked prefill starts again
         gaps += std::size_t(q[i].answer_len - 1);
     }
     CHECK(s.token_gaps.size() == gaps);  // one gap between each two tokens, preempted or not
+}
+
+TEST_CASE("chapter 09's run: every rule on both workloads and the trade its headline names") {
+    ch09::Experiment e;
+    e.queue.cost_model = "analytic";  // counted prices: nothing measured, the same everywhere
+    e.queue.workload.requests = 120;
+    e.chunk = 48;  // not one of kChunks: the run adds it in order
+    e.check();
+    const ch09::Results r = e.run();
+    std::vector<std::string> names;
+    for (const ch09::StepRule& rule : r.rules) names.push_back(rule.name);
+    CHECK(names == std::vector<std::string>{"prefill first", "batched prefill", "chunked 16",
+                                            "chunked 32", "chunked 48", "chunked 64", "chunked 128",
+                                            "chunked 256", "chunked 512"});
+    REQUIRE(r.runs.size() == 2 * r.rules.size());
+    for (const ch09::QueueRun& q : r.runs) {
+        CAPTURE(q.workload);
+        CAPTURE(q.rule.name);
+        if (q.rule.chunk > 0)
+            CHECK(q.most_prompt <= q.rule.chunk);
+        else
+            CHECK(q.mixed == 0);  // prefill first and batched prefill never mix
+        CHECK(q.summary.answer_tokens > 0);
+    }
+    // Every prompt of the long workload is 512 tokens: prefill first's
+    // largest step carries one, batched prefill's a whole batch of them.
+    const std::string longer = ch09::long_prompts(512);
+    CHECK(r.run(longer, "prefill first").most_prompt == 512);
+    CHECK(r.run(longer, "batched prefill").most_prompt == 512 * r.batch);
+    // The trade: chunks shorten the long prompts' p99 gap and lengthen
+    // the median wait; the smaller the chunk, the more so.
+    const Summary& first = r.run(longer, "prefill first").summary;
+    const Summary& c16 = r.run(longer, "chunked 16").summary;
+    const Summary& c64 = r.run(longer, "chunked 64").summary;
+    CHECK(c64.tbt_p99 < first.tbt_p99 / 4);
+    CHECK(c16.tbt_p99 < c64.tbt_p99);
+    CHECK(c64.ttft_median > first.ttft_median);
+    CHECK(c16.ttft_median > c64.ttft_median);
+    // The same flags give the same simulated queues.
+    const ch09::Results again = e.run();
+    for (std::size_t i = 0; i < r.runs.size(); ++i) {
+        CHECK(again.runs[i].summary.tbt_p99 == r.runs[i].summary.tbt_p99);
+        CHECK(again.runs[i].summary.total_s == r.runs[i].summary.total_s);
+    }
 }

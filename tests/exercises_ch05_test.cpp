@@ -4,15 +4,23 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "../chapters/05_queue_simulation/exercises.h"
-#include "../common/lab/rate_sweep.h"
+#include "../common/serving/memory_budget.h"
 #include "../common/serving/metrics.h"
+#include "../common/serving/scheduler.h"
 
 using namespace kv;
 
 namespace {
+
+Summary simulate(std::span<const Request> queue, const Policy& policy, const MemoryBudget& budget,
+                 const StepCost& cost) {
+    SimulatedExecutor executor(cost);
+    return summarize(run_schedule(queue, policy, budget, executor));
+}
 
 // Prompts from 8 to 256 tokens, short answers: prefill is most of the work,
 // so the order of prompts matters.
@@ -30,7 +38,7 @@ WorkloadOptions prompt_heavy(double rate) {
 TEST_SUITE("exercises ch05") {
     TEST_CASE("exercise 05.5 shortest prompt first" * doctest::skip()) {
         const Config config;
-        const CostModel cost = analytic_cost_model(config);
+        const StepCost cost = analytic_step_cost(config);
         const MemoryBudget budget = make_budget(config, 64, Reservation::whole_context);
         const Policy fcfs{"serial, cache", 1, false, true};
         Policy shortest = fcfs;
@@ -55,7 +63,7 @@ TEST_SUITE("exercises ch05") {
 
     TEST_CASE("exercise 05.6 serial queue by hand" * doctest::skip()) {
         const Config config;
-        const CostModel cost = analytic_cost_model(config);
+        const StepCost cost = analytic_step_cost(config);
         WorkloadOptions w;
         w.requests = 50;
         const std::vector<Request> queue = make_workload(w);

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "../chapters/07_paged_kv_cache/exercises.h"
-#include "../common/serving/cost_model.h"
 #include "../common/serving/scheduler.h"
+#include "../common/serving/step_cost.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -40,7 +40,7 @@ TEST_SUITE("exercises ch07") {
         w.requests = 40, w.prompt_min = 3, w.prompt_max = 12, w.answer_len = 8, w.answer_max = 24;
         const std::vector<Request> queue = make_workload(w);
         exercises::LargestFirstPagedMemory tight({.blocks = 24, .block_size = 4});
-        SimulatedExecutor executor(analytic_cost_model(test::tiny_config()));
+        SimulatedExecutor executor(analytic_step_cost(test::tiny_config()));
         const PrefillFirst steps;
         const Schedule s =
             run_schedule(queue, {"continuous, cache", 6, true, true}, tight, steps, executor);

@@ -10,8 +10,8 @@
 #include "../chapters/08_prefix_caching/prefix_sharing_memory.h"
 #include "../chapters/08_prefix_caching/shared_workload.h"
 #include "../common/core/block_pool.h"
-#include "../common/serving/cost_model.h"
 #include "../common/serving/scheduler.h"
+#include "../common/serving/step_cost.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -51,7 +51,7 @@ TEST_SUITE("exercises ch08") {
             w, {.system_prompt = 10, .follow_ups = 0.5, .look_back = 5}, c.vocab_size, 128);
         BlockLedger ledger(4, 10'000);
         PrefixSharingMemory memory(ledger, {.watermark = 0, .share = true});
-        SimulatedExecutor executor(analytic_cost_model(c));
+        SimulatedExecutor executor(analytic_step_cost(c));
         const Schedule s = run_schedule(queue, {"continuous, cache", 8, true, true}, memory,
                                         PrefillFirst{}, executor);
         REQUIRE(s.preemptions == 0);

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "../chapters/09_chunked_prefill/exercises.h"
-#include "../common/serving/cost_model.h"
 #include "../common/serving/scheduler.h"
+#include "../common/serving/step_cost.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -43,7 +43,7 @@ TEST_SUITE("exercises ch09") {
         const std::vector<Request> queue = make_workload(w);
         for (int budget : {4, 8, 32}) {  // below, at and above the batch of 8
             CAPTURE(budget);
-            SimulatedExecutor priced(analytic_cost_model(test::tiny_config()));
+            SimulatedExecutor priced(analytic_step_cost(test::tiny_config()));
             BudgetChecker checked(budget, priced);
             TokensHeld memory(1 << 20);
             const exercises::TokenBudget steps(budget);

@@ -18,7 +18,6 @@
 #include <streambuf>
 #include <string>
 
-#include "../chapters/05_queue_simulation/experiment.h"
 #include "../chapters/06_closing_table/experiment.h"
 #include "../common/kit/files.h"
 #include "../common/kit/program.h"
@@ -285,113 +284,6 @@ TEST_CASE("a failed allocation ends the program naming what was allocated") {
     CHECK(text.find("t: out of memory allocating the KV cache of 99 positions;") == 0);
     CHECK(text.find("t: out of memory (std::bad_alloc);") != std::string::npos);
     CHECK(std::count(text.begin(), text.end(), '\n') == 2);
-}
-
-// ------------------------------------------ a file of the book's own: chapter 05's cost model
-
-namespace {
-
-std::string cost_model_error(const std::string& path, const kv::Config& c) {
-    try {
-        kv::ch05::load_cost_model(path, c);
-    } catch (const UsageError& e) {
-        return e.what();
-    }
-    return "";
-}
-
-}  // namespace
-
-TEST_CASE("chapter 05's cost model file: every key once; Windows lines read; causes named") {
-    const TempDir dir;
-    const kv::Config c = test::tiny_config();
-    const std::string path = dir.file("cost.txt");
-    kv::ch05::save_cost_model(kv::analytic_cost_model(c), path);
-    const std::string good = read_file(path, "", 1 << 20);
-    REQUIRE(cost_model_error(path, c) == "");
-
-    // Windows line endings: every line ends "\r\n". Read as "\n".
-    std::string windows;
-    for (char ch : good) windows += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
-    write_file(path, windows);
-    CHECK(cost_model_error(path, c) == "");
-    CHECK(kv::ch05::load_cost_model(path, c).pass_fixed ==
-          kv::ch05::load_cost_model(path, c).pass_fixed);
-
-    // A key given twice is named with both lines.
-    write_file(path, good + "step_fixed 1\n");
-    CHECK(cost_model_error(path, c).find("'step_fixed' is given twice, on lines") !=
-          std::string::npos);
-    // A key left out is named, not read as 0.
-    std::string without = good;
-    const std::size_t at = without.find("step_per_context");
-    without.erase(at, without.find('\n', at) + 1 - at);
-    write_file(path, without);
-    CHECK(cost_model_error(path, c) ==
-          "--calibration " + path + ": it has no 'step_per_context' line");
-    // A stray \r inside a line is shown, so the two strings do not look the same.
-    std::string stray = good;
-    stray.insert(stray.find('\n', stray.find("model ")), "\r\r");
-    write_file(path, stray);
-    CHECK(cost_model_error(path, c).find(c.describe() + "\\r', not '" + c.describe() + "'") !=
-          std::string::npos);
-    write_file(path, good + "pass_fixed\x01 1\n");
-    CHECK(cost_model_error(path, c).find("'pass_fixed\\x01 1'") != std::string::npos);
-    // Numbers are decimal, as the flags' are.
-    for (const char* number : {"0x10", "+5", "inf", "nan", "1e400", "-1", "1 2"}) {
-        std::string text = good;
-        const std::size_t line = text.find("pass_fixed ");
-        text.replace(line, text.find('\n', line) - line, std::string("pass_fixed ") + number);
-        write_file(path, text);
-        INFO(number);
-        CHECK(cost_model_error(path, c).find("'pass_fixed' must be a non-negative decimal") !=
-              std::string::npos);
-    }
-    // Not a regular file, or too large.
-    CHECK(cost_model_error("/dev/zero", c) ==
-          "--calibration /dev/zero: a character device, not a regular file");
-    write_file(path, std::string((1 << 20) + 1, '#'));
-    CHECK(cost_model_error(path, c).find("more than the 1048576 this reader takes") !=
-          std::string::npos);
-    // Saving: a failure names --save-calibration and leaves the old file.
-    write_file(path, good);
-    CHECK_THROWS_WITH_AS(kv::ch05::save_cost_model(kv::analytic_cost_model(c), "/dev/full"),
-                         "--save-calibration /dev/full: cannot write: No space left on device",
-                         UsageError);
-    CHECK_THROWS_WITH_AS(
-        kv::ch05::save_atomically(dir.file("none/w.jsonl"), "x", "--save-workload"),
-        doctest::Contains("--save-workload"), UsageError);
-}
-
-TEST_CASE("chapter 05's cost model file: a scale is above 0; every number at most 1e6") {
-    const TempDir dir;
-    const kv::Config c = test::tiny_config();
-    const std::string path = dir.file("cost.txt");
-    kv::ch05::save_cost_model(kv::analytic_cost_model(c), path);
-    const std::string good = read_file(path, "", 1 << 20);
-    auto with = [&](const std::string& key, const std::string& number) {
-        std::string text = good;
-        const std::size_t line = text.find(key + " ");
-        text.replace(line, text.find('\n', line) - line, key + " " + number);
-        write_file(path, text);
-        return cost_model_error(path, c);
-    };
-    // A scale of 0 would make every step of its kind free.
-    for (const char* scale : {"prefill_scale", "single_step_scale", "batch_step_scale"}) {
-        INFO(scale);
-        CHECK(with(scale, "0") == "--calibration " + path + ": '" + scale +
-                                      "' must be a decimal number above 0 (a scale of 0 makes "
-                                      "its steps free) and at most 1e6, got '0'");
-        CHECK(with(scale, "0.5") == "");
-        CHECK(with(scale, "1e6") == "");
-        CHECK(with(scale, "1000001").find("at most 1e6, got '1000001'") != std::string::npos);
-    }
-    // A time of 0 is a fine coefficient; above a million seconds is not, and says so.
-    CHECK(with("step_per_context", "0") == "");
-    CHECK(with("pass_fixed", "2e6") ==
-          "--calibration " + path +
-              ": 'pass_fixed' must be a non-negative decimal number of seconds, at most 1e6, got "
-              "'2e6'");
 }
 
 // ------------------------------------------ chapter 06's saved results

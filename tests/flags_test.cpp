@@ -11,6 +11,7 @@
 #include "../chapters/03_memory_arithmetic/experiment.h"
 #include "../chapters/04_batched_decoding/experiment.h"
 #include "../chapters/05_queue_simulation/experiment.h"
+#include "../common/core/timing.h"
 #include "../common/kit/chapter.h"
 #include "../common/kit/flags.h"
 #include "../common/kit/machine_probes.h"
@@ -18,7 +19,6 @@
 #include "../common/kit/program.h"
 #include "../common/kit/report.h"
 #include "../common/kit/step_report.h"
-#include "../common/kit/timing.h"
 
 using namespace kv;
 
@@ -340,8 +340,10 @@ TEST_CASE("a refusal names the memory limit it compared against; with its share 
                                                      ", more than a quarter of " + limit_text);
     Config long_context;
     long_context.max_seq = 1 << 20;
-    const std::string bench =
-        refusal([&] { ch04::check_bench_fits(long_context, 1024, 100'000, 15, ""); });
+    const std::string bench = refusal([&] {
+        ch04::check_fits(long_context, bench_bytes(long_context, 1024, 100'000, 15), "",
+                         "--max-batch 1024 with --prompt-len 100000 and --repeats 15");
+    });
     CHECK(bench.rfind("--max-batch 1024 with --prompt-len 100000 and --repeats 15 needs ", 0) == 0);
     CHECK(bench.find(", more than half of " + limit_text) != std::string::npos);
 }
@@ -350,12 +352,14 @@ TEST_CASE("chapter 04 counts its bandwidth probe's buffer before measuring") {
     const MemoryLimit have = usable_memory();
     if (have.bytes == 0) return;
     const Config demo;
-    const std::string message = refusal([&] { ch04::check_probes_fit(demo, 2 * have.bytes); });
-    CHECK(message.rfind(
-              "the DRAM read-bandwidth probe reads a buffer of " + format_bytes(2 * have.bytes),
-              0) == 0);
+    const std::string message = refusal([&] {
+        ch04::check_fits(demo, double(2 * have.bytes), "", "the DRAM read-bandwidth probe");
+    });
+    CHECK(message.rfind("the DRAM read-bandwidth probe needs ", 0) == 0);
     CHECK(message.find("more than half of " + have.what) != std::string::npos);
-    CHECK(refusal([&] { ch04::check_probes_fit(demo, dram_probe_bytes(CacheSizes{})); }) == "");
+    CHECK(refusal([&] {
+              ch04::check_fits(demo, double(dram_probe_bytes(CacheSizes{})), "", "the probe");
+          }) == "");
 }
 
 // AddressSanitizer reports an allocation this large instead of throwing.

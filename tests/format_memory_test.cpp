@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "../chapters/10_cache_number_format/experiment.h"  // measure_resident_growth
 #include "../chapters/10_cache_number_format/format_memory.h"
 #include "tiny_models.h"
 

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "../chapters/03_memory_arithmetic/experiment.h"
-#include "../chapters/03_memory_arithmetic/measured_cache.h"
 #include "../chapters/03_memory_arithmetic/report.h"
 #include "../common/core/memory_arithmetic.h"
 #include "../common/core/transformer.h"
@@ -135,11 +134,10 @@ TEST_CASE("conversations that fit at the edges of the budget") {
 
 TEST_CASE("reserving the whole context vs holding only the tokens") {
     const CacheShape s;
-    CHECK(bytes_reserved(s, Reservation::whole_context, 4096, 10) == 512 * MiB);
-    CHECK(bytes_reserved(s, Reservation::tokens_held, 4096, 10) == 10 * 128 * KiB);
-    CHECK(bytes_reserved(s, Reservation::tokens_held, 4096, 4096) ==
-          bytes_reserved(s, Reservation::whole_context, 4096, 0));
-    CHECK_THROWS_AS(bytes_reserved(s, Reservation::tokens_held, 4096, 4097), std::invalid_argument);
+    CHECK(fit_budget(s, GiB, 4096, 10).reserved_bytes == 512 * MiB);
+    CHECK(fit_budget(s, GiB, 4096, 10).held_bytes == 10 * 128 * KiB);
+    CHECK(fit_budget(s, GiB, 4096, 4096).held_bytes == fit_budget(s, GiB, 4096, 1).reserved_bytes);
+    CHECK_THROWS_AS(fit_budget(s, GiB, 4096, 4097), std::invalid_argument);
     // A full conversation wastes nothing; a one-token one wastes all but 1/4096.
     CHECK(fit_budget(s, GiB, 4096, 4096).waste_percent == 0.0);
     CHECK(fit_budget(s, GiB, 4096, 1).waste_percent == doctest::Approx(100.0 * 4095 / 4096));

@@ -13,6 +13,7 @@
 #include "../common/core/kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
+#include "../common/serving/paged_memory.h"  // blocks_for
 #include "tiny_models.h"
 
 using namespace kv;
@@ -66,7 +67,7 @@ TEST_CASE("paged and contiguous caches give the same logits at every step") {
             const auto got = answer_logits(model, prompt, 20, paged);
             CHECK_MESSAGE(max_abs_difference(want, got) == 0.0, "block size " << B);
             CHECK(paged.length() == contiguous.length());
-            CHECK(static_cast<int>(paged.block_table().size()) == (paged.length() + B - 1) / B);
+            CHECK(static_cast<int>(paged.block_table().size()) == blocks_for(paged.length(), B));
             check_pool(pool, {&paged});
         }
     }

@@ -3,17 +3,19 @@
 // conversations fit (conversations_that_fit.h).
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <vector>
 
 #include "../chapters/07_paged_kv_cache/conversations_that_fit.h"
 #include "../chapters/07_paged_kv_cache/swap_priced_executor.h"
 #include "../common/core/cached_decoding.h"
-#include "../common/serving/cost_model.h"
 #include "../common/serving/paged_executor.h"
 #include "../common/serving/paged_memory.h"
 #include "../common/serving/real_executor.h"
 #include "../common/serving/scheduler.h"
+#include "../common/serving/step_cost.h"
 #include "tiny_models.h"
+#include "validate/ch07_queues.h"
 
 using namespace kv;
 
@@ -72,11 +74,25 @@ Trace run(std::span<const Request> queue, PagedMemory& memory, Executor& executo
 
 }  // namespace
 
+TEST_CASE("blocks for a number of positions: whole blocks and no overflow") {
+    for (int B : {1, 3, 16}) {
+        int by_hand = 0;  // blocks grow by one after every B positions
+        for (int n = 0; n <= 100; ++n) {
+            CHECK(blocks_for(n, B) == by_hand);
+            if (n % B == 0) ++by_hand;
+        }
+    }
+    const int most = std::numeric_limits<int>::max();  // (most + B - 1) / B would overflow
+    CHECK(blocks_for(most, 16) == most / 16 + 1);
+    CHECK(blocks_for(most, 1) == most);
+    CHECK(blocks_for(most, most) == 1);
+}
+
 TEST_CASE("the simulator's block counts match the real pool's at every step") {
     const Config c = small_model();
     Transformer model(c, 7);
     const std::vector<Request> queue = small_queue(14);
-    const CostModel cost = analytic_cost_model(c);
+    const StepCost cost = analytic_step_cost(c);
     for (Preemption mode : {Preemption::recompute, Preemption::swap}) {
         // 12 blocks of 4 positions: room for about three sequences, so the
         // batch of six must preempt.
@@ -136,7 +152,7 @@ class WatchedPagedMemory : public PagedMemory {
 
 TEST_CASE("the watermark keeps its share of the pool free at admission") {
     const std::vector<Request> queue = small_queue(30, 5);
-    const CostModel cost = analytic_cost_model(small_model());
+    const StepCost cost = analytic_step_cost(small_model());
     WatchedPagedMemory memory({.blocks = 24, .block_size = 4, .watermark = 0.25});
     CHECK(memory.watermark_blocks() == 6);
     SimulatedExecutor executor(cost);
@@ -168,7 +184,7 @@ TEST_CASE("a request that can never fit in the pool is refused; not left waiting
     queue[1].prompt_len = 30;  // 30 + 24 - 1 = 53 positions: 14 blocks of 4
     PagedMemory memory({.blocks = 13, .block_size = 4});
     CHECK_FALSE(memory.fits_alone(queue[1]));
-    SimulatedExecutor executor(analytic_cost_model(small_model()));
+    SimulatedExecutor executor(analytic_step_cost(small_model()));
     const PrefillFirst steps;
     CHECK_THROWS_AS(Scheduler(queue, kContinuous, memory, steps, executor), std::invalid_argument);
 }
@@ -179,11 +195,13 @@ TEST_CASE("paging fits more conversations and wastes less than a block each") {
     const std::uint64_t budget = c.kv_bytes(300);  // 300 positions
     const FitCount reserved = fit_reserving(queue, 300);
     // Counted by hand from the queue: whole contexts in arrival order.
+    auto longest = [&](int i) {  // what a whole-context reservation charges
+        return std::uint64_t(queue[std::size_t(i)].prompt_len + queue[std::size_t(i)].answer_cap -
+                             1);
+    };
     std::uint64_t sum = 0;
     int n = 0;
-    while (n < int(queue.size()) &&
-           sum + std::uint64_t(longest_context_of(queue[std::size_t(n)])) <= 300)
-        sum += std::uint64_t(longest_context_of(queue[std::size_t(n++)]));
+    while (n < int(queue.size()) && sum + longest(n) <= 300) sum += longest(n++);
     CHECK(reserved.conversations == n);
     CHECK(reserved.positions_charged == sum);
     for (int B : {1, 4, 8, 16}) {
@@ -197,14 +215,14 @@ TEST_CASE("paging fits more conversations and wastes less than a block each") {
         // Counted by hand: whole blocks of each conversation's last step.
         std::uint64_t blocks = 0;
         for (int i = 0; i < paged.conversations; ++i)
-            blocks += std::uint64_t((positions_at_last_step(queue[std::size_t(i)]) + B - 1) / B);
+            blocks += std::uint64_t(blocks_for(positions_at_last_step(queue[std::size_t(i)]), B));
         CHECK(paged.positions_charged == blocks * std::uint64_t(B));
     }
 }
 
 TEST_CASE("the simulator charges each swapped block's bytes to the step it moves in") {
     const std::vector<Request> queue = small_queue(14);
-    const CostModel cost = analytic_cost_model(small_model());
+    const StepCost cost = analytic_step_cost(small_model());
     const PagedMemoryOptions o{.blocks = 12, .block_size = 4, .preemption = Preemption::swap};
     const double rate = 1e6;  // slow enough that every swap shows
     const std::uint64_t per_block = 4096;
@@ -219,4 +237,24 @@ TEST_CASE("the simulator charges each swapped block's bytes to the step it moves
         double(priced_memory.blocks_swapped_out() + priced_memory.blocks_swapped_in());
     CHECK(with.schedule.end_s - without.schedule.end_s ==
           doctest::Approx(moved * double(per_block) / rate).epsilon(1e-9));
+}
+
+TEST_CASE("make validate's chapter 07 queues run the same steps on the pool as in the simulator") {
+    ValidateOptions o;
+    o.model = small_model();
+    o.model.max_seq = 512;  // the chapter's queue: prompts up to 64 tokens, answers up to 192
+    o.requests = 12;
+    Transformer model(o.model, 5);
+    const std::vector<CheckedQueue> queues = ch07_checked_queues(o);
+    REQUIRE(queues.size() == 3);
+    for (const CheckedQueue& q : queues) {
+        CAPTURE(q.name);
+        CHECK(q.requests.size() == 12);
+        // Each run builds its own bookkeeping and the engine its own pool:
+        // a run that reused either would not start from an empty pool.
+        const CheckedRow row = check_queue_against_engine(q, model, analytic_step_cost(o.model), 2);
+        CHECK(row.same_order);
+        CHECK(row.real.answer_tokens == row.simulated.answer_tokens);
+        CHECK(row.real.preemptions == row.simulated.preemptions);
+    }
 }

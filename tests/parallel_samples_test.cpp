@@ -29,7 +29,8 @@ TEST_CASE("n samples use the blocks the copy-on-write arithmetic counts") {
                     const ParallelSamples s = sample_in_parallel(model, pool, p, answer, n);
                     const int positions = prompt + answer - 1;
                     CHECK(s.blocks_used == blocks_with_copy_on_write(prompt, positions, n, B));
-                    CHECK(s.copies_on_write == copies_on_write(prompt, positions, n, B));
+                    // The first n - 1 writers into a partial last prompt block copy it.
+                    CHECK(s.copies_on_write == (answer > 1 && prompt % B != 0 ? n - 1 : 0));
                     CHECK(s.blocks_used <= blocks_copying_the_prompt(positions, n, B));
                 }
 }

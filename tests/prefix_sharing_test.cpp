@@ -13,10 +13,10 @@
 #include "../chapters/08_prefix_caching/shared_workload.h"
 #include "../common/core/block_pool.h"
 #include "../common/core/transformer.h"
-#include "../common/lab/validation.h"
-#include "../common/serving/cost_model.h"
 #include "../common/serving/scheduler.h"
+#include "../common/serving/step_cost.h"
 #include "tiny_models.h"
+#include "validate/ch08_queues.h"
 
 using namespace kv;
 
@@ -73,7 +73,7 @@ Run run_queue(const std::vector<Request>& queue, int blocks, bool share, Transfo
     } else {
         BlockLedger ledger(4, blocks);
         PrefixSharingMemory memory(ledger, {.watermark = 0.05, .share = share});
-        const CostModel cost = analytic_cost_model(c);
+        const StepCost cost = analytic_step_cost(c);
         SimulatedExecutor executor(cost);
         run.schedule = run_schedule(queue, policy, memory, steps, executor);
         tally(memory, ledger);
@@ -168,7 +168,7 @@ TEST_CASE("eviction never takes a block a request holds") {
         shared_queue(c, {.system_prompt = 20, .follow_ups = 0.5, .look_back = 4});
     BlockLedger ledger(4, 20);
     PrefixSharingMemory memory(ledger, {.watermark = 0.05, .share = true});
-    const CostModel cost = analytic_cost_model(c);
+    const StepCost cost = analytic_step_cost(c);
     SimulatedExecutor executor(cost);
     int checks = 0;
     // After every event: each block is owned at least once by every table
@@ -224,7 +224,7 @@ TEST_CASE("a newcomer joins after the prefill before it and finds its blocks") {
                                     asking(1, joined(system, tokens_from(60, 6)))};
     BlockLedger ledger(4, 100);
     PrefixSharingMemory memory(ledger, {.watermark = 0, .share = true});
-    SimulatedExecutor executor(analytic_cost_model(queue_config()));
+    SimulatedExecutor executor(analytic_step_cost(queue_config()));
     const Schedule s =
         run_schedule(q, {"continuous, cache", 8, true, true}, memory, PrefillFirst{}, executor);
     CHECK(memory.prompt_tokens_from_cache() == 20);
@@ -241,7 +241,7 @@ TEST_CASE("a prompt found whole in the cache still computes its last block") {
     const std::vector<Request> q = {asking(0, prompt), asking(1, prompt)};
     BlockLedger ledger(4, 100);
     PrefixSharingMemory memory(ledger, {.watermark = 0, .share = true});
-    SimulatedExecutor executor(analytic_cost_model(queue_config()));
+    SimulatedExecutor executor(analytic_step_cost(queue_config()));
     const Schedule s =
         run_schedule(q, {"continuous, cache", 8, true, true}, memory, PrefillFirst{}, executor);
     CHECK(memory.prompt_tokens_from_cache() == 8);
@@ -265,7 +265,7 @@ TEST_CASE("the engine computes exactly the prefill positions the simulator count
         const Run sim = run_queue(q, blocks, true, nullptr);
         BlockLedger ledger(4, blocks);
         PrefixSharingMemory simulated(ledger, {.watermark = 0.05, .share = true});
-        SimulatedExecutor priced(analytic_cost_model(c));
+        SimulatedExecutor priced(analytic_step_cost(c));
         run_schedule(q, {"continuous, cache", 8, true, true}, simulated, PrefillFirst{}, priced);
         CHECK(executor.positions_prefilled() ==
               simulated.positions_admitted() - simulated.positions_from_cache());
@@ -322,10 +322,25 @@ TEST_CASE("through the block manager's tables; a cache hit gives the logits of a
     }
 }
 
-TEST_CASE(
-    "who runs a queue: the simulator on all of it and the engine and the simulator on its first") {
-    using Sides = std::vector<std::pair<bool, int>>;
-    CHECK(queue_sides(1000, 100) == Sides{{false, 1000}, {false, 100}, {true, 100}});
-    CHECK(queue_sides(1000, 0) == Sides{{false, 1000}});
-    CHECK(queue_sides(50, 100) == Sides{{false, 50}, {true, 50}});  // the engine runs it all
+TEST_CASE("make validate's chapter 08 queues share blocks on the engine as in the simulator") {
+    ValidateOptions o;
+    o.model = queue_config();
+    o.model.max_seq = 512;  // the chapter's queue: S = 256, questions up to 64, answers up to 192
+    o.requests = 12;
+    Transformer model(o.model, 5);
+    const std::vector<CheckedQueue> queues = ch08_checked_queues(o);
+    REQUIRE(queues.size() == 2);
+    for (const CheckedQueue& q : queues) {
+        CAPTURE(q.name);
+        // On the engine the run takes the block manager made with the
+        // engine's pool: the engine reads its tables, and would refuse a
+        // step whose blocks another manager handed out.
+        const CheckedRow row = check_queue_against_engine(q, model, analytic_step_cost(o.model), 2);
+        CHECK(row.same_order);
+        CHECK(row.real.answer_tokens == row.simulated.answer_tokens);
+    }
+    // With the prefix cache the same queue computes less: its prefills are shorter.
+    SimulatedExecutor priced(analytic_step_cost(o.model));
+    const Schedule off = queues[0].run(priced), on = queues[1].run(priced);
+    CHECK(summarize(on).ttft_median < summarize(off).ttft_median);
 }

@@ -37,7 +37,7 @@ void check_same_schedule_and_tokens(const WorkloadOptions& w, std::uint64_t budg
     const Config c = test::tiny_config();
     Transformer model(c, 5);
     const std::vector<Request> queue = make_workload(w);
-    const CostModel cost = analytic_cost_model(c);
+    const StepCost cost = analytic_step_cost(c);
     const std::uint64_t seed = 11;
 
     for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held}) {

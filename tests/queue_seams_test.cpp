@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "../common/core/block_pool.h"  // blocks_for
 #include "../common/core/cached_decoding.h"
 #include "../common/serving/memory_manager.h"
 #include "../common/serving/real_executor.h"
@@ -37,7 +38,7 @@ class PagedMemory : public MemoryManager {
   public:
     PagedMemory(int block, int blocks, int watermark)
         : block_(block), blocks_(blocks), watermark_(watermark) {}
-    int blocks_for(int positions) const { return (positions + block_ - 1) / block_; }
+    int blocks_for(int positions) const { return kv::blocks_for(positions, block_); }
     bool fits_alone(const Request& r) const override {
         return blocks_for(int(longest_context(r))) <= blocks_;
     }
@@ -139,8 +140,7 @@ struct PlanRecorder : Executor {
         RequestStatus status;
     };
     std::vector<std::vector<Row>> plans;
-    CostModel cost = analytic_cost_model(kDemo);
-    SimulatedExecutor simulated{cost};
+    SimulatedExecutor simulated{analytic_step_cost(kDemo)};
     double run(const StepPlan& plan) override {
         std::vector<Row> rows;
         for (const StepRow& row : plan.rows)
@@ -197,13 +197,19 @@ TEST_CASE("a memory manager that caches a shared prefix shortens every prefill")
     r.answer_len = 3;
     r.answer_cap = 3;
     const std::vector<Request> one = {r};
-    const CostModel cost = analytic_cost_model(kDemo);
+    const StepCost cost = analytic_step_cost(kDemo);
     SimulatedExecutor executor(cost);
     SharedPrefixMemory shared(1000, 20);
     const Schedule s =
         run_schedule(one, Policy{"serial", 1, false, true}, shared, PrefillFirst{}, executor);
-    // 10 tokens after 20 cached ones: n^2 + 2 n first = 100 + 400.
-    CHECK(s.requests[0].first_token_s == cost.pass_seconds(10, 100 + 2 * 10 * 20));
+    // 10 tokens after 20 cached ones: 10 rows, 1 sequence, 10 x 20 + 10 x 11 / 2
+    // pairs, 30 positions read.
+    StepWork after_prefix;
+    after_prefix.rows = 10;
+    after_prefix.sequences = 1;
+    after_prefix.pairs = 200 + 55;
+    after_prefix.positions = 30;
+    CHECK(s.requests[0].first_token_s == cost.seconds(after_prefix));
     CHECK(s.requests[0].first_token_s < cost.prefill_seconds(30));
     CHECK(s.requests[0].received == 3);
 }

@@ -1,11 +1,9 @@
-// Chapter 05: the scheduler's promises, checked with the analytic cost
-// model, which makes every time exact and the same on every machine.
+// Chapter 05: the scheduler's promises, checked with the analytic step
+// cost, which makes every time exact and the same on every machine.
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,7 +16,7 @@ using namespace kv;
 
 namespace {
 
-const Config kDemo;  // the book's demo model: the analytic model prices its shape
+const Config kDemo;  // the book's demo model: the analytic step cost prices its shape
 
 MemoryBudget budget_of(std::uint64_t tokens, Reservation reserve) {
     MemoryBudget b;
@@ -40,8 +38,7 @@ WorkloadOptions small_workload(int requests, double rate = 0) {
 
 Schedule simulate_with(std::span<const Request> requests, const Policy& policy,
                        const MemoryBudget& budget, const ScheduleObserver& observe = {}) {
-    const CostModel cost = analytic_cost_model(kDemo);
-    SimulatedExecutor executor(cost);
+    SimulatedExecutor executor(analytic_step_cost(kDemo));
     return run_schedule(requests, policy, budget, executor, observe);
 }
 
@@ -50,7 +47,7 @@ const MemoryBudget kRoomy = budget_of(1 << 20, Reservation::whole_context);
 }  // namespace
 
 TEST_CASE("one request waits exactly its prefill for its first token") {
-    const CostModel cost = analytic_cost_model(kDemo);
+    const StepCost cost = analytic_step_cost(kDemo);
     for (const Policy& policy : book_policies(4))
         for (int prompt : {1, 7, 100}) {
             Request r;
@@ -66,7 +63,7 @@ TEST_CASE("one request waits exactly its prefill for its first token") {
 }
 
 TEST_CASE("serial first come first served waits for the service times before it") {
-    const CostModel cost = analytic_cost_model(kDemo);
+    const StepCost cost = analytic_step_cost(kDemo);
     const std::vector<Request> queue = make_workload(small_workload(30));
     for (bool cache : {true, false}) {
         const Policy serial{"serial", 1, false, cache};
@@ -81,7 +78,7 @@ TEST_CASE("serial first come first served waits for the service times before it"
             for (int made = 1; made < r.answer_len; ++made) {
                 const int held = r.prompt_len + made - 1;  // positions cached before this step
                 clock += cache ? cost.decode_seconds(1, held)
-                               : cost.pass_seconds(held + 1, double(held + 1) * (held + 1));
+                               : cost.prefill_seconds(held + 1);  // the sequence from position 0
             }
             CHECK(s.requests[r.id].finished_s == clock);
         }
@@ -288,14 +285,14 @@ TEST_CASE("bad inputs are clear errors") {
         }
         return "";
     };
-    CHECK(error_of([](ch05::Experiment& e) { e.workload.requests = 0; }) ==
+    CHECK(error_of([](ch05::Experiment& e) { e.queue.workload.requests = 0; }) ==
           "--requests must be at least 1, got 0");
-    CHECK(error_of([](ch05::Experiment& e) { e.batch = 0; }) ==
+    CHECK(error_of([](ch05::Experiment& e) { e.queue.batch = 0; }) ==
           "--batch must be at least 1, got 0");
     const std::string too_small = error_of([](ch05::Experiment& e) {
-        e.kv_budget_mib = 1;
-        e.workload.prompt_max = 100;
-        e.workload.answer_max = 400;
+        e.queue.kv_budget_mib = 1;
+        e.queue.workload.prompt_max = 100;
+        e.queue.workload.answer_max = 400;
     });
     CHECK(too_small.find("--kv-budget-mib 1 holds 341 positions") == 0);
     CHECK(error_of([](ch05::Experiment&) {}).empty());
@@ -345,7 +342,7 @@ struct StepRecorder : Executor {
         bool padding;
     };
     std::vector<std::vector<Row>> steps;  // decode steps only
-    const CostModel cost = analytic_cost_model(kDemo);
+    const StepCost cost = analytic_step_cost(kDemo);
     double run(const StepPlan& plan) override {
         if (plan.is_decode_step()) {
             std::vector<Row> rows;
@@ -358,7 +355,7 @@ struct StepRecorder : Executor {
             steps.push_back(rows);
             // The simulator prices every row, padding included.
             SimulatedExecutor simulated(cost);
-            CHECK(simulated.run(plan) == cost.decode_seconds(double(rows.size()), context));
+            CHECK(simulated.run(plan) == cost.decode_seconds(int(rows.size()), context));
         }
         return 1e-3;
     }
@@ -397,53 +394,4 @@ TEST_CASE("percentiles are the nearest rank") {
     CHECK(percentile(sorted, 0.99) == 4);
     CHECK(percentile(sorted, 0.0) == 1);
     CHECK(percentile(std::vector<double>{}, 0.5) == 0);
-}
-
-// A stand-in for the real engine: counts what reaches it.
-namespace {
-class CountedSteps : public kv::Executor {
-  public:
-    double run(const kv::StepPlan&) override {
-        ++steps;
-        return 0.5;
-    }
-    void release(const kv::Request&) override { ++released; }
-    int steps = 0, released = 0;
-};
-}  // namespace
-
-TEST_CASE("a real run's line counts each answered request and passes every call on") {
-    std::ostringstream out;
-    CountedSteps engine;
-    std::vector<kv::Request> requests(3);
-    {
-        // On a terminal, no quiet time, a new note whenever asked.
-        kv::Progress progress("the queue on the real engine, run", out, true,
-                              std::chrono::milliseconds(0), std::chrono::milliseconds(0));
-        kv::ch05::AnswersShown answers(engine, {progress, 2, 6}, requests.size());
-        CHECK(answers.run(kv::StepPlan{}) == 0.5);
-        requests[0].status = kv::RequestStatus::finished;
-        answers.release(requests[0]);
-        requests[1].status = kv::RequestStatus::waiting;  // sent back: not answered
-        answers.release(requests[1]);
-        requests[2].status = kv::RequestStatus::finished;
-        answers.release(requests[2]);
-        CHECK(answers.answered() == 2);
-        CHECK(engine.steps == 1);
-        CHECK(engine.released == 3);
-    }
-    const std::string shown = out.str();
-    MESSAGE(shown);
-    CHECK(shown.find("run 2/6 1 of 3 requests answered") != std::string::npos);
-    CHECK(shown.find("run 2/6 2 of 3 requests answered") != std::string::npos);
-    CHECK(shown.find("3 of 3") == std::string::npos);
-
-    // Off a terminal: counted, nothing shown.
-    std::ostringstream quiet;
-    kv::Progress off("run", quiet, false, std::chrono::milliseconds(0),
-                     std::chrono::milliseconds(0));
-    kv::ch05::AnswersShown counted(engine, {off, 1, 1}, requests.size());
-    counted.release(requests[0]);
-    CHECK(counted.answered() == 1);
-    CHECK(quiet.str().empty());
 }

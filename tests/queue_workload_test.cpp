@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "../chapters/05_queue_simulation/experiment.h"
-#include "../common/lab/rate_sweep.h"
 #include "../common/lab/vllm_workload.h"
 #include "../common/serving/workload.h"
 
@@ -90,7 +89,7 @@ TEST_CASE("the same seed gives the same workload") {
 TEST_CASE("workload options that make no sense are errors naming the flag") {
     auto error_of = [](WorkloadOptions w) -> std::string {
         ch05::Experiment e;  // the model's context: 512 positions
-        e.workload = w;
+        e.queue.workload = w;
         try {
             e.check();
         } catch (const UsageError& error) {
@@ -170,60 +169,4 @@ TEST_CASE("every arrival rate above 0 draws the same lengths") {
         CHECK(slow[i].answer_len == fast[i].answer_len);
         CHECK(slow[i].arrival_s == doctest::Approx(fast[i].arrival_s * 100));  // only the scale
     }
-}
-
-TEST_CASE("Pollaczek-Khinchine on cases computed by hand") {
-    // Service 1 s or 3 s, equally often: E[S] = 2, E[S^2] = (1 + 9) / 2 = 5.
-    // At 0.25 arrivals per second rho = 0.5: W = 0.25 x 5 / (2 x 0.5) = 1.25 s.
-    CHECK(kv::mg1_mean_wait(0.25, {2, 5}) == doctest::Approx(1.25));
-    // Constant service 0.5 s (M/D/1) at rate 1: rho = 0.5, W = 1 x 0.25 / 1 = 0.25 s.
-    CHECK(kv::mg1_mean_wait(1, {0.5, 0.25}) == doctest::Approx(0.25));
-    CHECK(std::isinf(kv::mg1_mean_wait(0.5, {2, 5})));  // rho = 1: no steady state
-    // The moments of the cost model's service: a prefill of pass_fixed and,
-    // per answer token after the first, one decode step of step_fixed.
-    kv::CostModel cost;
-    cost.pass_fixed = 1;
-    cost.step_fixed = 0.5;
-    std::vector<kv::Request> two(2);
-    two[0].answer_len = 1;  // S = 1
-    two[1].answer_len = 5;  // S = 1 + 4 x 0.5 = 3
-    const kv::ServiceMoments m = kv::serial_service_moments(cost, two);
-    CHECK(m.mean == doctest::Approx(2));
-    CHECK(m.mean_square == doctest::Approx(5));
-}
-
-TEST_CASE("the simulated serial server waits as M/G/1 predicts below capacity") {
-    const kv::Config c = kv::Config{};
-    kv::WorkloadOptions w;
-    w.requests = 20000;
-    const kv::CostModel cost = kv::analytic_cost_model(c);
-    const kv::ServiceMoments s = kv::serial_service_moments(cost, kv::make_workload(w));
-    w.rate = 0.5 / s.mean;  // rho = 0.5
-    const std::vector<kv::Request> queue = kv::make_workload(w);
-    const kv::MemoryBudget budget = kv::make_budget(c, 16, kv::Reservation::whole_context);
-    kv::SimulatedExecutor executor(cost);
-    const kv::Schedule run =
-        kv::run_schedule(queue, kv::book_policies(1)[kv::kSerialCache], budget, executor);
-    const double predicted = kv::mg1_mean_wait(w.rate, kv::serial_service_moments(cost, queue));
-    MESSAGE("simulated mean wait " << kv::mean_wait(run) << " s, M/G/1 " << predicted << " s");
-    CHECK(kv::mean_wait(run) == doctest::Approx(predicted).epsilon(0.1));
-}
-
-TEST_CASE("the rate sweep tells its start and each whole-queue simulation as it ends in order") {
-    const kv::Config c = kv::Config{};
-    kv::WorkloadOptions w;
-    w.requests = 50;
-    const kv::MemoryBudget budget = kv::make_budget(c, 16, kv::Reservation::whole_context);
-    const std::vector<kv::Policy> all = kv::book_policies(8);
-    const std::vector<kv::Policy> policies = {all[kv::kSerialCache], all[kv::kContinuousCache]};
-    std::vector<int> done;
-    const kv::RateSweep sweep =
-        kv::sweep_rates(w, policies, budget, kv::analytic_cost_model(c), [&](int d, int of) {
-            CHECK(of == 2 * (1 + kv::kRateSteps));
-            done.push_back(d);
-        });
-    // 0 before the first, then capacity at once and every rate: one
-    // simulation a policy each.
-    REQUIRE(done.size() == 1 + policies.size() * (1 + sweep.rates.size()));
-    for (std::size_t i = 0; i < done.size(); ++i) CHECK(done[i] == int(i));
 }

@@ -1,13 +1,13 @@
-// Chapter 05: a real queue run several times keeps each step's fastest
-// time, refuses a run that ran other steps, and replays what it kept; the
-// calibration's rounds leave room for the real runs between them.
+// The lab: a real queue run several times keeps each step's fastest time,
+// refuses a run that ran other steps, and replays what it kept; a checked
+// queue's engine against the simulator gives the errors a known engine has.
 #include <doctest/doctest.h>
 
 #include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
-#include "../common/lab/calibration.h"
 #include "../common/lab/real_queue.h"
 #include "../common/lab/validation.h"
 #include "tiny_models.h"
@@ -16,11 +16,11 @@ using namespace kv;
 
 namespace {
 
-// Prices every step with the analytic model, times a scripted factor that
-// depends on the run and the step: a stand-in for a noisy machine.
+// Prices every step with the analytic step cost, times a scripted factor
+// that depends on the run and the step: a stand-in for a noisy machine.
 class ScriptedExecutor : public Executor {
   public:
-    ScriptedExecutor(const CostModel& cost, std::vector<double> factors)
+    ScriptedExecutor(const StepCost& cost, std::vector<double> factors)
         : priced_(cost), factors_(std::move(factors)) {}
     double run(const StepPlan& plan) override {
         const double f = factors_[step_++ % factors_.size()];
@@ -57,7 +57,7 @@ std::vector<Request> small_queue(int requests) {
 // model: the queue the scripted runs below replay.
 struct ScriptedQueue {
     Config c = test::tiny_config();
-    CostModel cost = analytic_cost_model(c);
+    StepCost cost = analytic_step_cost(c);
     MemoryBudget budget = roomy_budget(c);
     std::vector<Request> queue = small_queue(6);
     Policy policy = book_policies(3)[kContinuousCache];
@@ -155,79 +155,100 @@ TEST_CASE_FIXTURE(ScriptedQueue,
     CHECK_THROWS_AS(run_queue(whole, book_policies(2)[kContinuousCache]), std::logic_error);
 }
 
-TEST_CASE_FIXTURE(ScriptedQueue, "the validation's rows carry each real queue's runs spread") {
-    RealQueue q(policy, queue);
-    ScriptedExecutor quick(cost, {1.0}), slow(cost, {1.5});
-    for (ScriptedExecutor* run : {&quick, &slow}) {
-        q.fastest.start_run(*run);
-        q.schedule = run_schedule(q.requests, q.policy, budget, q.fastest);
+// ------------------------------------------- a checked queue's errors
+
+TEST_CASE_FIXTURE(ScriptedQueue,
+                  "an engine 10 percent slower than the simulator shows -9.1 percent") {
+    // The "engine" prices each step by the same step cost, times 1.10: the
+    // simulator then says 1 / 1.1 - 1 = -9.1 % on every measure.
+    Transformer model(c, 5);  // the fake engine never runs it
+    CheckedQueue q;
+    q.chapter = "05";
+    q.name = "continuous, cache, 6 requests";
+    q.operating_point = true;
+    q.requests = queue;
+    q.run = [this](Executor& executor) { return run_queue(executor); };
+    int engines = 0;
+    q.engine = [&](Transformer&) -> std::unique_ptr<Executor> {
+        ++engines;
+        return std::make_unique<ScriptedExecutor>(cost, std::vector<double>{1.10});
+    };
+    std::vector<int> runs;
+    const CheckedRow row =
+        check_queue_against_engine(q, model, cost, 3, [&](int run) { runs.push_back(run); });
+    CHECK(engines == 3);  // a fresh engine each run
+    CHECK(runs == std::vector<int>{1, 2, 3});
+    CHECK(row.chapter == "05");
+    CHECK(row.name == q.name);
+    CHECK(row.operating_point);
+    CHECK(row.same_order);
+    CHECK(row.run_spread == doctest::Approx(0).epsilon(1e-12));
+    for (const Measure& m : kMeasures) {
+        INFO(m.name);
+        CHECK(row.real.*m.value > 0);
+        CHECK(relative_error(row.simulated.*m.value, row.real.*m.value) ==
+              doctest::Approx(1 / 1.1 - 1).epsilon(1e-9));
     }
-    const std::vector<ValidationRow> rows = compare_with_simulator(std::span(&q, 1), budget, cost);
-    REQUIRE(rows.size() == 1);
-    CHECK(rows[0].run_spread == doctest::Approx(0.5).epsilon(1e-12));
-    CHECK(rows[0].real.total_s == doctest::Approx(rows[0].simulated.total_s).epsilon(1e-12));
+    CHECK(!within_target(row));
+
+    // The same engine at the simulator's own prices: no error at all.
+    q.engine = [&](Transformer&) -> std::unique_ptr<Executor> {
+        return std::make_unique<ScriptedExecutor>(cost, std::vector<double>{1.0});
+    };
+    const CheckedRow exact = check_queue_against_engine(q, model, cost, 1);
+    for (const Measure& m : kMeasures)
+        CHECK(exact.simulated.*m.value == doctest::Approx(exact.real.*m.value).epsilon(1e-12));
+    CHECK(within_target(exact));
 }
 
-TEST_CASE("a real queue run again gives the same tokens and admits in the same order") {
+TEST_CASE("within the target means within 5 percent as the report prints it") {
+    REQUIRE(kTarget == 0.05);
+    CHECK(within_target(0.0));
+    CHECK(within_target(0.05));
+    CHECK(within_target(-0.05));
+    CHECK(within_target(0.0504));  // printed +5.0 %
+    CHECK(within_target(-0.0504));
+    CHECK(!within_target(0.0506));  // printed +5.1 %
+    CHECK(!within_target(-0.0506));
+    CHECK(!within_target(0.2));
+
+    // A row is within only if every measure is.
+    CheckedRow row;
+    for (const Measure& m : kMeasures) row.real.*m.value = row.simulated.*m.value = 1.0;
+    CHECK(within_target(row));
+    for (const Measure& m : kMeasures) {
+        INFO(m.name);
+        CheckedRow one = row;
+        one.simulated.*m.value = 1.0504;
+        CHECK(within_target(one));
+        one.simulated.*m.value = 0.9494;
+        CHECK(!within_target(one));
+    }
+}
+
+TEST_CASE("an engine that answers in another order than the simulator is caught") {
     const Config c = test::tiny_config();
     Transformer model(c, 5);
-    const MemoryBudget budget = roomy_budget(c);
-    RealQueue q(book_policies(3)[kContinuousCache], small_queue(5));
-    q.run_once(model, budget, 7);
-    const std::vector<int> order = q.order;
-    std::vector<std::vector<int>> tokens;
-    for (const Request& r : q.schedule.requests) tokens.push_back(r.token_ids);
-    q.run_once(model, budget, 7);
-    CHECK(q.fastest.runs() == 2);
-    CHECK(q.order == order);
-    REQUIRE(q.schedule.requests.size() == tokens.size());
-    for (std::size_t i = 0; i < tokens.size(); ++i)
-        CHECK(q.schedule.requests[i].token_ids == tokens[i]);
-}
-
-TEST_CASE("calibrate leaves a turn after every round in order") {
-    const Config c = test::tiny_config();
-    Transformer model(c, 5);
-    std::vector<int> after;
-    calibrate(model, 20, 4, {}, [&](int round, int rounds) {
-        CHECK(rounds == 5);
-        after.push_back(round);
-    });
-    CHECK(after == std::vector<int>{1, 2, 3, 4, 5});
-}
-
-TEST_CASE("the real runs are spread over the calibration's rounds; kRealRuns in all") {
-    for (int rounds : {1, 2, 3, 5, 9, 100}) {
-        int total = 0;
-        for (int round = 1; round <= rounds; ++round) total += real_runs_after(round, rounds);
-        CHECK(total == kRealRuns);
-        CHECK(real_runs_after(1, rounds) >= 1);       // from the first round
-        CHECK(real_runs_after(rounds, rounds) >= 1);  // to the last
-    }
-    // The book's 5 runs (chapters 05 and 09 say so) and 5 rounds: one
-    // after each round; with 9 rounds, one after every other.
-    REQUIRE(kRealRuns == 5);
-    for (int round = 1; round <= 5; ++round) CHECK(real_runs_after(round, 5) == 1);
-    CHECK(real_runs_after(3, 9) == 1);
-    CHECK(real_runs_after(2, 9) == 0);
-}
-
-TEST_CASE("each leveling queue runs just before the validated queue of its policy") {
-    const std::vector<Policy> p = book_policies(4);
-    const std::vector<Request> none;
-    std::vector<RealQueue> leveling, validated;
-    leveling.emplace_back(p[kSerialCache], none);
-    leveling.emplace_back(p[kContinuousCache], none);
-    leveling.emplace_back(p[1], none);  // static, no cache: no validated queue of its policy
-    for (int k : {kSerialNoCache, kSerialCache, kStaticCache, kContinuousCache})
-        validated.emplace_back(p[std::size_t(k)], none);
-    const std::vector<RealQueue*> order = leveling_beside(leveling, validated);
-    const std::vector<RealQueue*> expected = {&validated[0], &leveling[0], &validated[1],
-                                              &validated[2], &leveling[1], &validated[3],
-                                              &leveling[2]};
-    CHECK(order == expected);
-    std::vector<RealQueue> no_leveling;
-    const std::vector<RealQueue*> alone = {&validated[0], &validated[1], &validated[2],
-                                           &validated[3]};
-    CHECK(leveling_beside(no_leveling, validated) == alone);
+    const std::vector<Request> queue = small_queue(4);
+    const StepCost cost = analytic_step_cost(c);
+    // Request 0's prefill is slow on this "engine": serially it still
+    // answers first, so the order holds; the times do not.
+    CheckedQueue q;
+    q.requests = queue;
+    q.run = [&](Executor& executor) {
+        return run_schedule(queue, book_policies(1)[kSerialCache], roomy_budget(c), executor);
+    };
+    q.engine = [&](Transformer&) -> std::unique_ptr<Executor> {
+        return std::make_unique<ScriptedExecutor>(cost, std::vector<double>{5.0, 1.0});
+    };
+    CHECK(check_queue_against_engine(q, model, cost, 1).same_order);
+    // A queue whose engine runs another schedule (here: the simulator runs
+    // the requests in reverse) disagrees on the order of first tokens.
+    q.run = [&](Executor& executor) {
+        Policy last_first = book_policies(1)[kSerialCache];
+        if (dynamic_cast<SimulatedExecutor*>(&executor))
+            last_first.priority = [](const Request& r) { return -double(r.id); };
+        return run_schedule(queue, last_first, roomy_budget(c), executor);
+    };
+    CHECK(!check_queue_against_engine(q, model, cost, 1).same_order);
 }

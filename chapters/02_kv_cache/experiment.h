@@ -8,11 +8,11 @@
 
 #include "../../common/core/cached_decoding.h"
 #include "../../common/core/naive_decoding.h"
+#include "../../common/core/timing.h"
 #include "../../common/kit/answer_timing.h"
 #include "../../common/kit/digest.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
-#include "../../common/kit/timing.h"
 #include "../../common/real_weights/model_source.h"
 
 namespace kv::ch02 {

@@ -1,10 +1,8 @@
 // What chapter 02 prints: both methods' step table, the token-positions
-// each processed, whether the answers agree to the last bit, the step plot,
-// the timeline of one answer and the headline; or all of it as one JSON
-// object.
+// each processed, whether the answers agree to the last bit, the step plot
+// and the headline; or all of it as one JSON object.
 #pragma once
 
-#include <cstddef>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -13,56 +11,11 @@
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
 #include "../../common/kit/step_report.h"
-#include "../../common/kit/svg_timeline.h"
 #include "experiment.h"
 
 namespace kv::ch02 {
 
-// One answer as it ran, step after step on a time axis: each step's
-// median time (AnswerTiming::step_seconds) as a bar, laid end to end, for
-// both methods. Step 0 is the prompt's pass (the prefill; without the cache
-// the same pass), then one bar per answer token. The first panel puts both
-// on one axis; the second draws the cached answer alone, on its own axis,
-// where its decode steps are wide enough to tell apart.
-inline SvgTimeline answer_timeline(int prompt_len, const AnswerTiming& naive,
-                                   const AnswerTiming& cached, int repeats) {
-    SvgTimeline timeline("One answer, step by step: prefill, then one step per token",
-                         "time since the request (ms)");
-    const int prefill = timeline.add_kind("prefill: the prompt in one pass", "#ff7f0e");
-    const int decode = timeline.add_kind("decode step with the cache: one new token", "#1f77b4");
-    const int recompute =
-        timeline.add_kind("step without the cache: the whole sequence again", "#d62728");
-    auto row = [&](const std::string& label, const std::vector<double>& steps, int later_kind) {
-        TimelineRow r{label, {}, ""};
-        double at = 0;  // ms
-        for (std::size_t i = 0; i < steps.size(); ++i) {
-            const double ms = steps[i] * 1e3;
-            const std::string what =
-                i == 0 ? "step 0: prefill of " + std::to_string(prompt_len) + " tokens"
-                       : "step " + std::to_string(i) + ": sequence of " +
-                             std::to_string(prompt_len + int(i)) + " tokens";
-            r.bars.push_back({at, at + ms, i == 0 ? prefill : later_kind,
-                              what + ", " + format_duration(steps[i])});
-            at += ms;
-        }
-        r.after = format_duration(at / 1e3);
-        return r;
-    };
-    timeline.set_shared_axis(false);  // the second panel magnifies the cached answer
-    timeline.add_panel("Without and with the KV cache, on one axis");
-    timeline.add_row(row("without the cache", naive.step_seconds, recompute));
-    timeline.add_row(row("with the KV cache", cached.step_seconds, decode));
-    timeline.add_panel("With the KV cache alone, magnified");
-    timeline.add_row(row("with the KV cache", cached.step_seconds, decode));
-    timeline.add_caption("Each bar is one step's median time over " + std::to_string(repeats) +
-                         " runs, measured by this run and laid end to end; a row's total is");
-    timeline.add_caption("their sum, which may differ a little from the median whole answer (" +
-                         format_duration(naive.answer_seconds) + " without the cache, " +
-                         format_duration(cached.answer_seconds) + " with it).");
-    return timeline;
-}
-
-// Writes the plots, then the JSON or the text. Returns the exit status: 1
+// Writes the plot, then the JSON or the text. Returns the exit status: 1
 // if the two methods disagree on a token.
 inline int report(const Results& r, const OutputOptions& out) {
     const Config& config = r.loaded.model.config();
@@ -73,8 +26,6 @@ inline int report(const Results& r, const OutputOptions& out) {
     const std::string plot_path =
         step_plot("Time per step: recomputing everything vs the KV cache", prompt_len, methods)
             .write(out.plot_dir + "/02_step_time.svg");
-    const std::string timeline_path = answer_timeline(prompt_len, r.naive, r.cached, r.repeats)
-                                          .write(out.plot_dir + "/02_timeline.svg");
     const bool same_tokens = r.same_tokens();
     const double max_diff = r.max_logit_difference;
     const bool has_text = r.loaded.tokenizer.has_value();
@@ -102,8 +53,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("logits_fnv1a64", r.logits_digest)
                     .add("tokens", r.cached.tokens)
                     .add("steps", steps)
-                    .add("plot", plot_path)
-                    .add("timeline_plot", timeline_path);
+                    .add("plot", plot_path);
     if (r.from_checkpoint) json.add("weights", r.loaded.weights);
     if (has_text)
         json.add("prompt_text", prompt_text)
@@ -130,8 +80,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "same tokens: " << (same_tokens ? "yes" : "NO")
               << "; largest logit difference over all " << r.answer_len << " steps: " << max_diff
               << (max_diff == 0 ? " (identical to the last bit)" : "") << "\n"
-              << "plot: " << plot_path << "\n"
-              << "plot: " << timeline_path << "\n\n";
+              << "plot: " << plot_path << "\n\n";
     if (has_text)
         std::cout << "prompt text: " << prompt_text << "\n"
                   << "answer without the cache: " << naive_text << "\n"

@@ -1,6 +1,6 @@
 // Chapter 03's experiment: price the cache of any model shape (the flags
 // describe the model being priced, not a model the program runs), and
-// check the formula against the bytes the demo model's cache really uses.
+// check the formula against the bytes the demo model's cache really holds.
 //
 // The shape flags reuse the names every program shares (--layers, --heads,
 // --kv-heads); their ranges are wide on purpose: the limit is whether the
@@ -8,16 +8,109 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "../../common/core/cached_decoding.h"
 #include "../../common/core/config.h"
+#include "../../common/core/generation.h"
+#include "../../common/core/kv_cache.h"
 #include "../../common/core/memory_arithmetic.h"
+#include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
+#include "../../common/kit/machine.h"  // page_size, resident_bytes
 #include "../../common/kit/report.h"
-#include "measured_cache.h"
+
+// Chapter 03: the formula against the bytes a real cache holds.
+//
+// Two checks on the demo model. First, its KVCache after prefill and after
+// decode steps: the bytes it reports must equal the formula exactly, since
+// it stores nothing but keys and values. Second, the operating system's
+// view: the process's resident memory grows when a cache is allocated and
+// filled, by the formula's bytes rounded up to whole pages, plus the
+// allocator's few bytes of bookkeeping per allocation (resident_bytes() in
+// common/kit/machine.h reads it).
+namespace kv {
+
+// ------------------------------------------- the KVCache against the formula
+
+// The cache at one moment of an answer, priced three ways.
+struct CacheReading {
+    std::string moment;        // "after prefill", ...
+    std::uint64_t tokens;      // positions the cache holds
+    std::uint64_t formula;     // cache_bytes(cache_shape_of(config), tokens): this chapter
+    std::uint64_t config_kv;   // Config::kv_bytes(tokens): the core's copy of the formula
+    std::uint64_t cache_says;  // KVCache::bytes_used(), or bytes_allocated() for the last row
+
+    bool agree() const { return formula == config_kv && formula == cache_says; }
+};
+
+// Prefills a prompt of `prompt_len` tokens, then runs `decode_steps` greedy
+// decode steps, reading the cache after each phase; the last reading is the
+// room the cache allocated up front (prompt_len + decode_steps positions).
+inline std::vector<CacheReading> read_cache_while_decoding(const Config& config, int prompt_len,
+                                                           int decode_steps, std::uint64_t seed) {
+    Transformer model(config, seed);
+    const std::vector<int> prompt = fixed_prompt(prompt_len, config.vocab_size, seed);
+    KVCache cache(config, prompt_len + decode_steps);
+    const CacheShape shape = cache_shape_of(config);
+    std::vector<CacheReading> readings;
+    auto read = [&](std::string moment, std::uint64_t tokens, std::uint64_t cache_says) {
+        readings.push_back({std::move(moment), tokens, cache_bytes(shape, tokens),
+                            config.kv_bytes(tokens), cache_says});
+    };
+
+    int token = argmax(prefill(model, prompt, cache));
+    read("after prefill", std::uint64_t(cache.length()), cache.bytes_used());
+    for (int step = 0; step < decode_steps; ++step)
+        token = argmax(decode_step(model, token, cache));
+    read("after " + std::to_string(decode_steps) + " decode steps", std::uint64_t(cache.length()),
+         cache.bytes_used());
+    read("allocated up front", std::uint64_t(cache.capacity()), cache.bytes_allocated());
+    return readings;
+}
+
+// ------------------------------------------ resident memory of the process
+
+struct ResidentGrowth {
+    std::uint64_t tokens;                // positions of the cache
+    std::uint64_t formula;               // cache_bytes(cache_shape_of(config), tokens)
+    std::uint64_t allocated;             // KVCache::bytes_allocated()
+    std::optional<std::int64_t> growth;  // resident bytes after filling minus before; may be off
+                                         // by pages the program touched for other reasons
+    std::uint64_t page_size;             // the unit resident memory is counted in
+};
+
+// Allocates a cache of `tokens` positions for `config`'s shape, writes every
+// number of it, and measures how much the process's resident memory grew.
+// Call it before the program allocates and frees much else: a fresh process
+// gets fresh pages from the system, where a used one might recycle pages
+// it already holds, and they would not show as growth.
+inline ResidentGrowth measure_resident_growth(Config config, int tokens) {
+    config.max_seq = std::max(config.max_seq, tokens);  // the room changes no per-token price
+    ResidentGrowth result{std::uint64_t(tokens), cache_bytes(cache_shape_of(config), tokens), 0,
+                          std::nullopt, page_size()};
+    const std::optional<std::uint64_t> before = resident_bytes();
+    auto cache = std::make_unique<KVCache>(config, tokens);
+    // The constructor zeroes the cache; write it again, as decoding would, so
+    // that every page has certainly been touched.
+    for (int layer = 0; layer < config.n_layers; ++layer)
+        for (int pos = 0; pos < tokens; ++pos)
+            for (int i = 0; i < cache->kv_dim(); ++i) {
+                cache->key(layer, pos)[i] = float(pos);
+                cache->value(layer, pos)[i] = float(-pos);
+            }
+    const std::optional<std::uint64_t> after = resident_bytes();
+    result.allocated = cache->bytes_allocated();
+    if (before && after) result.growth = std::int64_t(*after) - std::int64_t(*before);
+    return result;
+}
+
+}  // namespace kv
 
 namespace kv::ch03 {
 
@@ -30,27 +123,7 @@ struct PriceOptions {
                                        // has left beside 16-bit 8B-parameter weights
 };
 
-inline void add_price_flags(Flags& flags, PriceOptions& o) {
-    const std::uint64_t most = UINT64_MAX;
-    flags.add("layers", o.shape.layers, 1, most, "layers of the model to price");
-    flags.add("heads", o.heads, 1, most, "query heads (the KV heads of multi-head attention)");
-    flags.add("kv-heads", o.shape.kv_heads, 1, most, "KV heads per layer (must divide --heads)");
-    flags.add("head-size", o.shape.head_size, 1, most, "numbers per head");
-    flags.add("bytes", o.shape.bytes_per_number, 1, 8, "bytes per cached number (2 = 16-bit)");
-    flags.add("context", o.context, 1, most, "tokens of context a conversation reserves");
-    flags.add("mean-len", o.mean_tokens, 1, most, "tokens a conversation holds on average");
-    flags.add("budget-gib", o.budget_gib, 0.001, 1e9, "memory for the KV cache, in GiB");
-}
-
-// The flags and values that set the price, for error messages.
-inline std::string price_flags_text(const PriceOptions& o) {
-    return "--layers " + std::to_string(o.shape.layers) + " --heads " + std::to_string(o.heads) +
-           " --kv-heads " + std::to_string(o.shape.kv_heads) + " --head-size " +
-           std::to_string(o.shape.head_size) + " --bytes " +
-           std::to_string(o.shape.bytes_per_number) + " --context " + std::to_string(o.context);
-}
-
-// The shape a layout and a width give the priced shape.
+// The priced shape with another layout's KV heads and another number width.
 inline CacheShape with_layout(CacheShape s, std::uint64_t kv_heads, std::uint64_t bytes) {
     s.kv_heads = kv_heads;
     s.bytes_per_number = bytes;
@@ -62,66 +135,33 @@ inline CacheShape with_layout(CacheShape s, std::uint64_t kv_heads, std::uint64_
 // longer than the context, or any byte count the tables will print that
 // does not fit in 64 bits (every layout, every width).
 inline void check_price_options(const PriceOptions& o) {
+    auto n = [](std::uint64_t v) { return std::to_string(v); };
     if (o.heads % o.shape.kv_heads != 0)
-        throw UsageError("--kv-heads " + std::to_string(o.shape.kv_heads) +
-                         " must divide --heads " + std::to_string(o.heads) +
-                         ": each KV head serves a whole group of query heads");
+        throw UsageError("--kv-heads " + n(o.shape.kv_heads) + " must divide --heads " +
+                         n(o.heads) + ": each KV head serves a whole group of query heads");
     if (o.mean_tokens > o.context)
-        throw UsageError("--mean-len " + std::to_string(o.mean_tokens) +
-                         " is longer than --context " + std::to_string(o.context));
+        throw UsageError("--mean-len " + n(o.mean_tokens) + " is longer than --context " +
+                         n(o.context));
     for (const AttentionLayout& layout : attention_layouts(o.heads, o.shape.kv_heads))
         for (std::uint64_t bytes : number_widths(o.shape.bytes_per_number)) {
             try {
                 cache_bytes(with_layout(o.shape, layout.kv_heads, bytes), o.context);
             } catch (const std::overflow_error& e) {
-                throw UsageError(std::string(e.what()) + " (" + layout.name + ", " +
-                                 std::to_string(8 * bytes) + "-bit): " + price_flags_text(o));
+                throw UsageError(std::string(e.what()) + " (" + layout.name + ", " + n(8 * bytes) +
+                                 "-bit): --layers " + n(o.shape.layers) + " --heads " + n(o.heads) +
+                                 " --kv-heads " + n(o.shape.kv_heads) + " --head-size " +
+                                 n(o.shape.head_size) + " --bytes " + n(o.shape.bytes_per_number) +
+                                 " --context " + n(o.context));
             }
         }
 }
 
-// The price factor by factor (price_factors), then times the context: the
-// last two products are bytes per token and bytes per conversation.
-inline std::vector<PriceFactor> derivation(const CacheShape& s, std::uint64_t context) {
-    std::vector<PriceFactor> steps = price_factors(s);
-    steps.push_back({context, "tokens of context", cache_bytes(s, context), "bytes"});
-    return steps;
-}
-
-// What the budget holds of one attention layout at the chosen width.
-struct LayoutFit {
-    AttentionLayout layout;
-    BudgetFit fit;  // conversations the budget holds, both ways
-};
-
-// Every layout's fit at the chosen width, the chosen layout among them.
-inline std::vector<LayoutFit> fit_layouts(const PriceOptions& o, std::uint64_t budget_bytes) {
-    std::vector<LayoutFit> fits;
-    for (const AttentionLayout& layout : attention_layouts(o.heads, o.shape.kv_heads)) {
-        const CacheShape s = with_layout(o.shape, layout.kv_heads, o.shape.bytes_per_number);
-        fits.push_back({layout, fit_budget(s, budget_bytes, o.context, o.mean_tokens)});
-    }
-    return fits;
-}
-
 struct Results {
-    PriceOptions price;                   // the shape priced, its context and the budget
-    std::uint64_t budget;                 // the budget in bytes
-    std::uint64_t per_token;              // bytes_per_token(price.shape)
-    std::uint64_t per_conversation;       // cache_bytes(price.shape, price.context)
-    std::vector<PriceFactor> derivation;  // how per_token and per_conversation come about
-    std::vector<LayoutFit> fits;          // the budget's count for every layout
-    Config demo;                          // the book's demo model
-    std::vector<CacheReading> readings;   // its cache against the formula while decoding
-    ResidentGrowth resident;              // the process's memory when a cache is filled
-    int demo_capacity;                    // positions its cache reserved: the layout plot's
-
-    // The budget's count for the priced shape's own layout.
-    const BudgetFit& fit() const {
-        for (const LayoutFit& f : fits)
-            if (f.layout.kv_heads == price.shape.kv_heads) return f.fit;
-        throw std::logic_error("the priced shape's layout is missing from the budget table");
-    }
+    PriceOptions price;                  // the shape priced, its context and the budget
+    Config demo;                         // the book's demo model
+    std::vector<CacheReading> readings;  // its cache against the formula while decoding
+    ResidentGrowth resident;             // the process's memory when a cache is filled
+    int demo_capacity;                   // positions the decoding cache reserved
 
     bool all_agree() const {
         for (const CacheReading& r : readings)
@@ -137,7 +177,17 @@ struct Experiment {
     int decode_steps = 48;       // ...then one decode step per answer token
 
     void add_flags(Flags& flags) {
-        add_price_flags(flags, price);
+        const std::uint64_t most = UINT64_MAX;
+        PriceOptions& o = price;
+        flags.add("layers", o.shape.layers, 1, most, "layers of the model to price");
+        flags.add("heads", o.heads, 1, most, "query heads (the KV heads of multi-head attention)");
+        flags.add("kv-heads", o.shape.kv_heads, 1, most,
+                  "KV heads per layer (must divide --heads)");
+        flags.add("head-size", o.shape.head_size, 1, most, "numbers per head");
+        flags.add("bytes", o.shape.bytes_per_number, 1, 8, "bytes per cached number (2 = 16-bit)");
+        flags.add("context", o.context, 1, most, "tokens of context a conversation reserves");
+        flags.add("mean-len", o.mean_tokens, 1, most, "tokens a conversation holds on average");
+        flags.add("budget-gib", o.budget_gib, 0.001, 1e9, "memory for the KV cache, in GiB");
         flags.add("measure-tokens", measure_tokens, 1, 1 << 24,
                   "positions of the demo model's cache whose resident memory is measured");
     }
@@ -154,18 +204,7 @@ struct Experiment {
         const Config demo;  // the book's demo model (common/core/config.h)
         // Resident memory first, while the process is fresh (see measured_cache.h).
         ResidentGrowth resident = measure_resident_growth(demo, measure_tokens);
-        std::vector<CacheReading> readings =
-            read_cache_while_decoding(demo, prompt_len, decode_steps, 1);
-        const std::uint64_t budget = gib_to_bytes(price.budget_gib);
-        return {price,
-                budget,
-                bytes_per_token(price.shape),
-                cache_bytes(price.shape, price.context),
-                derivation(price.shape, price.context),
-                fit_layouts(price, budget),
-                demo,
-                std::move(readings),
-                resident,
+        return {price, demo, read_cache_while_decoding(demo, prompt_len, decode_steps, 1), resident,
                 prompt_len + decode_steps};
     }
 };

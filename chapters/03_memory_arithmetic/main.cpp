@@ -4,8 +4,9 @@
 // and checks the formula against the bytes the demo model's cache really
 // uses.
 //
-// The lessons are memory_arithmetic.h and measured_cache.h; experiment.h
-// sets the parameters and runs them; report.h prints what they give.
+// The lessons are memory_arithmetic.h, cache_layout.h and measured_cache.h;
+// experiment.h sets the parameters and runs them; report.h prints what
+// they give.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

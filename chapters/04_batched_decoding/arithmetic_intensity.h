@@ -1,4 +1,5 @@
-// What one decode step reads and what it computes: arithmetic intensity.
+// What one decode step reads and what it computes, and what the machine
+// allows: arithmetic intensity and the roofline.
 //
 // A processor can do far more arithmetic per second than it can fetch bytes
 // from memory. Whether a step is limited by one or the other depends on its
@@ -8,8 +9,18 @@
 // for 4 x P bytes, B/2 FLOPs per byte. Batching raises the intensity of the
 // weight products B-fold. Attention does not share: each sequence reads its
 // own keys and values, so its intensity stays the same at any B.
+//
+// The roofline model (Williams, Waterman and Patterson, 2009): the fastest a
+// step can run is the lower of two roofs, the machine's peak arithmetic and
+// its memory bandwidth times the step's intensity. A CPU has more than one
+// memory roof: bytes that sit in the last-level cache arrive faster than
+// bytes from DRAM (which one a working set is read from: common/kit/
+// memory_level.h). The roofs are what the machine allows, not what a kernel
+// reaches: the batch at which the book's kernels stop waiting for weights
+// is set by their own best rate.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 
@@ -19,16 +30,11 @@
 
 namespace kv {
 
-// Weights a token is multiplied by in one step (Config::multiplied_parameters:
-// the matrices, not the embedding lookup nor the RMSNorm scales, a rounding
-// error next to the matrices).
-inline std::uint64_t multiplied_parameters(const Config& c) {
-    return c.multiplied_parameters();
-}
-
-// Bytes of float32 weights one decode step must read, at any batch size.
+// Bytes of float32 weights one decode step must read, at any batch size:
+// every multiplied weight (Config::multiplied_parameters: the matrices, not
+// the embedding lookup nor the RMSNorm scales).
 inline std::uint64_t weight_bytes_per_step(const Config& c) {
-    return checked_mul(multiplied_parameters(c), sizeof(float), "weight bytes per step");
+    return checked_mul(c.multiplied_parameters(), sizeof(float), "weight bytes per step");
 }
 
 // The work of one decode step over a batch whose caches are `caches`
@@ -48,13 +54,32 @@ struct StepArithmetic {
 inline StepArithmetic step_arithmetic(const Config& c, std::span<const KVCache* const> caches) {
     StepArithmetic a;
     a.weight_bytes = double(weight_bytes_per_step(c));
-    a.weight_flops = 2.0 * double(multiplied_parameters(c)) * double(caches.size());
+    a.weight_flops = 2.0 * double(c.multiplied_parameters()) * double(caches.size());
     for (const KVCache* cache : caches) {
         const double attended = double(cache->length()) + 1;
         a.attention_flops += 4.0 * c.n_layers * c.dim * attended;
         a.kv_bytes += double(c.kv_bytes(std::uint64_t(attended)));  // chapter 03's formula
     }
     return a;
+}
+
+// This thread's roofs, measured by the kit's probes (machine_probes.h).
+struct Roofline {
+    double peak_flops = 0;             // FLOP/s, a multiply then an add (the kernels do not fuse)
+    double dram_bytes_per_second = 0;  // reading from DRAM
+
+    // The fastest FLOP/s at `flops_per_byte`, with the bytes read at `bytes_per_second`.
+    double attainable(double flops_per_byte, double bytes_per_second) const {
+        return std::min(peak_flops, flops_per_byte * bytes_per_second);
+    }
+    // The intensity where the memory roof meets the arithmetic roof.
+    double ridge(double bytes_per_second) const { return peak_flops / bytes_per_second; }
+};
+
+// The batch at which the weight products reach `flops_per_byte`: 2 B /
+// bytes_per_weight FLOPs per byte (B/2 with float32 weights, B with 16-bit).
+inline double batch_at_intensity(double flops_per_byte, double bytes_per_weight) {
+    return flops_per_byte * bytes_per_weight / 2;
 }
 
 }  // namespace kv

@@ -14,7 +14,7 @@
 #include "../../common/core/cached_decoding.h"
 #include "../../common/core/generation.h"
 #include "../../common/core/rng.h"
-#include "../../common/kit/timing.h"
+#include "../../common/core/timing.h"
 #include "arithmetic_intensity.h"
 
 namespace kv {
@@ -31,12 +31,6 @@ inline std::vector<std::vector<int>> ragged_prompts(int count, int longest, int 
         prompts.push_back(fixed_prompt(length, vocab_size, seed + 1 + std::uint64_t(i)));
     }
     return prompts;
-}
-
-inline double mean_length(const std::vector<std::vector<int>>& prompts) {
-    double total = 0;
-    for (const auto& p : prompts) total += double(p.size());
-    return prompts.empty() ? 0.0 : total / double(prompts.size());
 }
 
 struct BatchTiming {
@@ -150,7 +144,7 @@ class DecodeBench {
         std::vector<int> tokens;        // (batch) the token each feeds next
         int steps_taken = 0;
         std::vector<double> seconds;  // time of each timed step
-        StepArithmetic sum;           // of the timed steps
+        StepArithmetic sum;           // of the timed steps: each field summed
 
         Running(const DecodeBench& bench, int batch)
             : caches(bench.prefilled_.begin(), bench.prefilled_.begin() + batch),
@@ -165,10 +159,8 @@ class DecodeBench {
             const double elapsed = seconds_since(start);
             if (timed) {
                 seconds.push_back(elapsed);
-                sum.weight_bytes += a.weight_bytes;
-                sum.weight_flops += a.weight_flops;
-                sum.attention_flops += a.attention_flops;
-                sum.kv_bytes += a.kv_bytes;
+                sum = {sum.weight_bytes + a.weight_bytes, sum.weight_flops + a.weight_flops,
+                       sum.attention_flops + a.attention_flops, sum.kv_bytes + a.kv_bytes};
             }
             if (on_step) on_step(steps_taken, logits);
             ++steps_taken;
@@ -177,12 +169,10 @@ class DecodeBench {
 
         BatchTiming result() const {
             const double n = double(seconds.size());
-            BatchTiming t;
-            t.batch = static_cast<int>(tokens.size());
-            t.step_seconds = median(seconds);
-            t.arithmetic = {sum.weight_bytes / n, sum.weight_flops / n, sum.attention_flops / n,
-                            sum.kv_bytes / n};
-            return t;
+            return {static_cast<int>(tokens.size()),
+                    median(seconds),
+                    {sum.weight_bytes / n, sum.weight_flops / n, sum.attention_flops / n,
+                     sum.kv_bytes / n}};
         }
     };
 

@@ -1,14 +1,12 @@
 // Chapter 04's experiment: one decode step timed for batches of 1, 2, 4,
 // ... ragged sequences, at the demo width and at a width whose weights do
 // not fit in the CPU's cache; every batched step of the demo width checked
-// against the same sequences decoded alone; and this core's roofs: its peak
-// arithmetic, how fast it reads from DRAM, and how fast it reads a buffer
-// the size of each width's weights, where they fit the reported last-level
-// cache (common/kit/memory_level.h: the cache's roof only if that read is
-// more than 1.2 x DRAM's).
+// against the same sequences decoded alone; and this thread's roofs: its
+// peak arithmetic, how fast it reads from DRAM, and how fast it reads a
+// buffer the size of each width's weights where they fit the reported
+// last-level cache (common/kit/memory_level.h decides which roof applies).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,8 +20,8 @@
 #include "../../common/kit/program.h"
 #include "../../common/kit/report.h"
 #include "../../common/real_weights/model_source.h"
+#include "arithmetic_intensity.h"
 #include "batch_benchmark.h"
-#include "roofline.h"
 
 namespace kv::ch04 {
 
@@ -33,6 +31,8 @@ struct WidthResult {
     std::vector<BatchTiming> timings;  // batch sizes 1, 2, 4, ...
     double read_at_weights = 0;        // bytes/s reading a buffer its weights' size (0: not read,
                                        // they do not fit the reported last level)
+    bool from_last_level = false;      // its weights are read from the last-level cache
+    double memory_roof = 0;            // bytes/s: that cache's read, or DRAM's (memory_level.h)
 };
 
 struct Results {
@@ -51,56 +51,20 @@ struct Results {
     std::uint64_t dram_probe_bytes;   // the buffer the DRAM probe reads
 };
 
-// The roofs every width shares, measured by the kit's probes (the bench's):
-// the best of three runs each.
-inline Roofline measure_roofs(std::uint64_t dram_bytes) {
-    Roofline roofs;
-    roofs.peak_flops = peak_multiply_then_add_flops();
-    roofs.dram_bytes_per_second = ReadBandwidthProbe(dram_bytes).bytes_per_second();
-    return roofs;
-}
-
-// How fast this thread reads a buffer the size of `c`'s weights (best of
-// three runs), if they fit the reported last level; 0 if they do not (they
-// are read from DRAM, nothing to measure).
-inline double read_at_weights_size(const Config& c, std::uint64_t reported_last_level) {
-    const std::uint64_t bytes = weight_bytes_per_step(c);
-    if (!fits_reported_last_level(bytes, reported_last_level)) return 0;
-    return ReadBandwidthProbe(bytes).bytes_per_second();
-}
-
-// Throws UsageError, starting with `flag_prefix`, if the model's shape is
-// wrong or its weights plus bench_bytes() would take more than half of the
-// memory this process may use (the message names that limit).
-inline void check_bench_fits(const Config& c, int sequences, int longest_prompt, int repeats,
-                             const std::string& flag_prefix) {
+// Throws UsageError, starting with `prefix`, if the model's shape is wrong
+// or its weights plus `other_bytes` would take more than half of the memory
+// this process may use; `what` says what the other bytes are for.
+inline void check_fits(const Config& c, double other_bytes, const std::string& prefix,
+                       const std::string& what) {
     try {
         check_model(c, 0);  // the shape, and room for the weights
     } catch (const UsageError& e) {
-        throw UsageError(flag_prefix + e.what());
+        throw UsageError(prefix + e.what());
     }
-    const double need =
-        double(c.weight_bytes()) + bench_bytes(c, sequences, longest_prompt, decode_steps(repeats));
+    const double need = double(c.weight_bytes()) + other_bytes;
     if (const std::string beyond = beyond_memory(need, 0.5); !beyond.empty())
-        throw UsageError(flag_prefix + "--max-batch " + std::to_string(sequences) +
-                         " with --prompt-len " + std::to_string(longest_prompt) +
-                         " and --repeats " + std::to_string(repeats) + " needs " +
-                         format_bytes(std::uint64_t(need)) + ", " + beyond);
-}
-
-// Throws UsageError if the DRAM probe's buffer would not fit beside the
-// demo model's weights in half of the memory this process may use. It is
-// the largest buffer a probe reads (a read at a width's size is made only if
-// its weights fit the reported last-level cache), and the probes run one
-// after the other. The probes are sized by this machine's caches, not by a
-// flag (machine_probes.h).
-inline void check_probes_fit(const Config& c, std::uint64_t probe_bytes) {
-    const double need = double(c.weight_bytes()) + double(probe_bytes);
-    if (const std::string beyond = beyond_memory(need, 0.5); !beyond.empty())
-        throw UsageError("the DRAM read-bandwidth probe reads a buffer of " +
-                         format_bytes(probe_bytes) + " (eight times this CPU's last-level cache, " +
-                         "256 MiB to 1 GiB) beside the model's weights: " +
-                         format_bytes(std::uint64_t(need)) + ", " + beyond);
+        throw UsageError(prefix + what + " needs " + format_bytes(std::uint64_t(need)) + ", " +
+                         beyond);
 }
 
 struct Experiment {
@@ -127,28 +91,32 @@ struct Experiment {
         const Config config = loaded.model.config();  // a checkpoint brings its own shape
         const bool text_prompt = !model.source.prompt.empty();
         const int longest = text_prompt ? static_cast<int>(loaded.prompt.size()) : prompt_len;
-        int wide_dim = this->wide_dim;
-        if (!model.source.checkpoint.empty() && wide_dim % (2 * config.n_heads) != 0) {
-            // The wide model keeps the checkpoint's heads (stories15M has 6), so
-            // its width must split into them with an even head size: round up.
-            const int step = 2 * config.n_heads;
-            wide_dim = (wide_dim + step - 1) / step * step;
-        }
+        // The wide model keeps the checkpoint's heads (stories15M has 6), so
+        // its width must split into them with an even head size: round up.
+        const int step = 2 * config.n_heads;
+        Config wide = config;  // the same model, wider; the feed-forward stays 3 x dim
+        wide.dim = model.source.checkpoint.empty() ? wide_dim : (wide_dim + step - 1) / step * step;
+        wide.ffn_dim = 3 * wide.dim;
         const int steps = decode_steps(repeats);  // the timed ones and a warm-up per round
         if (longest + steps > config.max_seq)
             throw UsageError("--prompt-len " + std::to_string(longest) + " and --repeats " +
                              std::to_string(repeats) + " need " + std::to_string(longest + steps) +
                              " positions, more than --max-seq " + std::to_string(config.max_seq));
-        Config wide = config;  // the same model, wider; the feed-forward stays 3 x dim
-        wide.dim = wide_dim;
-        wide.ffn_dim = 3 * wide_dim;
-        check_bench_fits(config, max_batch, longest, repeats, "");
+        const std::string bench = "--max-batch " + std::to_string(max_batch) +
+                                  " with --prompt-len " + std::to_string(longest) +
+                                  " and --repeats " + std::to_string(repeats);
+        check_fits(config, bench_bytes(config, max_batch, longest, steps), "", bench);
         const CacheSizes caches = cache_sizes();
         const std::uint64_t dram_bytes = dram_probe_bytes(caches);
-        check_probes_fit(config, dram_bytes);
-        if (wide_dim > 0)
-            check_bench_fits(wide, max_batch, longest, repeats,
-                             "--wide-dim " + std::to_string(wide_dim) + ": ");
+        // The DRAM probe's buffer is the largest a probe reads; the probes
+        // are sized by this machine's caches, not by a flag.
+        check_fits(config, double(dram_bytes), "",
+                   "the DRAM read-bandwidth probe reads a buffer of " + format_bytes(dram_bytes) +
+                       " (eight times this CPU's last-level cache, 256 MiB to 1 GiB) beside the "
+                       "model's weights:");
+        if (wide.dim > 0)
+            check_fits(wide, bench_bytes(wide, max_batch, longest, steps),
+                       "--wide-dim " + std::to_string(wide_dim) + ": ", bench);
 
         std::vector<std::vector<int>> prompts =
             ragged_prompts(max_batch, longest, config.vocab_size, model.seed);
@@ -158,31 +126,43 @@ struct Experiment {
                 p.assign(loaded.prompt.begin(), loaded.prompt.begin() + p.size());
             prompts[0] = loaded.prompt;
         }
+        double mean_prompt = 0;
+        for (const std::vector<int>& p : prompts) mean_prompt += double(p.size()) / max_batch;
         const std::vector<int> sizes = batch_sizes_up_to(max_batch);
 
         // The demo width, every batched step checked against decoding alone.
-        std::vector<WidthResult> widths;
         AloneReference alone = [&] {
-            // A long prompt's prefills run minutes before the first round.
-            Progress progress("prefilling the sequences alone");
+            Progress progress("prefilling the sequences alone");  // a long prompt takes a while
             const PassesShown passes(loaded.model, progress);
             return AloneReference(loaded.model, prompts, steps);
         }();
+        std::vector<WidthResult> widths;
         widths.push_back(
             {config, time_batches(loaded.model, prompts, sizes,
                                   [&](int s, const Matrix& l) { alone.compare(s, l); })});
-        if (wide_dim > 0) {
+        if (wide.dim > 0) {
             Transformer wide_model(wide, model.seed);
             widths.push_back({wide, time_batches(wide_model, prompts, sizes)});
         }
-        const Roofline roofs = measure_roofs(dram_bytes);
-        for (WidthResult& w : widths)
-            w.read_at_weights = read_at_weights_size(w.config, caches.last_level);
+        // The roofs, the best of three runs each; a width's weights are read
+        // once more at their own size if they fit the reported last level.
+        Roofline roofs;
+        roofs.peak_flops = peak_multiply_then_add_flops();
+        roofs.dram_bytes_per_second = ReadBandwidthProbe(dram_bytes).bytes_per_second();
+        for (WidthResult& w : widths) {
+            const std::uint64_t bytes = weight_bytes_per_step(w.config);
+            if (fits_reported_last_level(bytes, caches.last_level))
+                w.read_at_weights = ReadBandwidthProbe(bytes).bytes_per_second();
+            w.from_last_level = reads_from_last_level(bytes, caches.last_level, w.read_at_weights,
+                                                      roofs.dram_bytes_per_second);
+            w.memory_roof = memory_roof(bytes, caches.last_level, w.read_at_weights,
+                                        roofs.dram_bytes_per_second);
+        }
         return {std::move(loaded),
                 max_batch,
                 longest,
                 repeats,
-                mean_length(prompts),
+                mean_prompt,
                 std::move(widths),
                 alone.same_tokens(),
                 alone.largest_difference(),
@@ -194,18 +174,18 @@ struct Experiment {
     }
 
   private:
-    // One width's bench, its rounds shown on a terminal.
+    // One width's bench, its prefill and rounds shown on a terminal.
     std::vector<BatchTiming> time_batches(Transformer& m,
                                           const std::vector<std::vector<int>>& prompts,
                                           const std::vector<int>& sizes,
                                           const BatchStepCallback& on_step = {}) const {
+        const std::string dim = "dim " + std::to_string(m.config().dim);
         DecodeBench bench = [&] {
-            Progress prefilling("dim " + std::to_string(m.config().dim) +
-                                ", prefilling the sequences");
+            Progress prefilling(dim + ", prefilling the sequences");
             const PassesShown passes(m, prefilling);
             return DecodeBench(m, prompts, repeats);
         }();
-        Progress progress("dim " + std::to_string(m.config().dim) + ", round");
+        Progress progress(dim + ", round");
         return bench.run(sizes, on_step,
                          [&](int round, int rounds) { progress.update(round, rounds); });
     }

@@ -3,9 +3,9 @@
 // do not fit in the CPU's cache, and checks every batched step against the
 // same sequences decoded alone.
 //
-// The lessons are batched_decoding.h, arithmetic_intensity.h and
-// roofline.h; batch_benchmark.h times them; experiment.h sets the
-// parameters and runs it; report.h prints what it measured.
+// The lessons are batched_decoding.h (common/core) and
+// arithmetic_intensity.h; batch_benchmark.h times them; experiment.h sets
+// the parameters and runs it; report.h prints what it measured.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../../common/serving/cost_model.h"
 #include "../../common/serving/scheduler.h"
+#include "../../common/serving/step_cost.h"
 #include "../../common/serving/workload.h"
 
 namespace kv::exercises {
@@ -21,8 +21,8 @@ inline double shortest_prompt_first(const Request& r) {
 
 // Exercise 6: every request's time to first token when one server with the
 // cache serves the queue serially, first come first served, everyone
-// queued at time 0: computed by hand from the cost model, no scheduler.
-inline std::vector<double> serial_ttft_by_hand(const CostModel& cost,
+// queued at time 0: computed by hand from the step cost, no scheduler.
+inline std::vector<double> serial_ttft_by_hand(const StepCost& cost,
                                                std::span<const Request> requests) {
     (void)cost, (void)requests;
     throw std::logic_error("exercise 05.6: serial_ttft_by_hand is not implemented yet");

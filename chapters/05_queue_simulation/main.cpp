@@ -1,11 +1,13 @@
-// Chapter 05: a queue of 1,000 requests. Measures what the engine's work
-// costs, then replays the queue under six policies (serial, static and
-// continuous batching, each without and with the KV cache) and reports
-// what the people in the queue experienced.
+// Chapter 05: a queue of 1,000 requests. Prices each engine step with the
+// one step cost (this machine's, measured once and saved), then replays the
+// queue under six policies (serial, static and continuous batching, each
+// without and with the KV cache) and reports what the people in the queue
+// experienced.
 //
-// The lesson is workload.h, memory_manager.h, step_plan.h, scheduler.h,
-// cost_model.h and metrics.h; experiment.h sets its parameters and runs
-// it; report.h prints what it found.
+// The lesson is the serving lesson in common/serving/ (workload.h,
+// memory_budget.h, memory_manager.h, step_plan.h, scheduler.h,
+// step_cost.h, metrics.h); experiment.h sets its parameters and runs it;
+// report.h prints what it found.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

@@ -1,16 +1,11 @@
 // Chapter 07: how many conversations fit, reserving the whole context
 // against paging.
 //
-// Take chapter 05's queue and its KV budget, and let requests in, in
-// arrival order, until the next one does not fit; count them, each at its
-// largest, its last step (prompt + answer - 1 positions: the last answer
-// token is produced, never fed back). Reserving the whole context charges
-// each request prompt + answer cap - 1 positions, most of which it never
-// fills. Paging charges the blocks its tokens need: at most B - 1 positions
-// of its last block stay empty (internal fragmentation), whatever the cap.
-// The paged count is measured on the engine's real block pool: each
-// conversation takes its blocks from a BlockPool of the budget's size, and
-// the pool itself says how many it handed out.
+// Requests are let in, in arrival order, until the next one does not fit,
+// each counted at its last step (prompt + answer - 1 positions). Reserving
+// charges each prompt + answer cap - 1 positions, most of them never filled;
+// paging charges the blocks its tokens need, counted by a real BlockPool of
+// the budget's size: at most B - 1 positions of a last block stay empty.
 #pragma once
 
 #include <algorithm>
@@ -42,13 +37,9 @@ struct FitCount {
     }
 };
 
-// Positions a request's cache holds at its last step, and the longest
-// context it may reach (what a whole-context reservation charges).
+// Positions a request's cache holds at its last step.
 inline int positions_at_last_step(const Request& r) {
     return r.prompt_len + r.answer_len - 1;
-}
-inline int longest_context_of(const Request& r) {
-    return r.prompt_len + r.answer_cap - 1;
 }
 
 // Reserving the whole context: a budget of `positions`, each request
@@ -57,7 +48,7 @@ inline FitCount fit_reserving(std::span<const Request> requests, std::uint64_t p
     FitCount f;
     f.positions_budget = positions;
     for (const Request& r : requests) {
-        const std::uint64_t charge = std::uint64_t(longest_context_of(r));
+        const std::uint64_t charge = std::uint64_t(r.prompt_len + r.answer_cap - 1);
         if (f.positions_charged + charge > positions) break;
         f.positions_charged += charge;
         f.positions_filled += std::uint64_t(positions_at_last_step(r));
@@ -66,10 +57,9 @@ inline FitCount fit_reserving(std::span<const Request> requests, std::uint64_t p
     return f;
 }
 
-// Paging: a real pool of as many blocks of `block_size` positions as
-// `budget_bytes` holds, and one block table per conversation. The caches
-// are marked filled (reserve, then commit) rather than computed: which
-// numbers the blocks hold does not change how many blocks there are.
+// Paging: a real pool of the blocks `budget_bytes` holds, one block table
+// per conversation, marked filled (reserve, commit) rather than computed:
+// the numbers in the blocks do not change how many there are.
 inline FitCount fit_paged(const Config& config, std::uint64_t budget_bytes, int block_size,
                           std::span<const Request> requests) {
     const std::uint64_t per_block = BlockPool::bytes_per_block(config, block_size);

@@ -1,18 +1,15 @@
 // What chapter 07 prints: how many conversations fit, the price of the
-// block table, the queue under each way of managing memory (simulator and
-// real engine side by side), two plots and the headline; or all of it as
-// one JSON object.
+// block table, the queue under each way of managing memory (and its first
+// requests on the real engine's pool) and the headline; or all of it as one
+// JSON object.
 #pragma once
 
-#include <algorithm>
 #include <iostream>
 #include <string>
-#include <vector>
 
 #include "../../common/kit/output.h"
+#include "../../common/kit/queue_flags.h"  // describe_workload, step_cost_text
 #include "../../common/kit/report.h"
-#include "../../common/kit/svg_plot.h"
-#include "../05_queue_simulation/report.h"
 #include "experiment.h"
 
 namespace kv::ch07 {
@@ -25,7 +22,7 @@ inline Table fit_table(const Results& r) {
                    f.positions_filled, f.positions_charged, Cell(100 * f.unused_fraction(), 1),
                    f.block_size ? Cell(f.unused_bound()) : Cell("-")});
     };
-    row("reserve the whole context", r.reserved);
+    row(kReserve, r.reserved);
     for (const FitCount& f : r.paged) row("paged", f);
     return t;
 }
@@ -52,63 +49,13 @@ inline Table queue_table(const Results& r, std::uint64_t mib) {
     return t;
 }
 
-inline std::string fit_plot(const Results& r, const std::string& dir) {
-    SvgPlot plot("Conversations that fit in the KV budget", "block size (positions, log scale)",
-                 "conversations at once");
-    plot.set_log2_x(true);
-    std::vector<double> x, y;
-    for (const FitCount& f : r.paged) {
-        x.push_back(f.block_size);
-        y.push_back(f.conversations);
-    }
-    plot.add_series("paged", x, y);
-    plot.add_hline("reserving the whole context", r.reserved.conversations);
-    return plot.write(dir + "/07_conversations_that_fit.svg");
-}
-
-inline std::string ttft_plot(const Results& r, const std::string& dir) {
-    std::vector<std::string> names;
-    std::vector<std::vector<double>> ttfts;
-    for (const QueueRun& q : r.runs)
-        if (q.budget_mib == r.queue.budget.bytes >> 20 &&
-            (q.engine || q.requests == int(r.queue.queue.size()))) {
-            names.push_back(q.memory + (q.engine ? " (engine, " : " (simulator, ") +
-                            std::to_string(q.requests) + " requests)");
-            ttfts.push_back(q.ttfts);
-        }
-    return ch05::ttft_cdf_plot("Time to first token: reserving against paging", names, ttfts)
-        .write(dir + "/07_ttft_cdf.svg");
-}
-
-inline Json queue_json(const QueueRun& q) {
-    return Json()
-        .add("memory", q.memory)
-        .add("budget_mib", q.budget_mib)
-        .add("side", q.engine ? "engine" : "simulator")
-        .add("requests", q.requests)
-        .add("ttft_median_s", q.summary.ttft_median)
-        .add("ttft_p99_s", q.summary.ttft_p99)
-        .add("tokens_per_second", q.summary.tokens_per_second)
-        .add("mean_batch", q.summary.mean_batch)
-        .add("total_s", q.summary.total_s)
-        .add("preemptions", q.preemptions)
-        .add("positions_recomputed", q.positions_recomputed)
-        .add("bytes_swapped", q.bytes_swapped);
-}
-
 inline int report(const Results& r, const OutputOptions& out) {
-    const std::uint64_t mib = r.queue.budget.bytes >> 20;
-    const FitCount& paged = r.paged_at(r.block_size);
-    // The headline's wait: the real engine's when it ran the whole queue,
-    // else the simulator's (its run on the whole queue comes first).
-    const bool engine_ran_all = std::any_of(r.runs.begin(), r.runs.end(), [&](const QueueRun& q) {
-        return q.engine && q.budget_mib == mib && q.requests == int(r.queue.queue.size());
-    });
-    const QueueRun& before = r.run(kReserve, mib, engine_ran_all);
-    const QueueRun& after = r.run(kPagedRecompute, mib, engine_ran_all);
+    const Setup& s = r.setup;
+    const std::uint64_t mib = r.budget.bytes >> 20;
+    const FitCount& paged = r.paged_at(s.block_size);
+    const QueueRun &before = r.run(kReserve, mib), &after = r.run(kPagedRecompute, mib);
     const Table fits = fit_table(r), costs = indirection_table(r);
-    const Table at_budget = queue_table(r, mib), tight = queue_table(r, r.tight_budget_mib);
-    const std::string plot_fit = fit_plot(r, out.plot_dir), plot_ttft = ttft_plot(r, out.plot_dir);
+    const Table at_budget = queue_table(r, mib), tight = queue_table(r, s.tight_budget_mib);
     const std::string headline =
         "paged KV cache: " + std::to_string(paged.conversations) + " conversations fit in " +
         std::to_string(mib) + " MiB where reserving the whole context fit " +
@@ -116,60 +63,50 @@ inline int report(const Results& r, const OutputOptions& out) {
         fixed(before.summary.ttft_median, 1) + " s -> " + fixed(after.summary.ttft_median, 1) +
         " s";
 
-    std::vector<Json> each;
-    for (const QueueRun& q : r.runs) each.push_back(queue_json(q));
     Json json = Json()
                     .add("chapter", "07_paged_kv_cache")
-                    .add("model", r.queue.config.describe())
-                    .add("cost_model",
-                         ch05::cost_model_json(
-                             r.queue.cost, r.queue.calibration ? &*r.queue.calibration : nullptr))
+                    .add("model", s.model.describe())
+                    .add("step_cost", step_cost_json(r.pricing))
                     .add("kv_budget_mib", mib)
-                    .add("block_size", r.block_size)
-                    .add("watermark", r.watermark)
-                    .add("tight_budget_mib", r.tight_budget_mib)
+                    .add("block_size", s.block_size)
+                    .add("watermark", s.watermark)
+                    .add("tight_budget_mib", s.tight_budget_mib)
                     .add("fit", fits)
                     .add("conversations_reserved", r.reserved.conversations)
                     .add("conversations_paged", paged.conversations)
-                    .add("indirection_batch", r.indirection_batch)
+                    .add("indirection_batch", s.indirection_batch)
                     .add("indirection", costs)
                     .add("swap_bytes_per_second", r.swap_bytes_per_second)
-                    .add("queue_runs", each)
-                    .add("headline_side", engine_ran_all ? "engine" : "simulator")
+                    .add("queue_at_budget", at_budget)
+                    .add("queue_tight", tight)
+                    .add("headline_side", "simulator")
                     .add("ttft_median_reserved_s", before.summary.ttft_median)
                     .add("ttft_median_paged_s", after.summary.ttft_median)
-                    .add("fit_plot", plot_fit)
-                    .add("ttft_plot", plot_ttft)
                     .add("headline", headline);
     if (emit(out, json)) return 0;
 
     std::cout << "Chapter 07: the paged KV cache\n\n"
-              << "model: " << r.queue.config.describe() << "\n"
-              << ch05::describe_workload(r.queue.work, r.queue.queue) << "\n"
-              << "memory: " << mib << " MiB of KV cache = " << with_commas(r.queue.budget.tokens)
-              << " positions of " << format_bytes(r.queue.budget.bytes_per_token)
-              << "; continuous batching with the cache, batch " << r.queue.batch << "\n";
-    ch05::print_cost_model(std::cout, r.queue.cost,
-                           r.queue.calibration ? &*r.queue.calibration : nullptr);
-    std::cout << "\nHow many conversations fit at once, each at its last step, in arrival order:\n";
+              << "model: " << s.model.describe() << "\n"
+              << describe_workload(workload_of(s.queue, s.seed), r.queue) << "\n"
+              << "memory: " << mib << " MiB of KV cache = " << with_commas(r.budget.tokens)
+              << " positions of " << format_bytes(r.budget.bytes_per_token)
+              << "; continuous batching with the cache, batch " << s.queue.batch << "\n"
+              << step_cost_text(r.pricing)
+              << "\nHow many conversations fit at once, each at its last step, in arrival order:\n";
     fits.print(std::cout);
-    std::cout << "A conversation leaves at most B - 1 positions of its last block unused.\n"
-              << "plot: " << plot_fit << "\n\n"
-              << "The price of the block table: a decode step of " << r.indirection_batch
+    std::cout << "\nThe price of the block table: a decode step of " << s.indirection_batch
               << " sequences (median of the thread's CPU time):\n";
     costs.print(std::cout);
-    std::cout << "\nThe queue at " << mib << " MiB, blocks of " << r.block_size
-              << " positions, watermark " << fixed(100 * r.watermark, 0) << "% (times in s):\n";
+    std::cout << "\nThe queue at " << mib << " MiB, blocks of " << s.block_size
+              << " positions, watermark " << fixed(100 * s.watermark, 0) << "% (times in s):\n";
     at_budget.print(std::cout);
-    std::cout << "\nThe queue at " << r.tight_budget_mib
-              << " MiB, where memory runs out (times in s):\n";
+    std::cout << "\nThe queue at " << s.tight_budget_mib
+              << " MiB, where memory runs out (times in s; the engine's steps timed by the "
+                 "thread's CPU time):\n";
     tight.print(std::cout);
-    std::cout << "batch: mean requests per decode step; recomputed: positions prefilled again;\n"
-              << "swapped: bytes moved out and back in, priced in the simulator at "
-              << fixed(r.swap_bytes_per_second / 1e9, 1) << " GB/s\n"
-              << "plot: " << plot_ttft << "\n\n"
-              << "the waits below: " << (engine_ran_all ? "the real engine's" : "the simulator's")
-              << ", continuous batching at " << mib << " MiB\n"
+    std::cout << "swaps priced at " << fixed(r.swap_bytes_per_second / 1e9, 1)
+              << " GB/s in the simulator; recomputed: positions prefilled again\n\n"
+              << "the waits below: the simulator's, continuous batching at " << mib << " MiB\n"
               << headline << "\n";
     return 0;
 }

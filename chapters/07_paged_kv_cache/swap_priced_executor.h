@@ -1,23 +1,22 @@
 // Chapter 07: the simulator, with swaps priced by the bytes they move.
 //
-// Chapter 05's simulated executor prices every step with the cost model. A
-// preemption by swap adds work the model never sees: the victim's blocks
-// go out to host memory, and come back in before its next step. Each block
-// moved costs its bytes over the copy rate (measured on this machine, or
-// chapter 05's analytic rate), charged to the step in which it moves.
+// A preemption by swap adds work the step cost never sees: the victim's
+// blocks go out to host memory and come back before its next step. Each
+// block moved costs its bytes over the copy rate, charged to the step in
+// which it moves.
 #pragma once
 
 #include <cstdint>
 
-#include "../../common/serving/cost_model.h"
 #include "../../common/serving/paged_memory.h"
 #include "../../common/serving/scheduler.h"
+#include "../../common/serving/step_cost.h"
 
 namespace kv {
 
 class SwapPricedExecutor : public SimulatedExecutor {
   public:
-    SwapPricedExecutor(const CostModel& cost, const PagedMemory& memory,
+    SwapPricedExecutor(const StepCost& cost, const PagedMemory& memory,
                        std::uint64_t bytes_per_block, double copy_bytes_per_second)
         : SimulatedExecutor(cost),
           memory_(memory),
@@ -25,8 +24,7 @@ class SwapPricedExecutor : public SimulatedExecutor {
           rate_(copy_bytes_per_second) {}
 
     double run(const StepPlan& plan) override {
-        // Blocks moved since the last step: out when a victim left, in when
-        // it came back for this one.
+        // Blocks moved since the last step: out when a victim left, in for this one.
         const std::int64_t moved = memory_.blocks_swapped_out() + memory_.blocks_swapped_in();
         const double swap_seconds = double(moved - priced_) * double(bytes_per_block_) / rate_;
         priced_ = moved;

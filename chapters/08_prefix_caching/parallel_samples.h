@@ -1,15 +1,9 @@
 // Chapter 08: n answers to one prompt, sharing its blocks until they differ.
 //
-// Parallel sampling (an API's n) asks for several answers to the same
-// prompt. The prompt's keys and values are the same for all of them, so
-// the prompt is prefilled once and every sample's block table starts with
-// the same blocks (PagedKVCache::fork). The answers then differ from their
-// first token on, and each writes its own. A sample about to write into a
-// block another sample still holds (the prompt's last block, when the
-// prompt does not fill it) copies that block first: copy-on-write. The
-// first n - 1 writers copy; the last finds itself the only holder and
-// writes in place. So the shared prompt costs its full blocks once, and
-// each sample pays for its partial last block and its own answer.
+// The prompt is prefilled once and every sample's block table starts with
+// its blocks (PagedKVCache::fork). A sample about to write into a block
+// another still holds (the prompt's partial last block) copies it first:
+// copy-on-write. The first n - 1 writers copy; the last writes in place.
 #pragma once
 
 #include <algorithm>
@@ -29,21 +23,15 @@ namespace kv {
 // positions are one shared prompt, kept by copy-on-write: the prompt's
 // full blocks once, and for each sample every block after them.
 inline std::int64_t blocks_with_copy_on_write(int prompt, int positions, int n, int B) {
-    const std::int64_t own = (positions + B - 1) / B;
-    if (positions <= prompt) return (prompt + B - 1) / B;  // nobody wrote: all shared
+    const std::int64_t own = blocks_for(positions, B);
+    if (positions <= prompt) return blocks_for(prompt, B);  // nobody wrote: all shared
     const std::int64_t full = prompt / B;
     return full + std::int64_t(n) * (own - full);
 }
 
 // The same samples, each with its own copy of the prompt's cache.
 inline std::int64_t blocks_copying_the_prompt(int positions, int n, int B) {
-    return std::int64_t(n) * ((positions + B - 1) / B);
-}
-
-// Copies copy-on-write makes: one for each of the first n - 1 samples to
-// write into a prompt's partial last block.
-inline int copies_on_write(int prompt, int positions, int n, int B) {
-    return positions > prompt && prompt % B != 0 ? n - 1 : 0;
+    return std::int64_t(n) * blocks_for(positions, B);
 }
 
 // ------------------------------------------------------ on the engine

@@ -1,23 +1,16 @@
 // Chapter 08: the prefix cache, blocks computed once for many requests.
 //
-// Position j's keys and values depend on tokens 0..j and on nothing after
-// (chapter 02). Two sequences that begin with the same tokens therefore
-// have the same keys and values for that beginning, bit for bit, and may
-// share the blocks that hold them. The cache names each full block by its
-// own tokens AND every token before it: here a chain, each entry pointing
-// to the entry of the block before it (its parent) and holding the block's
-// B tokens. Two equal blocks under different prefixes are different
-// entries, because their parents differ. vLLM names blocks the same way,
-// with a hash of (parent's hash, tokens); this cache compares the tokens
+// Position j's keys and values depend on tokens 0..j only (chapter 02), so
+// two sequences that begin alike may share the blocks of that beginning.
+// A full block is named by its own B tokens AND every token before it: a
+// chain, each entry pointing to the entry of the block before (its parent).
+// vLLM hashes (parent's hash, tokens); this cache compares the tokens
 // themselves, so two different prefixes can never be taken for one.
 //
-// A new request takes the longest chain of cached blocks its prompt starts
-// with, and prefills only the rest. The cache keeps one reference of its
-// own on every block it names (the ledger counts owners), so a block
-// outlives the request that filled it. A block only the cache holds is
-// kept while there is room; when the pool runs out, the least recently
-// used of them goes first (a leaf of the chain: a block whose continuation
-// is still cached is never given back before it).
+// The cache keeps one reference of its own on every block it names, so a
+// block outlives the request that filled it. When the pool runs out, the
+// least recently used block only the cache holds goes first, and only a
+// leaf of the chain (a block whose continuation is cached stays).
 #pragma once
 
 #include <cstdint>
@@ -47,7 +40,7 @@ class PrefixCache : public BlockReclaimer {
     PrefixCache& operator=(const PrefixCache&) = delete;
 
     int block_size() const { return pool_.block_size(); }
-    int entries() const { return live_; }
+    int entries() const { return int(index_.size()); }
     std::int64_t evictions() const { return evictions_; }  // blocks given back to the pool
 
     // The blocks of the longest cached chain `tokens` starts with, in
@@ -65,21 +58,10 @@ class PrefixCache : public BlockReclaimer {
         return blocks;
     }
 
-    // The blocks of the longest cached chain `tokens` starts with, in
-    // order, at most `most`: whole blocks only. They become the most
-    // recently used.
+    // peek(), and the blocks found become the most recently used.
     std::vector<int> match(std::span<const int> tokens, int most = kNoLimit) {
-        std::vector<int> blocks;
-        int parent = kRoot;
-        for (std::size_t first = 0;
-             int(blocks.size()) < most && first + block_size() <= tokens.size();
-             first += block_size()) {
-            const auto it = index_.find(key(parent, tokens.subspan(first, block_size())));
-            if (it == index_.end()) break;
-            parent = it->second;
-            entries_[std::size_t(parent)].last_used = ++clock_;
-            blocks.push_back(entries_[std::size_t(parent)].block);
-        }
+        std::vector<int> blocks = peek(tokens, most);
+        touch(blocks);
         return blocks;
     }
 
@@ -91,9 +73,14 @@ class PrefixCache : public BlockReclaimer {
         for (std::size_t b = 0; (b + 1) * block_size() <= tokens.size() && b < table.size(); ++b) {
             const auto k = key(parent, tokens.subspan(b * block_size(), block_size()));
             auto it = index_.find(k);
-            if (it == index_.end()) {
+            if (it == index_.end()) {  // a new entry, after its parent
+                const std::size_t block = std::size_t(table[b]);
                 pool_.share(table[b]);  // the cache's own reference
-                it = index_.emplace(k, add_entry(parent, table[b], k.second)).first;
+                it = index_.emplace(k, int(entries_.size())).first;
+                entries_.push_back({parent, table[b], 0, 0, it});
+                if (parent != kRoot) ++entries_[std::size_t(parent)].children;
+                if (entry_of_.size() <= block) entry_of_.resize(block + 1, -1);
+                entry_of_[block] = it->second;
                 ++added;
             }
             parent = it->second;
@@ -119,10 +106,9 @@ class PrefixCache : public BlockReclaimer {
         return n;
     }
 
-    // A sequence lets go of its blocks: the cached ones among them become
-    // the most recently used, so that "least recently used" counts from the
-    // last moment anyone held a block (vLLM orders its free blocks by when
-    // they were freed), not from when it was found.
+    // The cached ones among `blocks` become the most recently used: a
+    // sequence that lets go of its blocks calls it, so that "least recently
+    // used" counts from the last moment anyone held a block, as in vLLM.
     void touch(std::span<const int> blocks) {
         for (int b : blocks)
             if (std::size_t(b) < entry_of_.size() && entry_of_[std::size_t(b)] >= 0)
@@ -130,11 +116,8 @@ class PrefixCache : public BlockReclaimer {
     }
 
     // Gives back the least recently used block only the cache holds and
-    // no cached block continues. (Every stamp of the clock is distinct, so
-    // there are no ties.) Both this and reclaimable() walk every entry
-    // ever made: a fraction of a second for the book's queues; a server
-    // keeps its candidates in eviction order instead (vLLM's free-block
-    // queue), and reuses the entries it gives back.
+    // no cached block continues. It walks every entry ever made: a server
+    // keeps its candidates in eviction order instead (vLLM's free-block queue).
     bool reclaim_one() override {
         int victim = -1;
         for (int i = 0; i < int(entries_.size()); ++i) {
@@ -151,49 +134,34 @@ class PrefixCache : public BlockReclaimer {
   private:
     static constexpr int kRoot = -1;
 
-    struct Entry {
-        int parent = kRoot;  // the entry of the block before; kRoot for the first
-        int block = -1;      // the pool's block; -1 once given back
-        int children = 0;    // cached blocks that continue it
-        std::uint64_t last_used =
-            0;                    // the cache's clock when it was last matched, filled or let go
-        std::vector<int> tokens;  // (B) the block's own tokens
-    };
     using Key = std::pair<int, std::vector<int>>;  // (parent entry, the block's tokens)
+    using Index = std::map<Key, int>;              // -> entry
+
+    struct Entry {
+        int parent = kRoot;           // the entry of the block before; kRoot for the first
+        int block = -1;               // the pool's block; -1 once given back
+        int children = 0;             // cached blocks that continue it
+        std::uint64_t last_used = 0;  // the cache's clock when last matched, filled or let go
+        Index::iterator at;           // its key in index_
+    };
 
     static Key key(int parent, std::span<const int> tokens) {
         return {parent, std::vector<int>(tokens.begin(), tokens.end())};
     }
 
-    int add_entry(int parent, int block, std::span<const int> tokens) {
-        Entry e;
-        e.tokens.assign(tokens.begin(), tokens.end());
-        e.parent = parent;
-        e.block = block;
-        if (parent != kRoot) ++entries_[std::size_t(parent)].children;
-        entries_.push_back(std::move(e));
-        if (entry_of_.size() <= std::size_t(block)) entry_of_.resize(std::size_t(block) + 1, -1);
-        entry_of_[std::size_t(block)] = int(entries_.size()) - 1;
-        ++live_;
-        return int(entries_.size()) - 1;
-    }
-
     void remove_entry(int i) {
         Entry& e = entries_[std::size_t(i)];
-        index_.erase(Key{e.parent, e.tokens});
+        index_.erase(e.at);
         if (e.parent != kRoot) --entries_[std::size_t(e.parent)].children;
         pool_.release(e.block);  // the cache's reference: the block is free again
         entry_of_[std::size_t(e.block)] = -1;
         e.block = -1;
-        --live_;
     }
 
     BlockLedger& pool_;
-    std::map<Key, int> index_;  // (parent entry, tokens) -> entry
-    std::vector<Entry>
-        entries_;  // every entry ever made, parents first; given-back ones have block -1
-    int live_ = 0;
-    std::vector<int> entry_of_;  // (blocks) the live entry naming each block, or -1
+    Index index_;                 // the live entries
+    std::vector<Entry> entries_;  // every entry ever made, parents first; given back: block -1
+    std::vector<int> entry_of_;   // (blocks) the live entry naming each block, or -1
     std::uint64_t clock_ = 0;
     std::int64_t evictions_ = 0;
 };

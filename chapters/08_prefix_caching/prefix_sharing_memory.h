@@ -1,37 +1,21 @@
 // Chapter 08: the block manager that shares cached prefixes.
 //
 // Chapter 07's manager counted blocks; this one holds them: a block table
-// per request, kept in a BlockLedger (who owns which block), with a
-// PrefixCache naming every full prompt block once its keys and values are
-// computed. The same manager decides in the simulator (over a ledger alone)
-// and on the real engine (over the engine's BlockPool, whose blocks the
-// executor then fills where the tables say, as vLLM's scheduler hands its
-// workers block ids). The two sides therefore make the same decisions from
-// the same code; the engine proves them right by producing the same tokens
-// as without the cache.
-//   admit: a request takes the longest cached chain of its prompt's blocks
-//     (one more owner on each), and new blocks for the rest of its
-//     sequence; its prefill starts after the cached positions. It joins
-//     only when the request before it has finished its prefill, so that
-//     every block computed before its own prefill can be found: with
-//     chapter 05's one prefill per step this changes no step, only the
-//     moment its memory is taken.
-//   grow: before a step, the blocks its new positions need; a prefill's
-//     full prompt blocks then enter the prefix cache (the step about to run
-//     computes them before anyone else is scheduled).
-//   release: every block of its table loses an owner. A block the prefix
-//     cache still names stays, until the pool needs room and it is the
-//     least recently used (prefix_cache.h).
-// At least one token of every prompt is computed (its logits give the first
-// answer token), so a prompt never takes a cached block that holds its
-// last token: the block after the cached ones is always the request's own.
-// A prompt block enters the cache when the step that fills it is planned
-// (grow), and is written by that step before any other request can be
-// admitted to find it; after that, nobody writes it. (This leans on the
-// admission rule and on one prefill per step; vLLM also caches a block
-// when it allocates it for the step that fills it.)
-// Preemption is by recompute, and costs less here: a request coming back
-// finds its own prompt's blocks cached, unless they were evicted meanwhile.
+// per request in a BlockLedger (who owns which block), and a PrefixCache
+// naming every full prompt block once it is computed. The same manager
+// decides in the simulator (over a ledger alone) and on the engine (over
+// its BlockPool, whose blocks the executor fills where the tables say), so
+// both sides make the same decisions from the same code.
+//   admit: the longest cached chain of the prompt's blocks (one more owner
+//     on each), new blocks for the rest; only once nobody is still
+//     prefilling, so that every block computed before its prefill is found.
+//   grow: the blocks a step's new positions need; a prefill's full prompt
+//     blocks enter the cache, and the step about to run writes them before
+//     anyone else can be admitted to find them. Nobody writes them again.
+//   release: every block of the table loses an owner; the cache's own
+//     reference keeps a block until the pool needs room (prefix_cache.h).
+// A prompt's last token is always computed (its logits give the first
+// answer token), so the block after the cached ones is the request's own.
 #pragma once
 
 #include <algorithm>
@@ -65,9 +49,7 @@ class PrefixSharingMemory : public MemoryManager {
     }
 
     int block_size() const { return ledger_.block_size(); }
-    int blocks_for(std::int64_t positions) const {
-        return static_cast<int>((positions + block_size() - 1) / block_size());
-    }
+    int blocks_for(int positions) const { return kv::blocks_for(positions, block_size()); }
     // Request r's block table: block i holds positions i*B..i*B+B-1.
     std::span<const int> table(int id) const {
         return std::size_t(id) < tables_.size() ? std::span<const int>(tables_[std::size_t(id)])
@@ -79,11 +61,9 @@ class PrefixSharingMemory : public MemoryManager {
     int tables_naming(int b) const { return tables_naming_.at(std::size_t(b)); }
     const PrefixCache* prefix_cache() const { return cache_ ? &*cache_ : nullptr; }
 
-    // What sharing saved, counted at every admission (a request sent back
-    // and admitted again counts again): positions its sequence had, and how
-    // many of them came from the cache. The difference is what its prefills
-    // computed (a request sent back before its prefill ran never gets to
-    // compute them: chapter 05's one prefill per step never does that).
+    // Counted at every admission (a preempted request counts again): the
+    // positions its sequence had, and those that came from the cache. The
+    // difference is what its prefills computed.
     std::int64_t positions_admitted() const { return admitted_; }
     std::int64_t positions_from_cache() const { return from_cache_; }
     // The same, for first admissions only: the prompts as they arrived.
@@ -91,15 +71,12 @@ class PrefixSharingMemory : public MemoryManager {
     std::int64_t prompt_tokens_from_cache() const { return prompt_from_cache_; }
     std::int64_t positions_recomputed() const { return recomputed_; }
     // Blocks the running requests' tables name, and blocks they hold: a
-    // block in k tables is named k times and held once. Mean and peak over
-    // the steps.
+    // block in k tables is named k times and held once. Means over the steps.
     double mean_named_blocks() const { return steps_ ? double(named_sum_) / steps_ : 0; }
     double mean_held_blocks() const { return steps_ ? double(held_sum_) / steps_ : 0; }
-    int peak_named_blocks() const { return peak_named_; }
-    int peak_held_blocks() const { return peak_held_; }
 
     bool fits_alone(const Request& r) const override {
-        return blocks_for(std::int64_t(r.prompt_len) + r.answer_cap - 1) <= ledger_.blocks();
+        return blocks_for(r.prompt_len + r.answer_cap - 1) <= ledger_.blocks();
     }
 
     // Whole cached blocks of r's prompt, stopping short of its last token.
@@ -108,9 +85,8 @@ class PrefixSharingMemory : public MemoryManager {
     }
 
     // Rule: nobody is still prefilling, and its new blocks fit and leave the
-    // watermark free. Cached blocks only the prefix cache holds are free
-    // for the taking (the pool would evict them), so taking them as hits
-    // uses them up too.
+    // watermark free. A hit on a block only the cache holds uses up a block
+    // the pool could have evicted, so it counts too.
     bool can_admit(const Request& r, std::span<Request* const> batch) const override {
         for (const Request* other : batch)
             if (other->status == RequestStatus::prefilling) return false;
@@ -124,9 +100,8 @@ class PrefixSharingMemory : public MemoryManager {
     void admit(Request& r) override {
         MemoryManager::admit(r);
         std::vector<int>& t = at(r.id);
-        if (cache_) {
+        if (cache_)
             for (int b : cache_->match(prompt(r), most_blocks(r))) take(t, b, /*shared=*/true);
-        }
         const std::int64_t hit = std::int64_t(t.size()) * block_size();
         while (int(t.size()) < blocks_for(r.length())) take(t, ledger_.allocate(), false);
         admitted_ += r.length();
@@ -162,9 +137,7 @@ class PrefixSharingMemory : public MemoryManager {
         count_blocks();
     }
 
-    // A request sent back before it finishes loses what it computed: its
-    // cached positions count as recomputed (some of them will come from
-    // the prefix cache again when it comes back).
+    // A request sent back before it finishes loses what it computed.
     void release(Request& r) override {
         if (r.status != RequestStatus::finished) recomputed_ += r.cached;
         std::vector<int>& t = at(r.id);
@@ -211,8 +184,6 @@ class PrefixSharingMemory : public MemoryManager {
         ++steps_;
         named_sum_ += named_;
         held_sum_ += held_;
-        peak_named_ = std::max(peak_named_, named_);
-        peak_held_ = std::max(peak_held_, held_);
     }
 
     BlockLedger& ledger_;
@@ -223,7 +194,6 @@ class PrefixSharingMemory : public MemoryManager {
     std::vector<char> seen_;                // (requests) admitted at least once
     int named_ = 0, held_ = 0;              // blocks named by tables, and held by them
     std::int64_t steps_ = 0, named_sum_ = 0, held_sum_ = 0;
-    int peak_named_ = 0, peak_held_ = 0;
     std::int64_t admitted_ = 0, from_cache_ = 0, prompt_tokens_ = 0, prompt_from_cache_ = 0;
     std::int64_t recomputed_ = 0;
 };

@@ -1,7 +1,6 @@
-// What chapter 08 prints: the queue with a shared system prompt, with and
-// without the prefix cache (simulator and real engine side by side), how
-// the gain grows with S, the n-sample queue, the blocks n parallel samples
-// need, two plots and the headline; or all of it as one JSON object.
+// What chapter 08 prints: the queue without and with the prefix cache (and
+// its first requests on the engine's shared blocks), the blocks n parallel
+// samples need, and the headline; or all of it as one JSON object.
 #pragma once
 
 #include <iostream>
@@ -9,43 +8,25 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
+#include "../../common/kit/queue_flags.h"  // describe_workload, step_cost_text
 #include "../../common/kit/report.h"
-#include "../../common/kit/svg_plot.h"
-#include "../05_queue_simulation/report.h"
 #include "experiment.h"
 
 namespace kv::ch08 {
 
-inline std::string side(const QueueRun& q) {
-    return q.engine ? "engine" : "simulator";
-}
-
-// One queue's runs: each side, without and with the prefix cache.
-inline Table queue_table(const Results& r, const std::string& workload, int s) {
+inline Table queue_table(const Results& r) {
     Table t({"prefix cache", "side", "requests", "from cache (%)", "prefilled", "ttft p50",
              "ttft p99", "tokens/s", "batch", "blocks in tables", "distinct blocks", "preemptions",
              "evictions"});
-    for (const QueueRun& q : r.runs) {
-        if (q.workload != workload || q.system_prompt != s) continue;
-        t.add_row({q.share ? "on" : "off", side(q), q.requests, Cell(100 * q.from_cache_share(), 1),
-                   Cell(std::uint64_t(q.positions_admitted - q.positions_from_cache)),
+    std::vector<QueueRun> runs = {r.without, r.with};
+    runs.insert(runs.end(), r.first.begin(), r.first.end());
+    for (const QueueRun& q : runs)
+        t.add_row({q.share ? "on" : "off", q.engine ? "engine" : "simulator", q.requests,
+                   Cell(100 * q.from_cache_share(), 1), Cell(std::uint64_t(q.prefilled)),
                    Cell(q.summary.ttft_median, 2), Cell(q.summary.ttft_p99, 2),
                    Cell(q.summary.tokens_per_second, 0), Cell(q.summary.mean_batch, 1),
-                   Cell(q.mean_named, 1), Cell(q.mean_held, 1), q.preemptions, Cell(q.evictions)});
-    }
-    return t;
-}
-
-// The sweep over S: the median wait without and with the cache.
-inline Table sweep_table(const Results& r) {
-    Table t({"S", "side", "requests", "from cache (%)", "ttft p50 off", "ttft p50 on", "off / on"});
-    for (const QueueRun& on : r.runs) {
-        if (on.workload != kSystemPromptWorkload || !on.share) continue;
-        const QueueRun& off = r.run(on.workload, on.system_prompt, false, on.engine, on.requests);
-        t.add_row({on.system_prompt, side(on), on.requests, Cell(100 * on.from_cache_share(), 1),
-                   Cell(off.summary.ttft_median, 2), Cell(on.summary.ttft_median, 2),
-                   Cell(off.summary.ttft_median / on.summary.ttft_median, 2)});
-    }
+                   Cell(q.mean_named, 1), Cell(q.mean_held, 1), Cell(q.preemptions),
+                   Cell(q.evictions)});
     return t;
 }
 
@@ -54,164 +35,72 @@ inline Table samples_table(const Results& r) {
              "copies on write"});
     for (const SampleRow& s : r.samples)
         t.add_row(
-            {s.n, s.blocks_engine, Cell(std::uint64_t(s.blocks_counted)),
-             Cell(std::uint64_t(s.blocks_copying)),
+            {s.n, s.blocks_engine, Cell(s.blocks_counted), Cell(s.blocks_copying),
              Cell(100.0 * double(s.blocks_copying - s.blocks_engine) / double(s.blocks_copying), 1),
              s.copies_engine});
     return t;
 }
 
-inline std::string ttft_plot(const Results& r, const std::string& dir) {
-    SvgPlot plot("Median time to first token against the system prompt's length",
-                 "system prompt S (tokens)", "median time to first token (s)");
-    for (bool engine : {false, true})
-        for (bool share : {false, true}) {
-            std::vector<double> x, y;
-            int requests = 0;
-            for (const QueueRun& q : r.runs)
-                if (q.workload == kSystemPromptWorkload && q.engine == engine && q.share == share &&
-                    (engine || q.requests == int(r.queue.queue.size()))) {
-                    x.push_back(q.system_prompt);
-                    y.push_back(q.summary.ttft_median);
-                    requests = q.requests;
-                }
-            if (x.empty()) continue;
-            plot.add_series(std::string(share ? "prefix cache" : "no prefix cache") +
-                                (engine ? " (engine, " : " (simulator, ") +
-                                std::to_string(requests) + " requests)",
-                            x, y);
-        }
-    return plot.write(dir + "/08_ttft_vs_system_prompt.svg");
-}
-
-inline std::string memory_plot(const Results& r, const std::string& dir) {
-    SvgPlot plot("KV cache for n answers to one prompt", "samples n", "KV cache (MiB)");
-    std::vector<double> n, engine, counted, copying;
-    const double mib = double(r.bytes_per_block) / double(1 << 20);
-    for (const SampleRow& s : r.samples) {
-        n.push_back(s.n);
-        engine.push_back(s.blocks_engine * mib);
-        counted.push_back(double(s.blocks_counted) * mib);
-        copying.push_back(double(s.blocks_copying) * mib);
-    }
-    plot.add_series("copy-on-write (engine)", n, engine);
-    plot.add_series("copy-on-write (counted)", n, counted);
-    plot.add_series("a copy of the prompt each", n, copying);
-    return plot.write(dir + "/08_memory_vs_samples.svg");
-}
-
-inline Json queue_json(const QueueRun& q) {
-    return Json()
-        .add("workload", q.workload)
-        .add("system_prompt", q.system_prompt)
-        .add("prefix_cache", q.share)
-        .add("side", side(q))
-        .add("requests", q.requests)
-        .add("prompt_tokens", q.prompt_tokens)
-        .add("prompt_tokens_from_cache", q.prompt_from_cache)
-        .add("positions_admitted", q.positions_admitted)
-        .add("positions_from_cache", q.positions_from_cache)
-        .add("ttft_median_s", q.summary.ttft_median)
-        .add("ttft_p99_s", q.summary.ttft_p99)
-        .add("tokens_per_second", q.summary.tokens_per_second)
-        .add("mean_batch", q.summary.mean_batch)
-        .add("mean_blocks_named", q.mean_named)
-        .add("mean_blocks_held", q.mean_held)
-        .add("preemptions", q.preemptions)
-        .add("positions_recomputed", q.recomputed)
-        .add("evictions", q.evictions);
-}
-
 inline int report(const Results& r, const OutputOptions& out) {
-    const int S = r.sharing.system_prompt;
-    const bool engine_all = r.engine_ran_all();
-    const int all = int(r.queue.queue.size());
-    const QueueRun& before = r.run(kSystemPromptWorkload, S, false, engine_all, all);
-    const QueueRun& after = r.run(kSystemPromptWorkload, S, true, engine_all, all);
-    const Table main = queue_table(r, kSystemPromptWorkload, S), sweep = sweep_table(r);
-    const Table n_samples = queue_table(r, kSamplesWorkload, S), samples = samples_table(r);
+    const Setup& s = r.setup;
+    const int S = s.sharing.system_prompt;
+    const WorkloadOptions work = workload_of(s.queue, s.seed);
+    const QueueRun &before = r.without, &after = r.with;
+    const Table queue = queue_table(r), samples = samples_table(r);
     // Memory: what the running requests' tables list beyond what they hold.
-    const double saved_blocks = after.mean_named - after.mean_held;
-    const std::string saved =
-        "memory: with the cache the running requests held " + fixed(after.mean_held, 1) +
-        " distinct blocks per step for tables listing " + fixed(after.mean_named, 1) + ", " +
-        format_bytes(std::uint64_t(saved_blocks * double(r.bytes_per_block))) +
-        " of KV cache they did not need to copy (" + side(after) + ", " +
-        std::to_string(after.requests) + " requests)";
-    const std::string plot_ttft = ttft_plot(r, out.plot_dir);
-    const std::string plot_memory = memory_plot(r, out.plot_dir);
+    const double not_copied = (after.mean_named - after.mean_held) * double(r.bytes_per_block);
     const std::string headline =
         "prefix cache: " + fixed(100 * after.from_cache_share(), 0) +
         "% of prompt tokens served from the cache; median time to first token " +
         fixed(before.summary.ttft_median, 1) + " s -> " + fixed(after.summary.ttft_median, 1) +
         " s";
 
-    std::vector<Json> each;
-    for (const QueueRun& q : r.runs) each.push_back(queue_json(q));
     Json json = Json()
                     .add("chapter", "08_prefix_caching")
-                    .add("model", r.queue.config.describe())
-                    .add("cost_model",
-                         ch05::cost_model_json(
-                             r.queue.cost, r.queue.calibration ? &*r.queue.calibration : nullptr))
-                    .add("kv_budget_mib", r.queue.budget.bytes >> 20)
-                    .add("block_size", r.block_size)
+                    .add("model", s.model.describe())
+                    .add("step_cost", step_cost_json(r.pricing))
+                    .add("kv_budget_mib", s.queue.kv_budget_mib)
+                    .add("block_size", s.block_size)
                     .add("blocks", r.blocks)
-                    .add("watermark", r.watermark)
+                    .add("watermark", s.watermark)
                     .add("system_prompt", S)
-                    .add("follow_ups", r.sharing.follow_ups)
-                    .add("queue_runs", each)
-                    .add("sweep", sweep)
-                    .add("samples_per_prompt", r.samples_per_prompt)
-                    .add("n_sample_queue", n_samples)
+                    .add("follow_ups", s.sharing.follow_ups)
+                    .add("samples_per_prompt", s.sharing.samples)
+                    .add("queue", queue)
                     .add("sample_prompt", r.sample_prompt)
                     .add("sample_answer", r.sample_answer)
                     .add("parallel_samples", samples)
-                    .add("headline_side", engine_all ? "engine" : "simulator")
+                    .add("headline_side", "simulator")
                     .add("prompt_share_from_cache", after.from_cache_share())
-                    .add("memory_not_copied_bytes", saved_blocks * double(r.bytes_per_block))
+                    .add("memory_not_copied_bytes", not_copied)
                     .add("ttft_median_without_s", before.summary.ttft_median)
                     .add("ttft_median_with_s", after.summary.ttft_median)
-                    .add("ttft_plot", plot_ttft)
-                    .add("memory_plot", plot_memory)
                     .add("headline", headline);
     if (emit(out, json)) return 0;
 
     std::cout << "Chapter 08: sharing the cache\n\n"
-              << "model: " << r.queue.config.describe() << "\n"
-              << ch05::describe_workload(r.queue.work, r.queue.queue) << "\n"
+              << "model: " << s.model.describe() << "\n"
+              << describe_workload(work, make_workload(work)) << "\n"
               << "  each prompt: a system prompt of S = " << S << " tokens, then the question; "
-              << fixed(100 * r.sharing.follow_ups, 0) << "% follow up one of the previous "
-              << r.sharing.look_back << " requests (its prompt and answer, then a new question)\n"
-              << "memory: " << (r.queue.budget.bytes >> 20) << " MiB of KV cache = " << r.blocks
-              << " blocks of " << r.block_size << " positions (" << format_bytes(r.bytes_per_block)
-              << " each); continuous batching with the cache, batch " << r.queue.batch
-              << ", watermark " << fixed(100 * r.watermark, 0) << "%\n";
-    ch05::print_cost_model(std::cout, r.queue.cost,
-                           r.queue.calibration ? &*r.queue.calibration : nullptr);
-    std::cout << "\nThe queue with a system prompt of " << S << " tokens (times in s):\n";
-    main.print(std::cout);
-    std::cout << "from cache: share of the prompts' tokens found cached when they arrived;\n"
-              << "prefilled: positions computed by prefills (again after a preemption);\n"
-              << "tokens/s: answer tokens per second; batch: mean requests per decode step;\n"
-              << "blocks in tables / distinct blocks: per step, the blocks the running requests'\n"
-              << "tables list (a shared block once per table) and the distinct blocks among them;\n"
-              << "evictions: cached blocks given back to make room; the engine's steps are timed\n"
-              << "by the thread's CPU time, so other work on the machine does not count\n"
-              << saved << "\n\n"
-              << "How the gain grows with S:\n";
-    sweep.print(std::cout);
-    std::cout << "plot: " << plot_ttft << "\n\n"
-              << "The queue with n-sample requests: groups of n = " << r.samples_per_prompt
-              << " asking the same prompt, no follow-ups (times in s):\n";
-    n_samples.print(std::cout);
-    std::cout << "\n"
+              << fixed(100 * s.sharing.follow_ups, 0) << "% follow up one of the previous "
+              << s.sharing.look_back << " requests";
+    if (s.sharing.samples > 1)
+        std::cout << "; groups of " << s.sharing.samples << " ask one prompt";
+    std::cout << "\nmemory: " << s.queue.kv_budget_mib << " MiB of KV cache = " << r.blocks
+              << " blocks of " << s.block_size << " positions (" << format_bytes(r.bytes_per_block)
+              << " each); continuous batching with the cache, batch " << s.queue.batch
+              << ", watermark " << fixed(100 * s.watermark, 0) << "%\n"
+              << step_cost_text(r.pricing) << "\nThe queue (times in s; the engine's steps timed "
+              << "by the thread's CPU time):\n";
+    queue.print(std::cout);
+    std::cout << "memory: with the cache the running requests held " << fixed(after.mean_held, 1)
+              << " distinct blocks per step for tables listing " << fixed(after.mean_named, 1)
+              << ", " << format_bytes(std::uint64_t(not_copied))
+              << " of KV cache they did not need to copy\n\n"
               << "n answers to one prompt of " << r.sample_prompt << " tokens, each "
               << r.sample_answer << " tokens long, on the engine:\n";
     samples.print(std::cout);
-    std::cout << "plot: " << plot_memory << "\n\n"
-              << "the headline's waits: " << (engine_all ? "the real engine's" : "the simulator's")
-              << ", continuous batching, S = " << S << "\n"
+    std::cout << "\nthe headline's waits: the simulator's, continuous batching, S = " << S << "\n"
               << headline << "\n";
     return 0;
 }

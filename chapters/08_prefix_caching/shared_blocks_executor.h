@@ -1,13 +1,10 @@
 // Chapter 08: the real engine on blocks the block manager hands out.
 //
-// In chapter 07 each sequence's cache took its own blocks from the pool as
-// it grew. Here the block manager (prefix_sharing_memory.h) holds every
-// table, shared prompt blocks among them, and the engine only fills blocks
-// where a table says, as vLLM's workers fill the block ids its scheduler
-// sends them. A request's cache is a view of its table: positions before
-// r.cached are already there (computed by an earlier request with the same
-// prompt start), and its prefill writes from r.cached on, into blocks of
-// its own.
+// The block manager (prefix_sharing_memory.h) holds every table, shared
+// prompt blocks among them; the engine only fills blocks where a table says,
+// as vLLM's workers fill the block ids its scheduler sends. A request's
+// cache is a view of its table: positions before r.cached are already there,
+// and its prefill writes from r.cached on, into blocks of its own.
 #pragma once
 
 #include <algorithm>
@@ -43,7 +40,7 @@ class BlockTableView final : public KVStore {
     // The manager gave the blocks at grow(); a step beyond them is a bug,
     // and so is a write into a block another request's table names.
     void check_room(int n) const override {
-        const std::size_t need = std::size_t((length_ + n + B() - 1) / B());
+        const std::size_t need = std::size_t(blocks_for(length_ + n, B()));
         const std::span<const int> table = memory_.table(id_);
         if (n < 0 || length_ + n > capacity_ || table.size() < need)
             throw std::logic_error("request " + std::to_string(id_) + ": " + std::to_string(n) +

@@ -1,23 +1,14 @@
 // Chapter 08: a workload whose prompts share their beginnings.
 //
-// Chapter 05's requests each bring a prompt of their own. Real traffic
-// repeats itself at the front: every request of an application starts with
-// the same system prompt, and a conversation that goes on sends its whole
-// history again, the earlier question and the answer it received, before
-// the new question. This workload draws chapter 05's queue (the same
-// question and answer lengths, the same arrivals) and then the tokens
-// themselves, so that both sides can see what is shared:
+// Chapter 05's queue (the same lengths and arrivals), then the tokens:
 //   every prompt starts with one system prompt of S tokens;
-//   a share of the requests follow up an earlier one: their prompt is that
-//     request's whole prompt, then its answer as the client sends it back,
-//     then a new question;
-//   with n samples, requests come in groups of n that ask the same prompt
-//     (parallel sampling: n answers to one question, each as long as it
-//     turns out to be).
-// A follow-up resends the earlier answer as drawn tokens: with random
-// weights the model's own answer is noise, and a client would send back
-// text, which the server tokenizes again. The engine caches prompt blocks
-// only, so what a follow-up finds cached is the earlier prompt.
+//   a share of the requests follow up an earlier one: its whole prompt, its
+//     answer as the client sends it back, then a new question;
+//   with n samples, requests come in groups of n asking the same prompt.
+// A follow-up resends the earlier answer as drawn tokens (with random
+// weights the model's answer is noise; a client sends text, tokenized
+// again). The engine caches prompt blocks only, so a follow-up finds the
+// earlier prompt cached, not its answer.
 #pragma once
 
 #include <cstdint>

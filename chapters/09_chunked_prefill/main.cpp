@@ -3,9 +3,9 @@
 // one pass, and decode rows beside chunks of prompts under a chunk size;
 // what each does to the time to first token and the time between tokens.
 //
-// The lesson is step_policies.h and step_cost.h (on chapter 05's step
-// seam); step_calibration.h measures the step cost; experiment.h sets the
-// parameters and runs it; report.h prints it.
+// The lesson is step_policies.h (on the serving lesson's step seam,
+// common/serving/step_plan.h, priced by common/serving/step_cost.h);
+// experiment.h sets the parameters and runs it; report.h prints it.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

@@ -52,7 +52,6 @@ class BatchedPrefill : public StepComposition {
 class ChunkedPrefill : public StepComposition {
   public:
     explicit ChunkedPrefill(int chunk) : chunk_(std::max(1, chunk)) {}
-    int chunk() const { return chunk_; }
 
     void compose(std::span<Request* const> batch, bool cache, StepPlan& plan) const override {
         // Without the cache a prompt restarts at position 0 every step, and a

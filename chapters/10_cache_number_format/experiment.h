@@ -7,20 +7,22 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "../../common/core/generation.h"
+#include "../../common/core/timing.h"
 #include "../../common/kit/flags.h"
-#include "../../common/kit/machine.h"
+#include "../../common/kit/machine.h"  // beyond_memory, page_size, resident_bytes
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"
 #include "../../common/kit/queue_flags.h"
 #include "../../common/kit/report.h"
-#include "../../common/kit/timing.h"
+#include "../../common/lab/timed_step.h"
 #include "../../common/real_weights/model_source.h"
-#include "../../common/serving/cpu_time.h"
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/paged_memory.h"
 #include "../../common/serving/scheduler.h"
@@ -28,6 +30,33 @@
 #include "format_memory.h"
 
 namespace kv::ch10 {
+
+struct ResidentGrowth {
+    std::uint64_t formula;               // cache_bytes(cache_shape_of(config, format), positions)
+    std::uint64_t allocated;             // KVCache::bytes_allocated()
+    std::optional<std::int64_t> growth;  // resident bytes after writing minus before
+    std::uint64_t page_size;             // the unit resident memory is counted in
+};
+
+// Allocates a cache of `positions` for `config`'s shape in `format`,
+// writes every position of every layer, as decoding would, and measures
+// how much the process's resident memory grew. Run it while the process
+// is fresh (chapter 03 says why: a used process may recycle pages).
+inline ResidentGrowth measure_resident_growth(Config config, int positions, NumberFormat format) {
+    config.max_seq = std::max(config.max_seq, positions);
+    ResidentGrowth r{cache_bytes(cache_shape_of(config, format), std::uint64_t(positions)), 0,
+                     std::nullopt, page_size()};
+    const std::optional<std::uint64_t> before = resident_bytes();
+    auto cache = std::make_unique<KVCache>(config, positions, format);
+    std::vector<float> key(std::size_t(config.kv_dim()), 0.5f), value(key.size(), -0.25f);
+    for (int layer = 0; layer < config.n_layers; ++layer)
+        for (int pos = 0; pos < positions; ++pos)
+            cache->write(layer, pos, key.data(), value.data());
+    const std::optional<std::uint64_t> after = resident_bytes();
+    r.allocated = cache->bytes_allocated();
+    if (before && after) r.growth = std::int64_t(*after) - std::int64_t(*before);
+    return r;
+}
 
 struct FormatResult {
     NumberFormat format;
@@ -121,7 +150,7 @@ struct Experiment {
         const std::uint64_t per_block = BlockPool::bytes_per_block(model.config, block_size);
         const WorkloadOptions& w = queue.workload;
         const std::uint64_t blocks =
-            std::uint64_t(w.prompt_max + w.answer_max - 1 + block_size - 1) / block_size;
+            std::uint64_t(blocks_for(w.prompt_max + w.answer_max - 1, block_size));
         if ((queue.kv_budget_mib << 20) / per_block < blocks)
             throw UsageError("--kv-budget-mib " + std::to_string(queue.kv_budget_mib) +
                              " cannot hold one request at its longest in blocks of " +
@@ -194,24 +223,21 @@ struct Experiment {
         }
     }
 
-    // A decode step on a cache of long_context - 1 positions, each format in
-    // turn, so that a slower moment of the machine hits them alike. The
-    // caches are marked filled (reserve, commit): a step costs the same
-    // whatever numbers they hold.
+    // A decode step on a cache of long_context - 1 positions marked filled
+    // (lab/timed_step.h), each format in turn, so that a slower moment of
+    // the machine hits them alike.
     void time_decode_steps(Results& r, Transformer& m) const {
         std::vector<KVCache> caches;
         for (const FormatResult& f : r.formats)
             caches.emplace_back(m.config(), long_context, f.format);
         std::vector<std::vector<double>> times(caches.size());
         const int token = 1, filled = long_context - 1;
+        for (KVCache& c : caches) mark_filled(c, filled);
         for (int rep = 0; rep <= kRepeats; ++rep)
             for (std::size_t i = 0; i < caches.size(); ++i) {
-                caches[i].truncate(0);
-                caches[i].reserve(filled);
-                caches[i].commit(filled);
-                const double start = thread_cpu_seconds();
-                m.forward(std::span(&token, 1), caches[i]);
-                if (rep > 0) times[i].push_back(thread_cpu_seconds() - start);  // rep 0 warms up
+                const SequenceInput step{std::span(&token, 1), &caches[i]};
+                const double seconds = timed_step(m, std::span(&step, 1), std::span(&filled, 1));
+                if (rep > 0) times[i].push_back(seconds);  // rep 0 warms up
             }
         for (std::size_t i = 0; i < caches.size(); ++i)
             r.formats[i].decode_step_s = median(times[i]);

@@ -8,15 +8,14 @@
 //     numbers of a head);
 //   - the article's own shape (32 layers, 8 KV heads, head size 128) at 16
 //     bits for 4,096 positions, allocated and written: the process's
-//     resident memory grows by the formula's 512 MiB, rounded up to pages;
+//     resident memory grows by the formula's 512 MiB, rounded up to pages
+//     (measured in experiment.h: it reads the operating system);
 //   - how many of the queue's conversations fit at once in a pool of
 //     blocks (chapter 07's count) of the same bytes at each width.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <span>
 #include <vector>
 
@@ -25,7 +24,6 @@
 #include "../../common/core/memory_arithmetic.h"
 #include "../../common/core/number_format.h"
 #include "../../common/core/paged_kv_cache.h"
-#include "../../common/kit/machine.h"  // page_size, resident_bytes
 #include "../../common/serving/workload.h"
 
 namespace kv::ch10 {
@@ -46,33 +44,6 @@ inline FormatBytes bytes_at(const Config& config, NumberFormat format, int block
             pool.bytes_per_block() / std::uint64_t(block_size)};
 }
 
-struct ResidentGrowth {
-    std::uint64_t formula;               // cache_bytes(cache_shape_of(config, format), positions)
-    std::uint64_t allocated;             // KVCache::bytes_allocated()
-    std::optional<std::int64_t> growth;  // resident bytes after writing minus before
-    std::uint64_t page_size;             // the unit resident memory is counted in
-};
-
-// Allocates a cache of `positions` for `config`'s shape in `format`,
-// writes every position of every layer, as decoding would, and measures
-// how much the process's resident memory grew. Run it while the process
-// is fresh (chapter 03 says why: a used process may recycle pages).
-inline ResidentGrowth measure_resident_growth(Config config, int positions, NumberFormat format) {
-    config.max_seq = std::max(config.max_seq, positions);
-    ResidentGrowth r{cache_bytes(cache_shape_of(config, format), std::uint64_t(positions)), 0,
-                     std::nullopt, page_size()};
-    const std::optional<std::uint64_t> before = resident_bytes();
-    auto cache = std::make_unique<KVCache>(config, positions, format);
-    std::vector<float> key(std::size_t(config.kv_dim()), 0.5f), value(key.size(), -0.25f);
-    for (int layer = 0; layer < config.n_layers; ++layer)
-        for (int pos = 0; pos < positions; ++pos)
-            cache->write(layer, pos, key.data(), value.data());
-    const std::optional<std::uint64_t> after = resident_bytes();
-    r.allocated = cache->bytes_allocated();
-    if (before && after) r.growth = std::int64_t(*after) - std::int64_t(*before);
-    return r;
-}
-
 // Conversations that fit at once in a real pool of `budget_bytes` of blocks
 // at `format`, let in in arrival order, each at its last step (prompt +
 // answer - 1 positions: the last token is produced, never fed back), until
@@ -89,7 +60,7 @@ inline int conversations_in_pool(const Config& config, std::uint64_t budget_byte
     for (const Request& r : requests) {
         const int n = r.prompt_len + r.answer_len - 1;
         PagedKVCache cache(pool, std::max(n, 1));
-        if (cache.blocks_for(n) > pool.free_blocks()) break;
+        if (blocks_for(n, block_size) > pool.free_blocks()) break;
         cache.reserve(n);
         cache.commit(n);
         caches.push_back(std::move(cache));

@@ -22,6 +22,12 @@
 
 namespace kv {
 
+// Blocks of `block_size` positions that hold `positions` positions:
+// ceil(positions / block_size), without the overflow of (n + B - 1) / B.
+inline int blocks_for(int positions, int block_size) {
+    return positions / block_size + (positions % block_size > 0);
+}
+
 // Blocks that hold keys and values nobody is using now but that are kept
 // because someone may want them again (chapter 08's prefix cache). When
 // the pool has no free block, it asks for one of them back.

@@ -182,15 +182,7 @@ enum class Reservation {
     tokens_held,    // only the tokens it holds now, growing as it goes
 };
 
-inline std::uint64_t bytes_reserved(const CacheShape& s, Reservation policy, std::uint64_t context,
-                                    std::uint64_t tokens_held) {
-    if (tokens_held > context)
-        throw std::invalid_argument("a conversation holds " + std::to_string(tokens_held) +
-                                    " tokens, more than its context of " + std::to_string(context));
-    return cache_bytes(s, policy == Reservation::whole_context ? context : tokens_held);
-}
-
-// One row of the budget table: a shape under both reservation policies.
+// What a budget holds of one shape under both policies.
 struct BudgetFit {
     std::uint64_t reserved_bytes;  // one conversation reserving its whole context
     std::uint64_t held_bytes;      // one conversation holding its mean tokens
@@ -201,11 +193,12 @@ struct BudgetFit {
 
 inline BudgetFit fit_budget(const CacheShape& s, std::uint64_t budget_bytes, std::uint64_t context,
                             std::uint64_t mean_tokens) {
-    if (mean_tokens == 0)
-        throw std::invalid_argument("a conversation's mean length must be at least 1 token");
+    if (mean_tokens == 0 || mean_tokens > context)
+        throw std::invalid_argument("a conversation's mean length must be 1 to its context, not " +
+                                    std::to_string(mean_tokens));
     BudgetFit fit;
-    fit.reserved_bytes = bytes_reserved(s, Reservation::whole_context, context, mean_tokens);
-    fit.held_bytes = bytes_reserved(s, Reservation::tokens_held, context, mean_tokens);
+    fit.reserved_bytes = cache_bytes(s, context);
+    fit.held_bytes = cache_bytes(s, mean_tokens);
     fit.fit_reserving = conversations_that_fit(budget_bytes, fit.reserved_bytes);
     fit.fit_holding = conversations_that_fit(budget_bytes, fit.held_bytes);
     fit.waste_percent =

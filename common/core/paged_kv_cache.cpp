@@ -95,7 +95,7 @@ void PagedKVCache::swap_in(const SwappedBlocks& saved) {
 }
 
 int PagedKVCache::blocks_for(int positions) const {
-    return (positions + block_size() - 1) / block_size();
+    return kv::blocks_for(positions, block_size());
 }
 
 bool PagedKVCache::last_block_shared() const {

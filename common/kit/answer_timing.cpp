@@ -3,8 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "../core/timing.h"
 #include "report.h"  // with_commas
-#include "timing.h"
 
 namespace kv {
 

@@ -17,12 +17,6 @@
 
 namespace kv {
 
-double thread_cpu_seconds() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
-
 // ------------------------------------------------------------ cache sizes
 
 namespace {
@@ -189,9 +183,9 @@ namespace {
 // streams keep as many cache-line misses in flight as the kernels do (a
 // batch-1 decode walks 8 weight rows side by side): a single front-to-back
 // stream can read DRAM slower than the decode streams its weights, and the
-// bench would refuse the row as above a measured limit. Eight accumulators also cover the adds' latency
-// (4 cycles, two a cycle), and with the value each load brings they take 9
-// to 16 registers: every build's register file holds them.
+// bench would refuse the row as above a measured limit. Eight accumulators also cover the adds'
+// latency (4 cycles, two a cycle), and with the value each load brings they take 9 to 16 registers:
+// every build's register file holds them.
 //
 // The order of the additions does not matter here: only the time is used.
 constexpr int kStreams = 8;

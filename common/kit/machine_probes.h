@@ -15,10 +15,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace kv {
+#include "../serving/cpu_time.h"  // thread_cpu_seconds()
 
-// Seconds of CPU time this thread has used so far.
-double thread_cpu_seconds();
+namespace kv {
 
 // The data caches one core sees, in bytes, as Linux reports them under
 // /sys/devices/system/cpu/cpu0/cache (0 where that cannot be read). Under a

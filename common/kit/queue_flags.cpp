@@ -1,6 +1,8 @@
 #include "queue_flags.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -92,6 +94,79 @@ StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOpti
         return counted;
     }
     return machine_step_cost(c, seed, q.calibrate);
+}
+
+std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests) {
+    double prompt = 0, answer = 0;
+    int longest = 0;
+    for (const Request& r : requests) {
+        prompt += r.prompt_len;
+        answer += r.answer_len;
+        longest = std::max(longest, r.answer_len);
+    }
+    const double n = double(std::max<std::size_t>(requests.size(), 1));
+    return "workload: " + with_commas(requests.size()) + " requests " +
+           (w.rate > 0 ? "arriving at " + json_number(w.rate) + " per second (Poisson)"
+                       : std::string("all at time 0")) +
+           " (seed " + std::to_string(w.seed) + "); prompts uniform in " +
+           std::to_string(w.prompt_min) + ".." + std::to_string(w.prompt_max) + " tokens (mean " +
+           fixed(prompt / n, 1) + "); answers " + w.answer_dist + " around " +
+           std::to_string(w.answer_len) + ", capped at " + std::to_string(w.answer_max) +
+           " (mean " + fixed(answer / n, 1) + ", longest " + std::to_string(longest) + ")";
+}
+
+namespace {
+
+// A price in seconds, in the unit that shows three figures: attention's
+// prices are nanoseconds, a step's fixed part milliseconds.
+std::string price_text(double seconds) {
+    if (seconds == 0) return "0";
+    char buf[32];
+    if (seconds < 1e-6)
+        std::snprintf(buf, sizeof buf, "%.3g ns", seconds * 1e9);
+    else if (seconds < 1e-3)
+        std::snprintf(buf, sizeof buf, "%.3g us", seconds * 1e6);
+    else
+        std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
+    return buf;
+}
+
+}  // namespace
+
+std::string step_cost_text(const StepCalibration& pricing) {
+    const StepCost& s = pricing.cost;
+    std::string text = "step cost: " + s.source;
+    if (!pricing.probes.empty()) {
+        const StepProbe* worst = &pricing.probes.front();
+        for (const StepProbe& p : pricing.probes)
+            if (std::fabs(p.fitted / p.seconds - 1) > std::fabs(worst->fitted / worst->seconds - 1))
+                worst = &p;
+        text += "; " + std::to_string(pricing.probes.size()) + " steps timed in " +
+                format_duration(pricing.seconds) + ", largest fit error " +
+                fixed(100 * s.fit_error, 1) + "% (" + worst->what + ": measured " +
+                price_text(worst->seconds) + ", formula " + price_text(worst->fitted) + ")";
+    }
+    return text + "\n  a step = " + price_text(s.fixed) + " + " + price_text(s.per_row) +
+           " x rows + " + price_text(s.per_sequence) + " x sequences + " + price_text(s.per_pair) +
+           " x pairs + " + price_text(s.per_position) + " x positions\n";
+}
+
+Json step_cost_json(const StepCalibration& pricing) {
+    const StepCost& s = pricing.cost;
+    Json j;
+    j.add("source", s.source)
+        .add("fixed_s", s.fixed)
+        .add("per_row_s", s.per_row)
+        .add("per_sequence_s", s.per_sequence)
+        .add("per_pair_s", s.per_pair)
+        .add("per_position_s", s.per_position);
+    if (!pricing.probes.empty())
+        j.add("max_fit_error", s.fit_error)
+            .add("steps_timed", std::uint64_t(pricing.probes.size()))
+            .add("calibration_seconds", pricing.seconds)
+            .add("reused", pricing.reused)
+            .add("saved_in", pricing.path);
+    return j;
 }
 
 }  // namespace kv

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "../core/config.h"
@@ -11,6 +12,7 @@
 #include "../serving/memory_budget.h"
 #include "../serving/workload.h"
 #include "flags.h"
+#include "report.h"  // Json
 
 namespace kv {
 
@@ -38,5 +40,19 @@ WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed);
 // The step cost the simulator prices with: counted, or this machine's
 // (saved under build/ once, measured again with --calibrate).
 StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOptions& q);
+
+// "workload: 1,000 requests all at time 0 (seed 1); prompts uniform in
+// 8..64 tokens (mean 35.7); answers geometric around 48, capped at 192
+// (mean 44.5, longest 192)": the options and what the draw gave.
+std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests);
+
+// The step cost as a report shows it: where its prices came from (measured
+// now, reused from build/calibration/..., or counted) and, when measured,
+// how well the formula fits the steps it timed; then the formula with its
+// five prices. Two lines, each ending in a newline.
+std::string step_cost_text(const StepCalibration& pricing);
+
+// The same as numbers: seconds, and the fit error as a fraction.
+Json step_cost_json(const StepCalibration& pricing);
 
 }  // namespace kv

@@ -45,23 +45,39 @@ std::string SvgPlot::svg() const {
     const double pw = W - left - right, ph = H - top - bottom;
 
     auto tx = [&](double x) { return log2_x_ ? std::log2(x) : x; };
-    double x0 = 1e300, x1 = -1e300, y1 = -1e300;
+    auto ty = [&](double y) { return log2_y_ ? std::log2(y) : y; };
+    double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
     for (const Series& s : series_)
         for (std::size_t i = 0; i < s.x.size(); ++i) {
             x0 = std::min(x0, tx(s.x[i]));
             x1 = std::max(x1, tx(s.x[i]));
-            y1 = std::max(y1, s.y[i]);
+            y0 = std::min(y0, ty(s.y[i]));
+            y1 = std::max(y1, ty(s.y[i]));
         }
-    for (const auto& h : hlines_) y1 = std::max(y1, h.second);
+    for (const auto& h : hlines_) y0 = std::min(y0, ty(h.second)), y1 = std::max(y1, ty(h.second));
     if (x0 > x1) x0 = 0, x1 = 1;
     if (x0 == x1) x1 = x0 + 1;
-    if (!(y1 > 0)) y1 = 1;
-    const double y0 = 0;  // every quantity the book plots starts from zero
-    const double ystep = tick_step(y1 - y0);
-    y1 = std::ceil(y1 / ystep) * ystep;
+    double ystep = 1;
+    if (log2_y_) {  // whole powers of two, at most about ten ticks
+        y0 = y0 > y1 ? 0 : std::floor(y0);
+        y1 = std::max(y0 + 1, std::ceil(y1));
+        ystep = std::max(1.0, std::ceil((y1 - y0) / 10));
+    } else {
+        y0 = 0;  // every linear quantity the book plots starts from zero
+        if (!(y1 > 0)) y1 = 1;
+        ystep = tick_step(y1 - y0);
+        y1 = std::ceil(y1 / ystep) * ystep;
+    }
 
     auto px = [&](double x) { return left + (tx(x) - x0) / (x1 - x0) * pw; };
-    auto py = [&](double y) { return top + ph - (y - y0) / (y1 - y0) * ph; };
+    // On a log axis, `at` is already an exponent (the ticks' loop counts them).
+    auto py_at = [&](double at) { return top + ph - (at - y0) / (y1 - y0) * ph; };
+    auto py = [&](double y) { return py_at(ty(y)); };
+    // Powers of two below 1 read best as fractions: 1/64, not 0.015625.
+    auto power_label = [&](double e) {
+        const double v = std::pow(2.0, e);
+        return v < 1 ? "1/" + label(1 / v) : label(v);
+    };
 
     std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) +
                       "\" height=\"" + num(H) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
@@ -71,21 +87,18 @@ std::string SvgPlot::svg() const {
 
     // Grid and ticks.
     for (double y = y0; y <= y1 + ystep / 2; y += ystep) {
-        out += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) + "\" y1=\"" + num(py(y)) +
-               "\" y2=\"" + num(py(y)) + "\" stroke=\"#ddd\"/>\n";
-        out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(py(y) + 4) +
-               "\" text-anchor=\"end\">" + label(y) + "</text>\n";
+        out += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) + "\" y1=\"" +
+               num(py_at(y)) + "\" y2=\"" + num(py_at(y)) + "\" stroke=\"#ddd\"/>\n";
+        out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(py_at(y) + 4) +
+               "\" text-anchor=\"end\">" + (log2_y_ ? power_label(y) : label(y)) + "</text>\n";
     }
     if (log2_x_) {
         // One label per power of two, or per second or third power when
         // the axis spans many, so that labels never overlap.
         const double stride = std::max(1.0, std::ceil((x1 - x0) / 12.0));
         for (double e = std::ceil(x0 / stride) * stride; e <= x1; e += stride) {
-            const double x = std::pow(2.0, e);
-            // Powers of two below 1 read best as fractions: 1/64, not 0.015625.
-            const std::string text = x < 1 ? "1/" + label(1 / x) : label(x);
-            out += "<text x=\"" + num(px(x)) + "\" y=\"" + num(top + ph + 18) +
-                   "\" text-anchor=\"middle\">" + text + "</text>\n";
+            out += "<text x=\"" + num(px(std::pow(2.0, e))) + "\" y=\"" + num(top + ph + 18) +
+                   "\" text-anchor=\"middle\">" + power_label(e) + "</text>\n";
         }
     } else {
         const double xstep = tick_step(x1 - x0);

@@ -19,6 +19,8 @@ class SvgPlot {
     void add_hline(std::string name, double y);
     // Base-2 logarithmic x axis (batch sizes 1, 2, 4, ...). Requires x > 0.
     void set_log2_x(bool on) { log2_x_ = on; }
+    // Base-2 logarithmic y axis (a roofline's rates). Requires y > 0.
+    void set_log2_y(bool on) { log2_y_ = on; }
     // Step-shaped lines, for distributions (CDFs).
     void set_steps(bool on) { steps_ = on; }
 
@@ -35,6 +37,7 @@ class SvgPlot {
     std::vector<Series> series_;
     std::vector<std::pair<std::string, double>> hlines_;
     bool log2_x_ = false;
+    bool log2_y_ = false;
     bool steps_ = false;
 };
 

@@ -151,6 +151,11 @@ StepCalibration calibrate_step_cost(Transformer& model, int rounds,
 // no error: the prices are measured, and the text says they were not saved.
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again);
 
+// The same, with the prices saved in `folder` ("": not saved) instead of
+// the calibration folder beside the program.
+StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again,
+                                  const std::string& folder);
+
 // What the saved prices are tied to: this CPU and this build ("Intel(R)
 // Xeon(R) ... family 6 model 143; g++ 12.2.0, AVX-512").
 std::string machine_and_build();

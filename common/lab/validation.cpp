@@ -23,9 +23,11 @@ std::vector<int> first_token_order(const Schedule& s) {
 }  // namespace
 
 CheckedRow check_queue_against_engine(const CheckedQueue& q, Transformer& model,
-                                      const StepCost& cost, int runs) {
+                                      const StepCost& cost, int runs,
+                                      const std::function<void(int run)>& on_run) {
     FastestOfRuns fastest;
-    for (int run = 0; run < runs; ++run) {
+    for (int run = 1; run <= runs; ++run) {
+        if (on_run) on_run(run);
         const std::unique_ptr<Executor> engine = q.engine(model);
         fastest.start_run(*engine);
         q.run(fastest);
@@ -40,13 +42,13 @@ CheckedRow check_queue_against_engine(const CheckedQueue& q, Transformer& model,
     return row;
 }
 
+bool within_target(double error) {
+    return std::fabs(std::round(1000 * error) / 1000) <= kTarget;
+}
+
 bool within_target(const CheckedRow& row) {
-    for (const Measure& m : kMeasures) {
-        // Compared as the report prints it, to 0.1 %.
-        const double e =
-            std::round(1000 * relative_error(row.simulated.*m.value, row.real.*m.value)) / 1000;
-        if (std::fabs(e) > kTarget) return false;
-    }
+    for (const Measure& m : kMeasures)
+        if (!within_target(relative_error(row.simulated.*m.value, row.real.*m.value))) return false;
     return true;
 }
 

@@ -63,9 +63,14 @@ inline constexpr Measure kMeasures[] = {{"ttft p50", &Summary::ttft_median},
                                         {"total", &Summary::total_s}};
 
 // The queue `q` on `model`, `runs` times, each step at its fastest run,
-// against the simulator priced by `cost`.
+// against the simulator priced by `cost`. Before each run, on_run(run)
+// with run = 1..runs (for a progress line).
 CheckedRow check_queue_against_engine(const CheckedQueue& q, Transformer& model,
-                                      const StepCost& cost, int runs);
+                                      const StepCost& cost, int runs,
+                                      const std::function<void(int run)>& on_run = {});
+
+// Whether an error is within the target as the report prints it, to 0.1 %.
+bool within_target(double error);
 
 // Whether every measure of `row` is within the target.
 bool within_target(const CheckedRow& row);

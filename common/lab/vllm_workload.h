@@ -1,4 +1,5 @@
-// Chapter 05: the queue as a file a real server's benchmark can replay.
+// The lab: a checked queue as a file a real server's benchmark can replay
+// (make validate --save-workloads DIR writes one per queue).
 //
 // vLLM's `vllm bench serve --dataset-name custom` reads a JSON Lines file
 // (its name must end in .jsonl), one request per line, each an object with
@@ -10,7 +11,7 @@
 // differently (often more than one token a word), so the replay matches
 // the queue's shape, not its exact token counts. Arrival times are not in
 // the form: `vllm bench serve` draws its own (--request-rate; inf: all at
-// once, as this chapter's default queue).
+// once, as the checked queues).
 #pragma once
 
 #include <span>

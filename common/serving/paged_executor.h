@@ -27,7 +27,6 @@ class PagedExecutor : public RealExecutor {
                   StepClock clock = StepClock::wall)
         : RealExecutor(model, seed, clock), pool_(pool), preemption_(preemption) {}
 
-    const BlockPool& pool() const { return pool_; }
     std::uint64_t bytes_swapped() const { return bytes_swapped_; }  // out and back in
 
     // Preempted by swap: the blocks go to host memory, then back to the pool.

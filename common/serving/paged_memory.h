@@ -1,7 +1,7 @@
 // Chapter 07: the block manager, chapter 05's memory manager in blocks.
 //
 // The budget is a pool of blocks of B positions. A request holds the blocks
-// its sequence needs, ceil(positions / B), taken one at a time as it grows
+// its sequence needs, blocks_for(positions, B), taken one at a time as it grows
 // and all given back when it finishes; nothing is reserved for an answer
 // that may never come. Three rules decide who runs:
 //   admit: a waiting request joins if its sequence's blocks fit and leave
@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/block_pool.h"  // blocks_for
 #include "memory_manager.h"
 #include "step_plan.h"
 #include "workload.h"
@@ -46,9 +47,7 @@ class PagedMemory : public MemoryManager {
     explicit PagedMemory(const PagedMemoryOptions& o)
         : o_(o), watermark_blocks_(static_cast<int>(o.watermark * o.blocks)) {}
 
-    int blocks_for(std::int64_t positions) const {
-        return static_cast<int>((positions + o_.block_size - 1) / o_.block_size);
-    }
+    int blocks_for(int positions) const { return kv::blocks_for(positions, o_.block_size); }
     int free_blocks() const { return o_.blocks - used_; }
     int used_blocks() const { return used_; }
     int watermark_blocks() const { return watermark_blocks_; }
@@ -58,15 +57,11 @@ class PagedMemory : public MemoryManager {
     std::int64_t positions_recomputed() const { return recomputed_; }  // recompute: dropped work
     std::int64_t blocks_swapped_out() const { return swapped_out_; }
     std::int64_t blocks_swapped_in() const { return swapped_in_; }
-    // Swap: the blocks a request has waiting in host memory (0 if none).
-    int swapped_blocks(const Request& r) const {
-        return std::size_t(r.id) < swapped_.size() ? blocks_for(swapped_[std::size_t(r.id)]) : 0;
-    }
 
     // A request that could never run alone: its longest context needs more
     // blocks than the whole pool.
     bool fits_alone(const Request& r) const override {
-        return blocks_for(std::int64_t(r.prompt_len) + r.answer_cap - 1) <= o_.blocks;
+        return blocks_for(r.prompt_len + r.answer_cap - 1) <= o_.blocks;
     }
 
     // Swap: a request coming back finds its computed positions in host

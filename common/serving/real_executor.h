@@ -23,7 +23,6 @@
 #include "../core/kv_cache.h"
 #include "../core/kv_store.h"
 #include "../core/transformer.h"
-#include "../kit/timing.h"
 #include "cpu_time.h"
 #include "scheduler.h"
 #include "step_plan.h"
@@ -85,11 +84,6 @@ class RealExecutor : public Executor {
     virtual std::unique_ptr<KVStore> make_cache(const Request& r) {
         return std::make_unique<KVCache>(model_.config(), r.prompt_len + r.answer_cap - 1);
     }
-    // The cache of a request that is running with the cache, or nullptr.
-    KVStore* cache_of(const Request& r) const {
-        return std::size_t(r.id) < caches_.size() ? caches_[std::size_t(r.id)].get() : nullptr;
-    }
-    Transformer& model() { return model_; }
 
   private:
     // Every row continues its own cache; a prefill starts a new one
@@ -133,7 +127,8 @@ class RealExecutor : public Executor {
         const double now =
             clock_ == StepClock::thread_cpu
                 ? thread_cpu_seconds()
-                : std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+                : std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+                      .count();
         const double seconds = now - last_;
         last_ = now;
         return seconds;

@@ -1,0 +1,58 @@
+// Chapter 07's checked queues for make validate: the chapter's queue,
+// continuous batching with the cache on paged memory (blocks of 16, a
+// watermark of 5%), on its first requests: at the budget (16 MiB), and at
+// the tight budget (4 MiB) where memory runs out, preempting by recompute
+// and by swap. On the engine every request's cache is a block table into a
+// real pool of the budget's blocks. The simulator prices each step by the
+// step cost alone: a swap's copies are the engine's, so the swap queue's
+// error includes them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../../chapters/07_paged_kv_cache/experiment.h"
+#include "../../common/core/block_pool.h"
+#include "../../common/core/transformer.h"
+#include "../../common/lab/paged_engine.h"
+#include "../../common/lab/validation.h"
+#include "../../common/serving/paged_executor.h"
+#include "../../common/serving/paged_memory.h"
+#include "../../common/serving/scheduler.h"
+#include "options.h"
+
+namespace kv {
+
+inline std::vector<CheckedQueue> ch07_checked_queues(const ValidateOptions& o) {
+    ch07::Experiment e;  // the chapter's defaults, on the options' model
+    e.model = o.model;
+    e.seed = o.seed;
+    e.queue.workload.requests = o.requests;  // the queue's first requests: its draws go in order
+    e.check();
+    const Policy policy = e.continuous();
+    const std::vector<Request> requests = make_workload(workload_of(e.queue, e.seed));
+    auto checked = [&](const std::string& name, std::uint64_t mib, Preemption mode) {
+        const PagedMemoryOptions memory = e.paged(mib, e.watermark, mode);
+        CheckedQueue c;
+        c.chapter = "07";
+        c.name =
+            name + ", " + std::to_string(mib) + " MiB, " + std::to_string(o.requests) + " requests";
+        c.requests = requests;
+        c.run = [requests, policy, memory](Executor& executor) {
+            PagedMemory fresh(memory);
+            return run_schedule(requests, policy, fresh, PrefillFirst{}, executor);
+        };
+        const std::uint64_t seed = o.seed;
+        c.engine = [seed, memory](Transformer& model) -> std::unique_ptr<Executor> {
+            return std::make_unique<PagedEngine>(model, seed, memory);
+        };
+        return c;
+    };
+    return {checked(ch07::kPagedRecompute, e.queue.kv_budget_mib, Preemption::recompute),
+            checked(ch07::kPagedRecompute, e.tight_budget_mib, Preemption::recompute),
+            checked(ch07::kPagedSwap, e.tight_budget_mib, Preemption::swap)};
+}
+
+}  // namespace kv
