@@ -1,7 +1,6 @@
-// What chapter 10 prints: what each number format costs the answer, what
-// it buys in memory and in the queue, the article's cache at 16 bits, a
-// plot of memory against agreement, and the headline; or all of it as one
-// JSON object.
+// What chapter 10 prints: what each format costs the answer and buys in
+// memory and in the queue, the article's cache at 16 bits, a plot of memory
+// against agreement, and the headline; or all of it as one JSON object.
 #pragma once
 
 #include <cmath>
@@ -16,9 +15,9 @@
 
 namespace kv::ch10 {
 
-inline std::string bits_of(NumberFormat f) {
-    const RowFormat row{f, 1, kInt8Block};
-    return fixed(8.0 * double(row.bytes()) / kInt8Block, f == NumberFormat::int8 ? 1 : 0);
+inline std::string bits_of(NumberFormat f) {  // per number, scales included
+    return fixed(8.0 * double(RowFormat{f, 1, kInt8Block}.bytes()) / kInt8Block,
+                 f == NumberFormat::int8);
 }
 
 inline Table answer_table(const Results& r, bool long_context) {
@@ -33,14 +32,22 @@ inline Table answer_table(const Results& r, bool long_context) {
     return t;
 }
 
+// A time printed with its unit (the README check then knows it varies), a number in JSON.
+inline Cell timed(double value, const char* unit) {
+    Cell c(value, 2);
+    c.text += unit;
+    return c;
+}
+
 inline Table memory_table(const Results& r) {
     Table t({"format", "bytes/token (formula)", "contiguous cache", "paged pool", "conversations",
-             "x float32", "ttft p50 (s)", "decode step (ms)"});
+             "x float32", "ttft p50", "decode step"});
     const double wide = r.at(NumberFormat::float32).conversations;
     for (const FormatResult& f : r.formats)
         t.add_row({format_name(f.format), f.bytes.formula, f.bytes.contiguous, f.bytes.paged,
-                   f.conversations, Cell(f.conversations / wide, 2), Cell(f.queue.ttft_median, 2),
-                   r.long_context ? Cell(1e3 * f.decode_step_s, 2) : Cell("-")});
+                   f.conversations, Cell(f.conversations / wide, 2),
+                   timed(f.queue.ttft_median, " s"),
+                   r.long_context ? timed(1e3 * f.decode_step_s, " ms") : Cell("-")});
     return t;
 }
 
