@@ -81,6 +81,16 @@ inline std::string this_run_text(const Paper& paper, const PartTwoRun& run) {
                format_duration(f("ttft_median_with_s")) + "); " +
                format_bytes(std::uint64_t(f("memory_not_copied_bytes"))) +
                " of KV cache not copied";
+    if (chapter == "10")
+        return "conversations that fit in " + whole(f("kv_budget_mib")) +
+               " MiB, 16-bit / float32: " +
+               times(f("conversations_16bit") / f("conversations_float32")) + " (" +
+               whole(f("conversations_16bit")) + " / " + whole(f("conversations_float32")) +
+               "), int8: " + times(f("conversations_int8") / f("conversations_float32")) + " (" +
+               whole(f("conversations_int8")) +
+               "); answers keeping every float32 token: bfloat16 " +
+               whole(f("identical_bfloat16")) + ", float16 " + whole(f("identical_float16")) +
+               ", int8 " + whole(f("identical_int8")) + " of " + whole(f("answers"));
     return visible(run.workload) + ", chunks of " + whole(f("chunk")) +
            ": p99 time between tokens, prefill first / chunked: " + times(f("tbt_gain")) + " (" +
            format_duration(f("tbt_p99_prefill_first_s")) + " -> " +

@@ -20,27 +20,29 @@ BlockLedger::BlockLedger(int block_size, int blocks) : block_size_(block_size), 
     for (int b = blocks - 1; b >= 0; --b) free_.push_back(b);
 }
 
-BlockPool::BlockPool(const Config& config, int block_size, int blocks)
+BlockPool::BlockPool(const Config& config, int block_size, int blocks, NumberFormat format)
     : BlockLedger(block_size, blocks), n_layers_(config.n_layers), kv_dim_(config.kv_dim()) {
-    const std::uint64_t numbers =
-        checked_mul(std::uint64_t(blocks),
-                    checked_mul(std::uint64_t(n_layers_) * std::uint64_t(block_size),
-                                std::uint64_t(kv_dim_), "block pool size"),
+    const RowFormat rows_format = row_format_of(config, format);
+    const std::uint64_t rows =
+        checked_mul(std::uint64_t(blocks), std::uint64_t(n_layers_) * std::uint64_t(block_size),
                     "block pool size");
-    keys_.assign(std::size_t(numbers), 0.0f);
-    values_.assign(std::size_t(numbers), 0.0f);
+    checked_mul(rows, rows_format.bytes(), "block pool size");  // its bytes fit in 64 bits
+    keys_ = KVRows(rows_format, std::size_t(rows));
+    values_ = KVRows(rows_format, std::size_t(rows));
 }
 
-std::uint64_t BlockPool::bytes_per_block(const Config& config, int block_size) {
-    return config.kv_bytes(std::uint64_t(block_size));
+std::uint64_t BlockPool::bytes_per_block(const Config& config, int block_size,
+                                         NumberFormat format) {
+    return checked_mul(kv_bytes_per_token(config, format), std::uint64_t(block_size),
+                       "bytes per block");
 }
 
 std::uint64_t BlockPool::bytes_per_block() const {
-    return (keys_.size() + values_.size()) / std::size_t(blocks()) * sizeof(float);
+    return bytes_allocated() / std::uint64_t(blocks());
 }
 
 std::uint64_t BlockPool::bytes_allocated() const {
-    return (keys_.size() + values_.size()) * sizeof(float);
+    return keys_.bytes_allocated() + values_.bytes_allocated();
 }
 
 int BlockLedger::allocate() {

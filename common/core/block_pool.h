@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "config.h"
-#include "matrix.h"
+#include "kv_rows.h"
+#include "number_format.h"
 
 namespace kv {
 
@@ -80,36 +81,50 @@ class BlockLedger {
     BlockReclaimer* reclaimer_ = nullptr;
 };
 
-// The ledger, and the keys and values its blocks hold.
+// The ledger, and the keys and values its blocks hold, in one number
+// format (float32 unless told another, number_format.h).
 class BlockPool : public BlockLedger {
   public:
     // `blocks` blocks of `block_size` positions for `config`'s layers and
     // KV heads, allocated and zeroed now.
-    BlockPool(const Config& config, int block_size, int blocks);
+    BlockPool(const Config& config, int block_size, int blocks,
+              NumberFormat format = NumberFormat::float32);
 
     int n_layers() const { return n_layers_; }
     int kv_dim() const { return kv_dim_; }
+    const RowFormat& row_format() const { return keys_.format(); }
     std::uint64_t bytes_allocated() const;  // the whole pool
     std::uint64_t bytes_per_block() const;  // keys and values, every layer
-    static std::uint64_t bytes_per_block(const Config& config, int block_size);
+    static std::uint64_t bytes_per_block(const Config& config, int block_size,
+                                         NumberFormat format = NumberFormat::float32);
 
-    // The first of block_size consecutive key (value) vectors of one layer.
-    float* keys(int block, int layer) { return keys_.data() + offset(block, layer); }
-    float* values(int block, int layer) { return values_.data() + offset(block, layer); }
-    const float* keys(int block, int layer) const { return keys_.data() + offset(block, layer); }
+    // The first of block_size consecutive key (value) vectors of one layer,
+    // in a float32 pool (a narrower one throws).
+    float* keys(int block, int layer) { return keys_.floats(first_row(block, layer)); }
+    float* values(int block, int layer) { return values_.floats(first_row(block, layer)); }
+    const float* keys(int block, int layer) const { return keys_.floats(first_row(block, layer)); }
     const float* values(int block, int layer) const {
-        return values_.data() + offset(block, layer);
+        return values_.floats(first_row(block, layer));
+    }
+    // The same rows as stored, in any format: block_size x row_format().bytes().
+    std::byte* key_bytes(int block, int layer) { return keys_.bytes(first_row(block, layer)); }
+    std::byte* value_bytes(int block, int layer) { return values_.bytes(first_row(block, layer)); }
+    const std::byte* key_bytes(int block, int layer) const {
+        return keys_.bytes(first_row(block, layer));
+    }
+    const std::byte* value_bytes(int block, int layer) const {
+        return values_.bytes(first_row(block, layer));
     }
 
   private:
-    std::size_t offset(int block, int layer) const {
-        return (std::size_t(block) * n_layers_ + layer) * std::size_t(block_size()) * kv_dim_;
+    std::size_t first_row(int block, int layer) const {
+        return (std::size_t(block) * n_layers_ + layer) * std::size_t(block_size());
     }
 
     int n_layers_;
     int kv_dim_;
-    AlignedFloats keys_;    // (block, layer, block_size, kv_dim)
-    AlignedFloats values_;  // (block, layer, block_size, kv_dim)
+    KVRows keys_;    // (block, layer, block_size) rows of kv_dim numbers
+    KVRows values_;  // (block, layer, block_size) rows of kv_dim numbers
 };
 
 }  // namespace kv

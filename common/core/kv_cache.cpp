@@ -5,15 +5,15 @@
 
 namespace kv {
 
-KVCache::KVCache(const Config& config, int capacity)
+KVCache::KVCache(const Config& config, int capacity, NumberFormat format)
     : n_layers_(config.n_layers), kv_dim_(config.kv_dim()), capacity_(capacity) {
     if (capacity <= 0 || capacity > config.max_seq)
         throw std::invalid_argument("KV cache capacity must be in 1.." +
                                     std::to_string(config.max_seq) + ", got " +
                                     std::to_string(capacity));
-    const std::size_t numbers = std::size_t(n_layers_) * capacity_ * kv_dim_;
-    keys_.assign(numbers, 0.0f);
-    values_.assign(numbers, 0.0f);
+    const std::size_t rows = std::size_t(n_layers_) * capacity_;
+    keys_ = KVRows(row_format_of(config, format), rows);
+    values_ = KVRows(row_format_of(config, format), rows);
 }
 
 // The allocation holds `capacity` positions alike; `length` of them are used.
@@ -22,7 +22,12 @@ std::uint64_t KVCache::bytes_used() const {
 }
 
 std::uint64_t KVCache::bytes_allocated() const {
-    return (keys_.size() + values_.size()) * sizeof(float);
+    return keys_.bytes_allocated() + values_.bytes_allocated();
+}
+
+void KVCache::write(int layer, int pos, const float* key, const float* value) {
+    keys_.write(row(layer, pos), key);
+    values_.write(row(layer, pos), value);
 }
 
 void KVCache::check_room(int n) const {
@@ -34,7 +39,11 @@ void KVCache::check_room(int n) const {
 
 void KVCache::runs(int layer, int positions, std::vector<KVRun>& out) const {
     out.clear();
-    out.push_back({key(layer, 0), value(layer, 0), positions});
+    if (number_format() == NumberFormat::float32)
+        out.push_back({key(layer, 0), value(layer, 0), positions});
+    else
+        out.push_back({nullptr, nullptr, positions, keys_.bytes(row(layer, 0)),
+                       values_.bytes(row(layer, 0))});
 }
 
 void KVCache::truncate(int n) {

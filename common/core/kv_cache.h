@@ -5,14 +5,19 @@
 // attention has mixed the earlier tokens in) and never on a later token, so
 // they do not change as the sequence grows: a server computes each once and
 // keeps it here instead of recomputing it for every new token.
+//
+// It keeps its numbers as float32 unless told another number format
+// (number_format.h, chapter 10): then it holds fewer bytes per token, and
+// each key and value is rounded once, as the forward pass writes it.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "config.h"
+#include "kv_rows.h"
 #include "kv_store.h"
-#include "matrix.h"
+#include "number_format.h"
 
 namespace kv {
 
@@ -20,7 +25,7 @@ class KVCache final : public KVStore {
   public:
     // Room for `capacity` positions (at most config.max_seq), allocated and
     // zeroed now: the whole possible context is reserved up front.
-    KVCache(const Config& config, int capacity);
+    KVCache(const Config& config, int capacity, NumberFormat format = NumberFormat::float32);
     explicit KVCache(const Config& config) : KVCache(config, config.max_seq) {}
 
     int length() const override { return length_; }      // positions 0..length-1 are filled
@@ -32,13 +37,17 @@ class KVCache final : public KVStore {
     std::uint64_t bytes_used() const;
     std::uint64_t bytes_allocated() const;
 
-    // Key and value vectors (kv_dim numbers) of one layer at one position.
-    // The forward pass writes positions length()..length()+n-1, then
-    // commit(n) makes them part of the cache.
-    float* key(int layer, int pos) override { return keys_.data() + offset(layer, pos); }
-    float* value(int layer, int pos) override { return values_.data() + offset(layer, pos); }
-    const float* key(int layer, int pos) const { return keys_.data() + offset(layer, pos); }
-    const float* value(int layer, int pos) const { return values_.data() + offset(layer, pos); }
+    // Key and value vectors (kv_dim numbers) of one layer at one position,
+    // in a float32 cache (a narrower one throws). The forward pass writes
+    // positions length()..length()+n-1, then commit(n) makes them part of
+    // the cache.
+    float* key(int layer, int pos) override { return keys_.floats(row(layer, pos)); }
+    float* value(int layer, int pos) override { return values_.floats(row(layer, pos)); }
+    const float* key(int layer, int pos) const { return keys_.floats(row(layer, pos)); }
+    const float* value(int layer, int pos) const { return values_.floats(row(layer, pos)); }
+    void write(int layer, int pos, const float* key, const float* value) override;
+    RowFormat row_format() const override { return keys_.format(); }
+    NumberFormat number_format() const { return keys_.format().format; }
 
     // Throws std::length_error if n more positions do not fit.
     void check_room(int n) const override;
@@ -57,16 +66,14 @@ class KVCache final : public KVStore {
     int n_layers() const override { return n_layers_; }
 
   private:
-    std::size_t offset(int layer, int pos) const {
-        return (std::size_t(layer) * capacity_ + pos) * kv_dim_;
-    }
+    std::size_t row(int layer, int pos) const { return std::size_t(layer) * capacity_ + pos; }
 
     int n_layers_;
     int kv_dim_;
     int capacity_;
     int length_ = 0;
-    AlignedFloats keys_;    // (layer, capacity, kv_dim)
-    AlignedFloats values_;  // (layer, capacity, kv_dim)
+    KVRows keys_;    // (layer, capacity) rows of kv_dim numbers
+    KVRows values_;  // (layer, capacity) rows of kv_dim numbers
 };
 
 }  // namespace kv

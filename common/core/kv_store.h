@@ -8,9 +8,19 @@
 // the runs in order, so the numbers it adds, and the order it adds them in,
 // are the same either way: paging changes where the bytes sit, never the
 // logits.
+//
+// A store may keep its numbers narrower than float32 (number_format.h):
+// then it rounds each key and value once, as write() stores it, and its
+// runs carry the stored bytes, which attention widens back to float32
+// (WidenedRuns below) before the same kernels read them.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <vector>
+
+#include "matrix.h"
+#include "number_format.h"
 
 namespace kv {
 
@@ -20,6 +30,11 @@ struct KVRun {
     const float* keys;
     const float* values;
     int positions;
+    // A narrower store's run: keys and values are null, and the rows are
+    // here as stored, row_format().bytes() apart, until WidenedRuns widens
+    // them and sets keys and values.
+    const std::byte* packed_keys = nullptr;
+    const std::byte* packed_values = nullptr;
 };
 
 class KVStore {
@@ -30,6 +45,8 @@ class KVStore {
     virtual int capacity() const = 0;  // most positions it may ever hold
     virtual int n_layers() const = 0;
     virtual int kv_dim() const = 0;  // numbers in one position's key (and value)
+    // How it keeps one position's key (and value): float32 unless it says.
+    virtual RowFormat row_format() const { return {NumberFormat::float32, 1, kv_dim()}; }
 
     // Throws std::length_error if n more positions cannot be stored.
     virtual void check_room(int n) const = 0;
@@ -41,10 +58,17 @@ class KVStore {
     // pass that fails after some of its sequences reserved leaves them as
     // they were.
     virtual void unreserve() { truncate(length()); }
-    // Where the forward pass writes position pos (length() <= pos <
-    // length() + reserved) of one layer: kv_dim numbers each.
+    // Where a float32 store keeps position pos of one layer: kv_dim numbers
+    // each. (A narrower store has no floats there, and throws.)
     virtual float* key(int layer, int pos) = 0;
     virtual float* value(int layer, int pos) = 0;
+    // The forward pass writes position pos (length() <= pos < length() +
+    // reserved) of one layer here: kv_dim numbers each, rounded once to the
+    // store's number format. A float32 store copies them as they are.
+    virtual void write(int layer, int pos, const float* key, const float* value) {
+        std::copy(key, key + kv_dim(), this->key(layer, pos));
+        std::copy(value, value + kv_dim(), this->value(layer, pos));
+    }
     // After every layer has written them, the n new positions join the cache.
     virtual void commit(int n) = 0;
     // Keep positions 0..n-1 and forget the rest (and anything reserved).
@@ -53,6 +77,35 @@ class KVStore {
     // The first `positions` positions of one layer, as runs in position
     // order (`out` is cleared first).
     virtual void runs(int layer, int positions, std::vector<KVRun>& out) const = 0;
+};
+
+// Float32 copies of a narrower store's runs, for attention to read: widen()
+// points each run at copies kept here (valid until the next widen()). A
+// float32 store's runs are left as they are: no copy, the same bits.
+class WidenedRuns {
+  public:
+    void widen(std::vector<KVRun>& runs, const RowFormat& format) {
+        if (format.format == NumberFormat::float32) return;
+        const std::size_t numbers = std::size_t(format.numbers());
+        std::size_t positions = 0;
+        for (const KVRun& run : runs) positions += std::size_t(run.positions);
+        if (keys_.size() < positions * numbers) {
+            keys_.resize(positions * numbers);
+            values_.resize(positions * numbers);
+        }
+        std::size_t at = 0;
+        for (KVRun& run : runs) {
+            widen_rows(format, run.packed_keys, run.positions, keys_.data() + at);
+            widen_rows(format, run.packed_values, run.positions, values_.data() + at);
+            run.keys = keys_.data() + at;
+            run.values = values_.data() + at;
+            at += std::size_t(run.positions) * numbers;
+        }
+    }
+
+  private:
+    AlignedFloats keys_;    // (positions, kv_dim)
+    AlignedFloats values_;  // (positions, kv_dim)
 };
 
 }  // namespace kv

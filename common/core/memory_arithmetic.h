@@ -24,6 +24,7 @@
 
 #include "checked.h"
 #include "config.h"
+#include "number_format.h"
 
 namespace kv {
 
@@ -38,13 +39,29 @@ struct CacheShape {
     std::uint64_t kv_heads = 8;          // key/value heads per layer
     std::uint64_t head_size = 128;       // numbers in one head's key (and in its value)
     std::uint64_t bytes_per_number = 2;  // 4 = 32-bit, 2 = 16-bit, 1 = 8-bit
+    // An 8-bit cache also keeps a scale per block of numbers (chapter 10):
+    // bytes_per_scale bytes for every numbers_per_scale numbers of a head,
+    // the last block of a head possibly shorter. 0: no scales.
+    std::uint64_t numbers_per_scale = 0;
+    std::uint64_t bytes_per_scale = 0;
 };
 
-// The cache shape of a model the book runs. Its KVCache stores float32.
+// The cache shape of a model the book runs. Its KVCache stores float32
+// unless it is given another number format.
 inline CacheShape cache_shape_of(const Config& config,
                                  std::uint64_t bytes_per_number = sizeof(float)) {
     return {std::uint64_t(config.n_layers), std::uint64_t(config.n_kv_heads),
             std::uint64_t(config.head_size()), bytes_per_number};
+}
+
+inline CacheShape cache_shape_of(const Config& config, NumberFormat format) {
+    const RowFormat row = row_format_of(config, format);
+    CacheShape s = cache_shape_of(config, std::uint64_t(row.bytes_per_number()));
+    if (row.scales() > 0) {
+        s.numbers_per_scale = kInt8Block;
+        s.bytes_per_scale = 2;  // a float16
+    }
+    return s;
 }
 
 // Bytes of cache one token costs. A zero anywhere in the shape prices
@@ -57,8 +74,14 @@ inline std::uint64_t bytes_per_token(const CacheShape& s) {
     const char* what = "bytes of KV cache per token";
     std::uint64_t bytes = checked_mul(2, s.layers, what);  // a key and a value, in every layer
     bytes = checked_mul(bytes, s.kv_heads, what);
-    bytes = checked_mul(bytes, s.head_size, what);
-    return checked_mul(bytes, s.bytes_per_number, what);
+    // One head's key (or value): its numbers, then its scales if it has any.
+    std::uint64_t head = checked_mul(s.head_size, s.bytes_per_number, what);
+    if (s.numbers_per_scale > 0) {
+        const std::uint64_t scales =
+            s.head_size / s.numbers_per_scale + (s.head_size % s.numbers_per_scale != 0 ? 1 : 0);
+        head = checked_add(head, checked_mul(scales, s.bytes_per_scale, what), what);
+    }
+    return checked_mul(bytes, head, what);
 }
 
 // Bytes of cache `tokens` tokens cost: one conversation's cache when
@@ -78,7 +101,8 @@ struct PriceFactor {
     std::string unit;       // what the product counts: "vectors", "numbers" or "bytes"
 };
 
-// bytes_per_token(), one factor at a time. The last step equals it.
+// bytes_per_token(), one factor at a time. The last step equals it for a
+// shape without scales (an 8-bit cache's scales are added, not multiplied).
 inline std::vector<PriceFactor> price_factors(const CacheShape& s) {
     bytes_per_token(s);  // refuses zeros and overflow before we start
     std::vector<PriceFactor> steps;

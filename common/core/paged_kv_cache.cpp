@@ -1,6 +1,7 @@
 #include "paged_kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -56,14 +57,14 @@ SwappedBlocks PagedKVCache::swap_out() {
     SwappedBlocks saved;
     saved.positions = length_;
     saved.blocks = blocks_for(length_);
-    const std::size_t per_layer = std::size_t(block_size()) * kv_dim();
+    const std::size_t per_layer = std::size_t(block_size()) * row_format().bytes();
     for (int b = 0; b < saved.blocks; ++b)
         for (int l = 0; l < n_layers(); ++l) {
             const int block = table_[std::size_t(b)];
-            saved.keys.insert(saved.keys.end(), pool_->keys(block, l),
-                              pool_->keys(block, l) + per_layer);
-            saved.values.insert(saved.values.end(), pool_->values(block, l),
-                                pool_->values(block, l) + per_layer);
+            saved.keys.insert(saved.keys.end(), pool_->key_bytes(block, l),
+                              pool_->key_bytes(block, l) + per_layer);
+            saved.values.insert(saved.values.end(), pool_->value_bytes(block, l),
+                                pool_->value_bytes(block, l) + per_layer);
         }
     truncate(0);
     return saved;
@@ -76,9 +77,9 @@ void PagedKVCache::swap_in(const SwappedBlocks& saved) {
         throw std::length_error("block pool full: swapping in needs " +
                                 std::to_string(saved.blocks) + " blocks, " +
                                 std::to_string(pool_->available_blocks()) + " are free");
-    const std::size_t per_layer = std::size_t(block_size()) * kv_dim();
-    const std::size_t numbers = std::size_t(saved.blocks) * std::size_t(n_layers()) * per_layer;
-    if (saved.keys.size() != numbers || saved.values.size() != numbers ||
+    const std::size_t per_layer = std::size_t(block_size()) * row_format().bytes();
+    const std::size_t bytes = std::size_t(saved.blocks) * std::size_t(n_layers()) * per_layer;
+    if (saved.keys.size() != bytes || saved.values.size() != bytes ||
         blocks_for(saved.positions) != saved.blocks)
         throw std::invalid_argument("swap_in: the saved blocks were made for another pool shape");
     std::size_t at = 0;
@@ -86,8 +87,8 @@ void PagedKVCache::swap_in(const SwappedBlocks& saved) {
         const int block = pool_->allocate();
         table_.push_back(block);
         for (int l = 0; l < n_layers(); ++l, at += per_layer) {
-            std::copy_n(saved.keys.data() + at, per_layer, pool_->keys(block, l));
-            std::copy_n(saved.values.data() + at, per_layer, pool_->values(block, l));
+            std::copy_n(saved.keys.data() + at, per_layer, pool_->key_bytes(block, l));
+            std::copy_n(saved.values.data() + at, per_layer, pool_->value_bytes(block, l));
         }
     }
     length_ = saved.positions;
@@ -128,10 +129,10 @@ void PagedKVCache::reserve(int n) {
         const std::size_t slot = std::size_t(length_ / block_size());
         const int shared = table_[slot];
         const int own = pool_->allocate();
-        const std::size_t numbers = std::size_t(length_ % block_size()) * kv_dim();
+        const std::size_t bytes = slot_offset(length_);  // the positions before length_
         for (int l = 0; l < n_layers(); ++l) {
-            std::copy_n(pool_->keys(shared, l), numbers, pool_->keys(own, l));
-            std::copy_n(pool_->values(shared, l), numbers, pool_->values(own, l));
+            std::memcpy(pool_->key_bytes(own, l), pool_->key_bytes(shared, l), bytes);
+            std::memcpy(pool_->value_bytes(own, l), pool_->value_bytes(shared, l), bytes);
         }
         pool_->release(shared);  // still held by the others: it was shared
         table_[slot] = own;
@@ -150,6 +151,17 @@ float* PagedKVCache::key(int layer, int pos) {
 float* PagedKVCache::value(int layer, int pos) {
     return pool_->values(table_.at(std::size_t(pos / block_size())), layer) +
            std::size_t(pos % block_size()) * kv_dim();
+}
+
+std::size_t PagedKVCache::slot_offset(int pos) const {
+    return std::size_t(pos % block_size()) * row_format().bytes();
+}
+
+void PagedKVCache::write(int layer, int pos, const float* key, const float* value) {
+    if (row_format().format == NumberFormat::float32) return KVStore::write(layer, pos, key, value);
+    const int block = table_.at(std::size_t(pos / block_size()));
+    narrow_row(row_format(), key, pool_->key_bytes(block, layer) + slot_offset(pos));
+    narrow_row(row_format(), value, pool_->value_bytes(block, layer) + slot_offset(pos));
 }
 
 void PagedKVCache::unreserve() {
@@ -185,10 +197,15 @@ void PagedKVCache::truncate(int n) {
 void PagedKVCache::runs(int layer, int positions, std::vector<KVRun>& out) const {
     out.clear();
     const int B = block_size();
+    const bool float32 = row_format().format == NumberFormat::float32;
     for (int first = 0, b = 0; first < positions; first += B, ++b) {
         const int block = table_.at(std::size_t(b));
-        out.push_back({pool_->keys(block, layer), pool_->values(block, layer),
-                       std::min(B, positions - first)});
+        const int n = std::min(B, positions - first);
+        if (float32)
+            out.push_back({pool_->keys(block, layer), pool_->values(block, layer), n});
+        else
+            out.push_back({nullptr, nullptr, n, pool_->key_bytes(block, layer),
+                           pool_->value_bytes(block, layer)});
     }
 }
 

@@ -27,11 +27,11 @@ namespace kv {
 // at a time, as a server moves them over the bus when it preempts a
 // request by swapping instead of recomputing.
 struct SwappedBlocks {
-    int positions = 0;          // the sequence's length when it left
-    int blocks = 0;             // blocks copied: positions / B rounded up
-    std::vector<float> keys;    // (block, layer, B, kv_dim)
-    std::vector<float> values;  // (block, layer, B, kv_dim)
-    std::uint64_t bytes() const { return (keys.size() + values.size()) * sizeof(float); }
+    int positions = 0;              // the sequence's length when it left
+    int blocks = 0;                 // blocks copied: positions / B rounded up
+    std::vector<std::byte> keys;    // (block, layer, B) rows, as the pool stores them
+    std::vector<std::byte> values;  // (block, layer, B) rows, as the pool stores them
+    std::uint64_t bytes() const { return keys.size() + values.size(); }
 };
 
 class PagedKVCache final : public KVStore {
@@ -63,6 +63,7 @@ class PagedKVCache final : public KVStore {
     int capacity() const override { return capacity_; }
     int n_layers() const override { return pool_->n_layers(); }
     int kv_dim() const override { return pool_->kv_dim(); }
+    RowFormat row_format() const override { return pool_->row_format(); }
     int block_size() const { return pool_->block_size(); }
     const std::vector<int>& block_table() const { return table_; }
     // Blocks the first n positions need: n / B rounded up.
@@ -80,6 +81,7 @@ class PagedKVCache final : public KVStore {
     void unreserve() override;
     float* key(int layer, int pos) override;
     float* value(int layer, int pos) override;
+    void write(int layer, int pos, const float* key, const float* value) override;
     void commit(int n) override;
     // Keeps positions 0..n-1 and gives back every block they do not need.
     void truncate(int n) override;
@@ -90,7 +92,8 @@ class PagedKVCache final : public KVStore {
     // if the block the next position falls in is shared.
     int blocks_needed(int n) const;
     bool last_block_shared() const;
-    void truncate_to_nothing();  // gives every block back
+    std::size_t slot_offset(int pos) const;  // where position pos sits in its block, in bytes
+    void truncate_to_nothing();              // gives every block back
 
     BlockPool* pool_;
     int capacity_;

@@ -59,7 +59,9 @@ void Transformer::check(std::span<const SequenceInput> inputs) const {
         // A cache of another shape would be read and written out of bounds.
         if (input.cache->kv_dim() != config_.kv_dim() ||
             input.cache->n_layers() != config_.n_layers ||
-            input.cache->capacity() > config_.max_seq)
+            input.cache->capacity() > config_.max_seq ||
+            (input.cache->row_format().format != NumberFormat::float32 &&
+             input.cache->row_format().head_size != config_.head_size()))
             throw std::invalid_argument("forward: KV cache made for another model shape");
         if (input.tokens.empty())
             throw std::invalid_argument("forward: a sequence has no new tokens");
@@ -158,17 +160,16 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
 // key must be rotated by where its token really is, not by where it sits
 // in this pass), and their values are written into the cache at positions
 // length()..length()+n-1. forward() commits them once every layer has
-// written its own.
+// written its own. A cache of a narrower number format (chapter 10) rounds
+// them as it stores them: the one place a number is rounded.
 void Transformer::append_to_cache(const SequenceInput& input, int first_row, int layer) {
-    const int kv_dim = config_.kv_dim();
     const int start = input.cache->length();
     KVStore& cache = *input.cache;
     for (int t = 0; t < static_cast<int>(input.tokens.size()); ++t) {
         const int pos = start + t;
         const int row = first_row + t;
         rope_.apply(k_.row_span(row), pos);
-        std::copy(k_.row(row), k_.row(row) + kv_dim, cache.key(layer, pos));
-        std::copy(v_.row(row), v_.row(row) + kv_dim, cache.value(layer, pos));
+        cache.write(layer, pos, k_.row(row), v_.row(row));
     }
 }
 
@@ -182,6 +183,7 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
     const int start = input.cache->length();
     const int n_new = static_cast<int>(input.tokens.size());
     input.cache->runs(layer, start + n_new, runs_);
+    widened_.widen(runs_, input.cache->row_format());  // a narrower cache's numbers, as float32
     // The queries turn by their positions too, so that q.k sees only the
     // distance between the two tokens.
     for (int t = 0; t < n_new; ++t) rope_.apply(q_.row_span(first_row + t), start + t);

@@ -1,0 +1,151 @@
+// What chapter 10 prints: what each format costs the answer and buys in
+// memory and in the queue, the article's cache at 16 bits, a plot of memory
+// against agreement, and the headline; or all of it as one JSON object.
+#pragma once
+
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "../../common/kit/output.h"
+#include "../../common/kit/report.h"
+#include "../../common/kit/svg_plot.h"
+#include "experiment.h"
+
+namespace kv::ch10 {
+
+inline std::string bits_of(NumberFormat f) {  // per number, scales included
+    return fixed(8.0 * double(RowFormat{f, 1, kInt8Block}.bytes()) / kInt8Block,
+                 f == NumberFormat::int8);
+}
+
+inline Table answer_table(const Results& r, bool long_context) {
+    Table t({"format", "bits", "answers", "identical", "tokens agreeing (%)", "largest logit diff",
+             "mean KL (1e-6 nats)", "largest KL (1e-6)"});
+    for (const FormatResult& f : r.formats) {
+        const AgreementTotals& a = long_context ? f.long_context : f.demo;
+        t.add_row({format_name(f.format), bits_of(f.format), a.answers, a.identical,
+                   Cell(100 * a.agreement(), 1), Cell(a.largest_logit_difference, 5),
+                   Cell(1e6 * a.mean_kl(), 3), Cell(1e6 * a.kl_max, 3)});
+    }
+    return t;
+}
+
+// A time printed with its unit (the README check then knows it varies), a number in JSON.
+inline Cell timed(double value, const char* unit) {
+    Cell c(value, 2);
+    c.text += unit;
+    return c;
+}
+
+inline Table memory_table(const Results& r) {
+    Table t({"format", "bytes/token (formula)", "contiguous cache", "paged pool", "conversations",
+             "x float32", "ttft p50", "decode step"});
+    const double wide = r.at(NumberFormat::float32).conversations;
+    for (const FormatResult& f : r.formats)
+        t.add_row({format_name(f.format), f.bytes.formula, f.bytes.contiguous, f.bytes.paged,
+                   f.conversations, Cell(f.conversations / wide, 2),
+                   timed(f.queue.ttft_median, " s"),
+                   r.long_context ? timed(1e3 * f.decode_step_s, " ms") : Cell("-")});
+    return t;
+}
+
+// Memory per token against the share of greedy tokens agreeing with float32.
+inline std::string agreement_plot(const Results& r, const std::string& dir) {
+    SvgPlot plot("The cache's number format: memory against the answer", "bytes of cache per token",
+                 "greedy tokens agreeing with float32 (%)");
+    for (const bool long_context : {false, true}) {
+        if (long_context && r.long_context == 0) continue;
+        std::vector<double> x, y;
+        for (const FormatResult& f : r.formats) {
+            x.push_back(double(f.bytes.formula));
+            y.push_back(100 * (long_context ? f.long_context : f.demo).agreement());
+        }
+        plot.add_series(long_context ? with_commas(std::uint64_t(r.long_context)) + " positions"
+                                     : "the queue's first " + std::to_string(r.prompts),
+                        x, y);
+    }
+    return plot.write(dir + "/10_memory_against_agreement.svg");
+}
+
+inline std::string headline(const Results& r) {
+    const FormatResult &wide = r.at(NumberFormat::float32), &bf = r.at(NumberFormat::bfloat16),
+                       &f16 = r.at(NumberFormat::float16), &i8 = r.at(NumberFormat::int8);
+    auto times = [&](const FormatResult& f) {
+        return fixed(double(f.conversations) / wide.conversations, 1) + " x";
+    };
+    auto same = [&](const FormatResult& f) { return std::to_string(f.demo.identical); };
+    return "cache number format: 16-bit holds " + times(bf) + " the conversations of float32 in " +
+           std::to_string(r.budget_mib) + " MiB; greedy tokens identical to float32 for " +
+           same(bf) + " (bfloat16) and " + same(f16) + " (float16) of " +
+           std::to_string(r.prompts) + " answers; 8-bit: " + times(i8) + ", " + same(i8) + " of " +
+           std::to_string(r.prompts);
+}
+
+inline int report(const Results& r, const OutputOptions& out) {
+    const Table answers = answer_table(r, false), long_answers = answer_table(r, true);
+    const Table memory = memory_table(r);
+    const std::string plot = agreement_plot(r, out.plot_dir), line = headline(r);
+    const ResidentGrowth& a = r.article_16;
+    Json json = Json()
+                    .add("chapter", "10_cache_number_format")
+                    .add("model", r.model)
+                    .add("weights", r.weights)
+                    .add("prompts", r.prompts)
+                    .add("long_context", r.long_context)
+                    .add("answers", answers)
+                    .add("long_answers", long_answers)
+                    .add("memory", memory)
+                    .add("article_formula_bytes", a.formula)
+                    .add("article_allocated_bytes", a.allocated)
+                    .add("article_resident_growth_bytes", a.growth ? *a.growth : -1)
+                    .add("kv_budget_mib", r.budget_mib)
+                    .add("headline_side", "simulator")
+                    .add("step_cost_source", r.pricing.cost.source)
+                    .add("plot", plot)
+                    .add("headline", line);
+    if (emit(out, json)) return 0;
+
+    std::cout << "Chapter 10: the cache's number format\n\n"
+              << "model: " << r.model << " (" << r.weights << ")\n"
+              << "\nWhat it costs the answer: the queue's first " << r.prompts
+              << " requests answered greedily in float32, the same tokens fed to a cache of\n"
+              << "each format (KL: of float32's next-token distribution from the format's):\n";
+    answers.print(std::cout);
+    if (r.long_context) {
+        std::cout << "\nThe same at " << with_commas(std::uint64_t(r.long_context))
+                  << " positions (" << r.long_prompts << " answer"
+                  << (r.long_prompts > 1 ? "s" : "") << "):\n";
+        long_answers.print(std::cout);
+    }
+    std::cout << "\nWhat it buys: bytes per token held by the engine against chapter 03's "
+                 "formula, the queue's conversations\n"
+              << "at once in a pool of " << r.budget_mib << " MiB (blocks of " << r.block_size
+              << "), its median wait in the simulator (batch " << r.batch << ", the same step\n"
+              << "prices at every width, "
+              << (r.cost_model == "analytic" ? "counted" : "this machine's calibration") << ")";
+    if (r.long_context)
+        std::cout << ",\nand a decode step at " << with_commas(std::uint64_t(r.long_context))
+                  << " positions on the engine (median of the thread's CPU time)";
+    std::cout << ":\n";
+    memory.print(std::cout);
+    std::cout << "\nThe article's cache (" << r.article.n_layers << " layers, "
+              << r.article.n_kv_heads << " KV heads, head size " << r.article.head_size()
+              << ") at 16 bits for " << with_commas(std::uint64_t(r.article_positions))
+              << " positions: formula " << format_bytes(a.formula) << ", allocated "
+              << format_bytes(a.allocated) << ", resident memory grew by ";
+    if (a.growth)
+        std::cout << with_commas(std::uint64_t(std::max<std::int64_t>(*a.growth, 0)))
+                  << " bytes: the formula " << (*a.growth >= std::int64_t(a.formula) ? "+ " : "- ")
+                  << fixed(std::fabs(double(*a.growth - std::int64_t(a.formula))) /
+                               double(a.page_size),
+                           0)
+                  << " pages of " << format_bytes(a.page_size) << "\n";
+    else
+        std::cout << "(not measurable here)\n";
+    std::cout << "plot: " << plot << "\n\n" << line << "\n";
+    return 0;
+}
+
+}  // namespace kv::ch10

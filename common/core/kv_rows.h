@@ -1,0 +1,76 @@
+// Where a cache keeps its keys (or its values): rows of one number format.
+//
+// A row is one position's key (or value) in one layer. float32 rows are
+// plain floats, which the kernels read where they lie; narrower rows are
+// bytes (number_format.h), which attention widens into float32 before it
+// reads them. Both caches (kv_cache.h, block_pool.h) keep their numbers in
+// two of these, one for keys and one for values.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "matrix.h"
+#include "number_format.h"
+
+namespace kv {
+
+class KVRows {
+  public:
+    KVRows() = default;
+    // `rows` rows, allocated and zeroed now.
+    KVRows(const RowFormat& format, std::size_t rows)
+        : format_(format), row_bytes_(format.bytes()) {
+        if (format.format == NumberFormat::float32)
+            floats_.assign(rows * std::size_t(format.numbers()), 0.0f);
+        else
+            packed_.assign(rows * row_bytes_, std::byte{0});
+    }
+
+    const RowFormat& format() const { return format_; }
+    std::size_t row_bytes() const { return row_bytes_; }
+    std::uint64_t bytes_allocated() const {
+        return floats_.size() * sizeof(float) + packed_.size();
+    }
+
+    // A float32 row, where the kernels read it. A narrower row holds no
+    // floats to point at: asking for one is a mistake, and throws.
+    float* floats(std::size_t row) {
+        check_float32();
+        return floats_.data() + row * std::size_t(format_.numbers());
+    }
+    const float* floats(std::size_t row) const {
+        check_float32();
+        return floats_.data() + row * std::size_t(format_.numbers());
+    }
+
+    // Any format: the row's bytes as stored (row_bytes() of them).
+    std::byte* bytes(std::size_t row) {
+        return float32() ? reinterpret_cast<std::byte*>(floats(row))
+                         : packed_.data() + row * row_bytes_;
+    }
+    const std::byte* bytes(std::size_t row) const {
+        return float32() ? reinterpret_cast<const std::byte*>(floats(row))
+                         : packed_.data() + row * row_bytes_;
+    }
+
+    // Writes one row of numbers(), rounded once to the format.
+    void write(std::size_t row, const float* numbers) { narrow_row(format_, numbers, bytes(row)); }
+
+  private:
+    bool float32() const { return format_.format == NumberFormat::float32; }
+    void check_float32() const {
+        if (!float32())
+            throw std::logic_error(std::string("a ") + format_name(format_.format) +
+                                   " cache has no float32 rows to point at");
+    }
+
+    RowFormat format_;
+    std::size_t row_bytes_ = 0;
+    AlignedFloats floats_;                                          // float32: (rows, numbers)
+    std::vector<std::byte, CacheLineAllocator<std::byte>> packed_;  // narrower: (rows, row_bytes)
+};
+
+}  // namespace kv

@@ -1,0 +1,95 @@
+// The cache's number format: how many bits each cached key and value keeps.
+//
+// The model computes in float32, and so does everything here. What a
+// server may narrow is what it keeps: a number is rounded once, when the
+// forward pass writes it into the cache, and widened back to float32,
+// exactly, when attention reads it. Half the bits per number is half the
+// cache's memory (chapter 03's formula at 2 bytes instead of 4), so twice
+// the conversations in the same memory; the price is that every key and
+// value attention reads is the rounded one, and the answer may change.
+//
+//   float32   4 bytes: the numbers as computed, nothing rounded
+//   bfloat16  2 bytes: float32's 8-bit exponent, 8 significant bits
+//   float16   2 bytes: a 5-bit exponent (largest 65504), 11 significant bits
+//   int8      1 byte per number, an integer -127..127, times a 16-bit scale
+//             shared by a block of kInt8Block numbers
+//
+// The plain conversions below are the reference, one number at a time, in
+// plain integer arithmetic on the bits; the row functions use the CPU's
+// conversion instructions where it has them (F16C) and give the same bits
+// (tests/number_format_test.cpp checks every 16-bit pattern).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "config.h"
+
+namespace kv {
+
+enum class NumberFormat { float32, bfloat16, float16, int8 };
+
+const char* format_name(NumberFormat format);  // "float32", "bfloat16", "float16", "int8"
+std::optional<NumberFormat> format_named(std::string_view name);
+std::vector<NumberFormat> all_formats();  // widest first
+
+// One scale per block of 32 numbers of one head, stored as float16: the
+// block of llama.cpp's q8_0 (a 16-bit scale and 32 int8s, 8.5 bits per
+// number). A block never spans two heads, whose keys have ranges of their
+// own (RoPE and each head's projection set them), so one head's large
+// numbers do not coarsen another's; at head size 128 a head is 4 blocks,
+// and a smaller block would spend more on scales for little: 16 numbers
+// per scale is 9 bits per number. A head smaller than 32 is one block.
+inline constexpr int kInt8Block = 32;
+
+// ------------------------------------------ one number, the plain way
+
+// Round to nearest, ties to even. A NaN stays a NaN (quiet, same sign, the
+// top bits of its payload); too large a number becomes infinity.
+std::uint16_t to_bfloat16(float x);
+std::uint16_t to_float16(float x);  // numbers below 2^-14 become float16 subnormals
+// Exact: every bfloat16 and float16 number is a float32 number.
+float from_bfloat16(std::uint16_t bits);
+float from_float16(std::uint16_t bits);
+
+// ------------------------------------- one position's key (or value)
+
+// How one position's key (or value) is laid out: kv_heads heads of
+// head_size numbers. int8 keeps each block as its 2-byte scale, then its
+// numbers (q8_0's layout); the others keep the numbers in order.
+struct RowFormat {
+    NumberFormat format = NumberFormat::float32;
+    int kv_heads = 1;
+    int head_size = 1;
+
+    int numbers() const { return kv_heads * head_size; }
+    int scales() const;            // int8: kv_heads x ceil(head_size / 32); others none
+    std::size_t bytes() const;     // numbers x bytes per number + 2 bytes per scale
+    int bytes_per_number() const;  // 4, 2, 2 or 1
+};
+
+RowFormat row_format_of(const Config& config, NumberFormat format);
+
+// Bytes one token holds in the cache: a key and a value in every layer.
+std::uint64_t kv_bytes_per_token(const Config& config, NumberFormat format);
+
+// Rounds numbers() floats into bytes() bytes. For int8, each block's scale
+// is its largest magnitude / 127, rounded to float16 first, and each number
+// is round(x / scale), ties to even, held to -127..127 (a NaN becomes 0:
+// an integer has none). llama.cpp's q8_0 multiplies by 1 / the unrounded
+// scale and rounds ties away from zero; rounding the scale first keeps each
+// number within half a step of the scale that is actually stored.
+void narrow_row(const RowFormat& f, const float* numbers, std::byte* out);
+// The same, one number at a time through the plain conversions above.
+void narrow_row_plain(const RowFormat& f, const float* numbers, std::byte* out);
+
+// Widens `rows` consecutive rows (bytes() apart) into rows x numbers()
+// floats, exactly: an int8 number is q x scale, a product float32 holds
+// without rounding.
+void widen_rows(const RowFormat& f, const std::byte* in, int rows, float* out);
+void widen_rows_plain(const RowFormat& f, const std::byte* in, int rows, float* out);
+
+}  // namespace kv
