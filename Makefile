@@ -96,8 +96,16 @@ sanitize: doctest
 # make bench runs two builds, each headed by its flags: this one, then the
 # baseline (ARCH empty: no -march=native, SSE2 on x86-64), built apart in
 # $(BUILD)/generic. The targets are the native build's; the baseline's
-# fractions are there to compare.
+# fractions are there to compare. Each keeps its kernel plan beside its
+# program ($(BUILD)/kernel_plan.txt, $(BUILD)/generic/kernel_plan.txt).
 BENCH_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard tests/bench/*.cpp))
+
+# The bench's plain peer (tests/bench/plain_peer.cpp) is compiled the way a
+# simple C implementation usually is: -Ofast, which lets the compiler
+# reorder additions and fuse multiply-adds. That one file only: the program
+# is linked without it, because linking with -Ofast would also make the whole
+# program flush subnormal numbers to zero, and the book's rounding with it.
+$(BUILD)/tests/bench/plain_peer.o: ALL_FLAGS += -Ofast -ffp-contract=fast
 
 $(BUILD)/bench: $(BENCH_OBJ) $(COMMON_OBJ)
 	$(CXX) $(ALL_FLAGS) -o $@ $^

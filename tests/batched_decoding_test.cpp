@@ -77,7 +77,8 @@ TEST_CASE("batched decoding equals one-at-a-time decoding for ragged lengths") {
             const Matrix& logits = decode_batch(model, tokens, batch);
             REQUIRE(logits.rows == static_cast<int>(prompts.size()));
             for (int i = 0; i < logits.rows; ++i) {
-                worst = std::max(worst, largest_difference(logits.row_span(i), alone[i][step]));
+                worst = larger_difference(worst,
+                                          largest_difference(logits.row_span(i), alone[i][step]));
                 tokens[i] = argmax(logits.row_span(i));
                 same_tokens = same_tokens && tokens[i] == argmax(alone[i][step]);
                 seen.insert(tokens[i]);
@@ -158,7 +159,8 @@ TEST_CASE("sequences join and leave between steps and the others are unaffected 
         for (std::size_t i = 0; i < members.size(); ++i) {
             const int id = members[i];
             const int s = ++steps_taken[id];
-            worst = std::max(worst, largest_difference(logits.row_span(int(i)), alone[id][s]));
+            worst =
+                larger_difference(worst, largest_difference(logits.row_span(int(i)), alone[id][s]));
             answers[id].push_back(argmax(logits.row_span(int(i))));
         }
     };

@@ -8,6 +8,7 @@
 #   bad: ARGS                  exit status 2 and exactly one line on stderr
 #   bad: ARGS => TEXT          ... and that line contains TEXT (the cause, not only the status)
 #   bad-ulimit-v KIB: ARGS     a bad case run under `ulimit -v KIB` (the memory a process may use)
+#   bad-ulimit-f BLOCKS: ARGS  a bad case run under `ulimit -f BLOCKS` (the largest file it may write)
 #
 # In ARGS, {results} is the folder the quick runs save their JSON in,
 # {fifo} a FIFO (named pipe) no program reads, and \n a newline inside an
@@ -30,11 +31,14 @@ fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
 
 # expect_exit STATUS PROGRAM ARGS...: the exit status, and for 2 exactly one
 # stderr line, holding $WANT if that is set; run under `ulimit -v $LIMIT` if
-# that is set, for at most 60 s where `timeout` is installed.
+# that is set (`ulimit -f $FILE_LIMIT` if that is), for at most 60 s where
+# `timeout` is installed.
 WANT=""
 LIMIT=""
+FILE_LIMIT=""
 run_limited() {
     if [ -n "$LIMIT" ]; then ulimit -v "$LIMIT" || exit 125; fi
+    if [ -n "$FILE_LIMIT" ]; then ulimit -f "$FILE_LIMIT" || exit 125; fi
     if command -v timeout >/dev/null; then exec timeout 60 "$@"; else exec "$@"; fi
 }
 expect_exit() {
@@ -63,6 +67,7 @@ bad_case() {
     expect_exit 2 "$prog" "${args[@]}"
     WANT=""
     LIMIT=""
+    FILE_LIMIT=""
 }
 
 # One JSON object: parsed by Python where it is installed; otherwise at
@@ -95,9 +100,23 @@ for cases in "$CASES"/ch*.txt; do
             bad-ulimit-v\ *:*)
                 LIMIT="${line#bad-ulimit-v }"; LIMIT="${LIMIT%%:*}"
                 bad_case "${line#*:}" ;;
+            bad-ulimit-f\ *:*)
+                FILE_LIMIT="${line#bad-ulimit-f }"; FILE_LIMIT="${FILE_LIMIT%%:*}"
+                bad_case "${line#*:}" ;;
         esac
     done < "$cases"
 done
+
+# A standard stream named as the output is written where the stream is:
+# `--save-json /dev/stdout >> log` appends the JSON to the log, after what
+# was there and with the text report beside it, and never replaces the log.
+log="$PLOTS/run.log"
+echo "an earlier line" >"$log"
+if "$BIN/ch03" --measure-tokens 16 --plot-dir "$PLOTS" --save-json /dev/stdout >>"$log" &&
+    [ "$(head -n 1 "$log")" = "an earlier line" ] &&
+    grep -q '^{"results_format": 1, "chapter": "03_memory_arithmetic"' "$log" &&
+    grep -q '^Chapter 03' "$log"
+then ok; else fail "ch03 --save-json /dev/stdout >> run.log did not append the JSON to the log"; fi
 
 echo "programs: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -12,11 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include "../chapters/02_kv_cache/experiment.h"
+#include "../chapters/02_kv_cache/report.h"
 #include "../chapters/06_closing_table/experiment.h"
 #include "../chapters/06_closing_table/report.h"
 #include "../common/kit/program.h"
 #include "../common/kit/report.h"
 #include "../common/kit/saved_results.h"
+#include "run_captured.h"
 #include "test_files.h"
 
 using namespace kv;
@@ -26,7 +29,18 @@ namespace {
 SavedResults save_and_load(const std::string& text) {
     const test::TempDir dir;
     write_file(dir.file("ch02.json"), text);
-    return ch06::load_saved_results(dir.file("ch02.json"));
+    return ch06::load_saved_results(dir.file("ch02.json"), "02");
+}
+
+std::string contents_of(const std::string& path) {
+    return read_file(path, "", 1 << 20);
+}
+
+// A results object's text as `chapter` writes it: its origin first
+// (with_origin, report.h), then the fields of `text`, an object.
+std::string stamped(const std::string& chapter, const std::string& text) {
+    const std::string origin = with_origin(Json(), chapter).str();  // {"results_format": ...}
+    return origin.substr(0, origin.size() - 1) + (text == "{}" ? "" : ", ") + text.substr(1);
 }
 
 }  // namespace
@@ -43,7 +57,7 @@ TEST_CASE("saved results read back the numbers a chapter wrote") {
                           .add("cached_answer_ms", 28.75)
                           .add("bytes_per_token", std::uint64_t(131072))
                           .add("same_tokens", true);
-    const SavedResults r = save_and_load(json.str());
+    const SavedResults r = save_and_load(with_origin(json, "02_kv_cache").str());
     CHECK(r.number("naive_answer_ms") == 295.8125);  // the top-level one, not the nested one
     CHECK(r.number("cached_answer_ms") == 28.75);
     CHECK(r.number("bytes_per_token") == 131072.0);
@@ -56,27 +70,32 @@ TEST_CASE("saved results refuse files that are not one JSON object") {
     CHECK_THROWS_AS(save_and_load("{\"a\": 1"), std::runtime_error);
     CHECK_THROWS_AS(save_and_load("{\"a\" 1}"), std::runtime_error);
     CHECK_THROWS_AS(save_and_load(""), std::runtime_error);
-    CHECK_THROWS_AS(ch06::load_saved_results("/nonexistent/ch02.json"), std::runtime_error);
-    CHECK_THROWS_AS(save_and_load("{}").number("x"), std::runtime_error);
+    CHECK_THROWS_AS(ch06::load_saved_results("/nonexistent/ch02.json", "02"), std::runtime_error);
+    CHECK_THROWS_AS(save_and_load(stamped("02_kv_cache", "{}")).number("x"), std::runtime_error);
 }
 
 // Chapters 03 and 05's saved figures, as a run would leave them.
 static void write_memory_and_queue(const test::TempDir& dir) {
-    write_file(dir.file("ch03.json"), Json()
-                                          .add("bytes_per_token", std::uint64_t(131072))
-                                          .add("bytes_per_conversation", std::uint64_t(1) << 29)
-                                          .str());
-    write_file(dir.file("ch05.json"), Json()
-                                          .add("median_ttft_no_cache_s", 300.0)
-                                          .add("median_ttft_cache_s", 20.0)
-                                          .add("median_ttft_continuous_s", 10.0)
+    write_file(dir.file("ch03.json"),
+               with_origin(Json()
+                               .add("bytes_per_token", std::uint64_t(131072))
+                               .add("bytes_per_conversation", std::uint64_t(1) << 29),
+                           "03_memory_arithmetic")
+                   .str());
+    write_file(dir.file("ch05.json"), with_origin(Json()
+                                                      .add("median_ttft_no_cache_s", 300.0)
+                                                      .add("median_ttft_cache_s", 20.0)
+                                                      .add("median_ttft_continuous_s", 10.0),
+                                                  "05_queue_simulation")
                                           .str());
 }
 
 TEST_CASE("the closing table reads each figure and derives the ratios from it") {
     const test::TempDir dir;
     write_file(dir.file("ch02.json"),
-               Json().add("naive_answer_ms", 400.0).add("cached_answer_ms", 50.0).str());
+               with_origin(Json().add("naive_answer_ms", 400.0).add("cached_answer_ms", 50.0),
+                           "02_kv_cache")
+                   .str());
     write_memory_and_queue(dir);
     ch06::Experiment experiment;
     experiment.results_dir = dir.file("");
@@ -146,13 +165,13 @@ TEST_CASE("a results path that is not a regular file names what it is") {
     const test::TempDir dir;
     std::filesystem::create_directories(dir.file("ch02.json"));
     try {
-        ch06::load_saved_results(dir.file("ch02.json"));
+        ch06::load_saved_results(dir.file("ch02.json"), "02");
         FAIL("a folder was read");
     } catch (const std::runtime_error& e) {
         // A folder is not a missing file: no hint to run `make run`.
         CHECK(std::string(e.what()) == dir.file("ch02.json") + ": a folder, not a regular file");
     }
-    CHECK_THROWS_WITH_AS(ch06::load_saved_results("/dev/zero"),
+    CHECK_THROWS_WITH_AS(ch06::load_saved_results("/dev/zero", "02"),
                          doctest::Contains("a character device, not a regular file"),
                          std::runtime_error);
 }
@@ -164,7 +183,8 @@ TEST_CASE("the closing table needs every figure finite and above zero") {
     experiment.results_dir = dir.file("");
     for (const char* bad : {"0", "-5", "-0.0"}) {
         write_file(dir.file("ch02.json"),
-                   std::string("{\"naive_answer_ms\": ") + bad + ", \"cached_answer_ms\": 50}");
+                   stamped("02_kv_cache", std::string("{\"naive_answer_ms\": ") + bad +
+                                              ", \"cached_answer_ms\": 50}"));
         CHECK_THROWS_WITH_AS(experiment.run(),
                              doctest::Contains("\"naive_answer_ms\" must be above zero, got"),
                              std::runtime_error);
@@ -177,7 +197,9 @@ TEST_CASE("the closing table refuses a ratio too large to print") {
     const test::TempDir dir;
     write_memory_and_queue(dir);
     write_file(dir.file("ch02.json"),
-               Json().add("naive_answer_ms", 1.0).add("cached_answer_ms", 1e-320).str());
+               with_origin(Json().add("naive_answer_ms", 1.0).add("cached_answer_ms", 1e-320),
+                           "02_kv_cache")
+                   .str());
     ch06::Experiment experiment;
     experiment.results_dir = dir.file("");
     CHECK_THROWS_WITH_AS(experiment.run(), doctest::Contains("too large to print"),
@@ -237,7 +259,7 @@ std::string ch07_text(const Raw& raw = {}, const std::string& paged_16_unused = 
         paged_16_unused +
         "},"
         "{\"memory\": \"paged\", \"block size\": 128, \"unused (%)\": 40}]";
-    return with(raw, Json().add("chapter", "07_paged_kv_cache"),
+    return with(raw, with_origin(Json(), "07_paged_kv_cache"),
                 {{"kv_budget_mib", "16"},
                  {"block_size", "16"},
                  {"fit", fit},
@@ -250,7 +272,7 @@ std::string ch07_text(const Raw& raw = {}, const std::string& paged_16_unused = 
 }
 
 std::string ch08_text(const Raw& raw = {}) {
-    return with(raw, Json().add("chapter", "08_prefix_caching"),
+    return with(raw, with_origin(Json(), "08_prefix_caching"),
                 {{"headline_side", "\"engine\""},
                  {"prompt_share_from_cache", "0.75"},
                  {"memory_not_copied_bytes", "2097152"},
@@ -260,7 +282,7 @@ std::string ch08_text(const Raw& raw = {}) {
 }
 
 std::string ch09_text(const Raw& raw = {}) {
-    return with(raw, Json().add("chapter", "09_chunked_prefill"),
+    return with(raw, with_origin(Json(), "09_chunked_prefill"),
                 {{"chunk", "64"},
                  {"headline_workload", "\"512-token prompts\""},
                  {"headline_side", "\"simulator\""},
@@ -294,7 +316,9 @@ std::string ch10_text(const Raw& raw = {}) {
 // Part I's files and, for each of "07", "08", "09", "10" in `part_two`, its file.
 void write_results(const test::TempDir& dir, const std::string& part_two = "07080910") {
     write_file(dir.file("ch02.json"),
-               Json().add("naive_answer_ms", 400.0).add("cached_answer_ms", 50.0).str());
+               with_origin(Json().add("naive_answer_ms", 400.0).add("cached_answer_ms", 50.0),
+                           "02_kv_cache")
+                   .str());
     write_memory_and_queue(dir);
     if (part_two.find("07") != std::string::npos) write_file(dir.file("ch07.json"), ch07_text());
     if (part_two.find("08") != std::string::npos) write_file(dir.file("ch08.json"), ch08_text());
@@ -542,7 +566,7 @@ TEST_CASE("Part II refuses a value that is not finite or below zero; naming the 
     {
         const test::TempDir dir;
         write_results(dir);
-        write_file(dir.file("ch08.json"), "{\"headline\": \"x\"}");
+        write_file(dir.file("ch08.json"), stamped("08_prefix_caching", "{\"headline\": \"x\"}"));
         CHECK(run_error(dir) == dir.file("ch08.json") + " has no \"prompt_share_from_cache\"");
         write_file(dir.file("ch08.json"), ch08_text({{"ttft_median_with_s", "1e-320"}}));
         CHECK(run_error(dir) ==
@@ -557,4 +581,104 @@ TEST_CASE("Part II refuses a value that is not finite or below zero; naming the 
         CHECK(run_error(dir) ==
               dir.file("ch07.json") + ": \"fit\" has no row \"paged\" with block size 32");
     }
+}
+
+// ---------------------------------------------------- where a results file came from
+
+TEST_CASE("the closing table refuses a file that another chapter or format wrote") {
+    struct Case {
+        const char* file;
+        std::string text;
+        std::string says;  // the message after the file's name
+    };
+    const std::string figures = R"("naive_answer_ms": 400, "cached_answer_ms": 50, )"
+                                R"("bytes_per_token": 131072, "bytes_per_conversation": 1})";
+    const Case cases[] = {
+        // Chapter 05's results saved as ch02.json.
+        {"ch02.json", R"({"results_format": 1, "chapter": "05_queue_simulation", )" + figures,
+         ": written as \"results_format\": 1, \"chapter\": \"05_queue_simulation\"; expected "
+         "chapter \"02_kv_cache\" in results format 1"},
+        // The closing table's own output, whose units are KiB and MiB, not bytes.
+        {"ch03.json", R"({"results_format": 1, "chapter": "06_closing_table", )" + figures,
+         ": written as \"results_format\": 1, \"chapter\": \"06_closing_table\"; expected "
+         "chapter \"03_memory_arithmetic\" in results format 1"},
+        // A file from before results carried their origin.
+        {"ch02.json", R"({"chapter": "02_kv_cache", )" + figures,
+         ": written as no \"results_format\", \"chapter\": \"02_kv_cache\"; expected chapter "
+         "\"02_kv_cache\" in results format 1"},
+        // Another format, and a format that is not a number.
+        {"ch05.json", R"({"results_format": 2, "chapter": "05_queue_simulation", )" + figures,
+         ": written as \"results_format\": 2, \"chapter\": \"05_queue_simulation\"; expected "
+         "chapter \"05_queue_simulation\" in results format 1"},
+        {"ch02.json", R"({"results_format": "1", "chapter": "02_kv_cache", )" + figures,
+         ": written as \"results_format\": \"1\", \"chapter\": \"02_kv_cache\"; expected chapter "
+         "\"02_kv_cache\" in results format 1"},
+        {"ch08.json", R"({"results_format": 1, "chapter": "07_paged_kv_cache", )" + figures,
+         ": written as \"results_format\": 1, \"chapter\": \"07_paged_kv_cache\"; expected "
+         "chapter \"08_prefix_caching\" in results format 1"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.text);
+        const test::TempDir dir;
+        write_results(dir);
+        write_file(dir.file(c.file), c.text);
+        CHECK(run_error(dir) == dir.file(c.file) + c.says);
+    }
+}
+
+TEST_CASE("every chapter's results open with the format and the chapter that wrote them") {
+    // What emit() prints and saves, whatever the results hold.
+    std::ostringstream printed_json;
+    std::streambuf* old = std::cout.rdbuf(printed_json.rdbuf());
+    OutputOptions out;
+    out.json = true;
+    out.chapter = "03_memory_arithmetic";
+    emit(out, Json().add("chapter", "an old name").add("bytes_per_token", 2));
+    std::cout.rdbuf(old);
+    CHECK(printed_json.str() ==
+          "{\"results_format\": 1, \"chapter\": \"03_memory_arithmetic\", \"bytes_per_token\": "
+          "2}\n");
+    // A chapter's own run says so, and the closing table reads it back.
+    const test::TempDir dir;
+    write_results(dir);
+    ch02::Experiment experiment;
+    const test::Ran ran = test::run_captured("02_kv_cache", {"--layers",     "1",
+                                                             "--dim",        "16",
+                                                             "--heads",      "2",
+                                                             "--kv-heads",   "1",
+                                                             "--ffn",        "16",
+                                                             "--vocab",      "40",
+                                                             "--max-seq",    "16",
+                                                             "--prompt-len", "2",
+                                                             "--answer-len", "2",
+                                                             "--repeats",    "1",
+                                                             "--plot-dir",   dir.file("plots"),
+                                                             "--save-json",  dir.file("ch02.json")},
+                                             experiment, ch02::report);
+    REQUIRE(ran.status == 0);
+    CHECK(contents_of(dir.file("ch02.json"))
+              .rfind("{\"results_format\": 1, \"chapter\": \"02_kv_cache\", ", 0) == 0);
+    CHECK(run_error(dir).empty());
+}
+
+TEST_CASE("a number of 100,000 digits gives an error line of a few dozen characters") {
+    const test::TempDir dir;
+    write_results(dir);
+    const std::string digits = "1" + std::string(100'000, '0');
+    write_file(dir.file("ch02.json"), stamped("02_kv_cache", "{\"naive_answer_ms\": " + digits +
+                                                                 ", \"cached_answer_ms\": 50}"));
+    const std::string error = run_error(dir);
+    INFO(error.substr(0, 300));
+    CHECK(error.size() < dir.file("ch02.json").size() + 150);
+    CHECK(error.find("\"naive_answer_ms\" = 1000000000000000000000000000000000000000...") !=
+          std::string::npos);
+    CHECK(error.find("(100,001 bytes) is too large for a double") != std::string::npos);
+    // A key of that length, given twice, and a value out of range.
+    const std::string key(100'000, 'k');
+    write_file(dir.file("ch02.json"),
+               stamped("02_kv_cache", "{\"" + key + "\": 1, \"" + key + "\": 2}"));
+    CHECK(run_error(dir).size() < dir.file("ch02.json").size() + 150);
+    write_file(dir.file("ch02.json"), stamped("02_kv_cache", "{\"naive_answer_ms\": -" + digits +
+                                                                 ", \"cached_answer_ms\": 50}"));
+    CHECK(run_error(dir).size() < dir.file("ch02.json").size() + 150);
 }

@@ -292,7 +292,7 @@ namespace {
 
 std::string saved_results_error(const std::string& path) {
     try {
-        kv::ch06::load_saved_results(path);
+        kv::ch06::load_saved_results(path, "02");
     } catch (const std::runtime_error& e) {
         return e.what();
     }

@@ -1,6 +1,7 @@
 // The arithmetic kernels against values worked out by hand.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +20,23 @@ Matrix random_matrix(int rows, int cols, std::uint64_t seed) {
     Matrix m(rows, cols);
     Rng rng(seed);
     for (float& v : m.data) v = rng.symmetric(1.0f);
+    return m;
+}
+
+// The bits of each float, so that vectors compare bit for bit (-0 against
+// +0, NaN against NaN) and a failure prints the first place they differ.
+template <class Floats>
+std::vector<std::uint32_t> bits(const Floats& v) {
+    std::vector<std::uint32_t> out;
+    for (float f : v) out.push_back(std::bit_cast<std::uint32_t>(f));
+    return out;
+}
+
+// Random numbers in [-1, 1], every seventh times 1,000: sums of mixed sizes,
+// whose rounding depends on the order they are added in.
+Matrix mixed_matrix(int rows, int cols, std::uint64_t seed) {
+    Matrix m = random_matrix(rows, cols, seed);
+    for (std::size_t i = 0; i < m.data.size(); i += 7) m.data[i] *= 1000.0f;
     return m;
 }
 
@@ -88,6 +106,41 @@ TEST_CASE("dot dot_rows and matmul equal the book order bit for bit") {
         }
 }
 
+TEST_CASE("every matmul kernel of every row class equals matmul_reference to the last bit") {
+    // Each candidate the planner may choose, on every row count of every
+    // class (and beyond: a kernel takes any number of rows), lengths around
+    // the 16 lanes and their tails, and weight row counts around every
+    // block of 16, 8, 6, 4, 2 and 1 rows, so every leftover path runs.
+    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many})
+        for (const MatmulKernel& kernel : matmul_kernels(c)) {
+            CHECK(kernel.rows == c);
+            for (int rows : {1, 2, 3, 4, 5, 6, 7, 9, 13, 16})
+                for (int in : {1, 15, 16, 17, 33, 100})
+                    for (int out : {1, 2, 3, 5, 7, 8, 11, 13, 16, 17, 25, 35}) {
+                        const Matrix x = mixed_matrix(rows, in, 300 + rows * 31 + in);
+                        const Matrix w = mixed_matrix(out, in, 400 + out * 37 + in);
+                        Matrix fast(rows, out), plain(rows, out);
+                        for (float& v : fast.data) v = -1.0f;
+                        kernel.run(x, w, fast);
+                        matmul_reference(x, w, plain);
+                        INFO(kernel.name << ": rows " << rows << " in " << in << " out " << out);
+                        CHECK(bits(fast.data) == bits(plain.data));
+                    }
+        }
+}
+
+TEST_CASE("row classes: one row, up to kFewRowsMost rows, more") {
+    CHECK(row_class(1) == RowClass::one);
+    CHECK(row_class(2) == RowClass::few);
+    CHECK(row_class(kFewRowsMost) == RowClass::few);
+    CHECK(row_class(kFewRowsMost + 1) == RowClass::many);
+    CHECK(row_class(128) == RowClass::many);
+    const MatmulChoice choice;  // the first candidate of each class
+    CHECK(&choice.for_rows(1) == &matmul_kernels(RowClass::one)[0]);
+    CHECK(&choice.for_rows(3) == &matmul_kernels(RowClass::few)[0]);
+    CHECK(&choice.for_rows(16) == &matmul_kernels(RowClass::many)[0]);
+}
+
 TEST_CASE("matmul by hand: y = x times w transposed") {
     Matrix x(2, 3), w(2, 3), y(2, 2);
     x.data = {1, 2, 3, 4, 5, 6};
@@ -99,25 +152,19 @@ TEST_CASE("matmul by hand: y = x times w transposed") {
     CHECK(y.at(1, 1) == 13.0f);  // 8 + 5
 }
 
-TEST_CASE("matmul agrees with the reference triple loop on odd sizes") {
-    // Sizes around the lane count (16), the tile (4 rows x 6 weight rows) and
-    // the decode stream (8 weight rows), so every edge path runs.
+TEST_CASE("matmul equals matmul_reference to the last bit on odd sizes") {
+    // Sizes around the lane count (16), the tiles and the one-row stream, so
+    // every edge path runs.
     for (int rows : {1, 3, 4, 5, 6, 9, 11, 17})
         for (int in : {1, 3, 16, 17, 255})
             for (int out : {1, 3, 5, 6, 7, 8, 9, 13, 17}) {
                 const Matrix x = random_matrix(rows, in, 1 + rows * 1000 + in);
                 const Matrix w = random_matrix(out, in, 2 + out * 1000 + in);
-                Matrix fast(rows, out), slow(rows, out);
+                Matrix fast(rows, out), plain(rows, out);
                 matmul(x, w, fast);
-                matmul_reference(x, w, slow);
-                double worst = 0;
-                for (std::size_t i = 0; i < fast.data.size(); ++i)
-                    worst = std::max(worst, double(std::fabs(fast.data[i] - slow.data[i])));
-                // Terms are in [-1, 1]; two summation orders differ by rounding only.
-                const double tolerance = 1e-6 * in;
-                INFO("rows " << rows << " in " << in << " out " << out << ": largest difference "
-                             << worst << " (tolerance " << tolerance << ")");
-                CHECK(worst <= tolerance);
+                matmul_reference(x, w, plain);
+                INFO("rows " << rows << " in " << in << " out " << out);
+                CHECK(fast.data == plain.data);
             }
 }
 
@@ -231,26 +278,6 @@ TEST_CASE("rope keeps lengths and makes q.k depend only on the distance") {
     CHECK(dot(a_q.data(), c_k.data(), hs) != doctest::Approx(dot(a_q.data(), a_k.data(), hs)));
 }
 
-namespace {
-
-// The bits of each float, so that vectors compare bit for bit (-0 against
-// +0, NaN against NaN) and a failure prints the first place they differ.
-std::vector<std::uint32_t> bits(const std::vector<float>& v) {
-    std::vector<std::uint32_t> out;
-    for (float f : v) out.push_back(std::bit_cast<std::uint32_t>(f));
-    return out;
-}
-
-// Random numbers in [-1, 1], every seventh times 1,000: sums of mixed sizes,
-// whose rounding depends on the order they are added in.
-Matrix mixed_matrix(int rows, int cols, std::uint64_t seed) {
-    Matrix m = random_matrix(rows, cols, seed);
-    for (std::size_t i = 0; i < m.data.size(); i += 7) m.data[i] *= 1000.0f;
-    return m;
-}
-
-}  // namespace
-
 TEST_CASE("dot_rows equals dot_rows_reference to the last bit at every row count") {
     // 0 to 40 rows: one and two 16-key blocks, and every leftover of 8, 4, 2
     // and 1; lengths with and without a tail of the 16 lanes.
@@ -332,6 +359,46 @@ TEST_CASE("weighted_sum_add_for_group equals weighted_sum_add for each sum to th
                     weighted_sum_add(weights.row(i), n_rows, rows.row(0), std::size_t(stride),
                                      width, plain.data() + i * out_stride);
                 CHECK(fast == plain);
+            }
+}
+
+TEST_CASE("the group kernels over runs equal them over one range to the last bit") {
+    // The rows cut into runs of every block size a paged cache may have (1,
+    // 3, 4, 16, 17 rows, the last run short), and only the first n_rows of
+    // them used: the runs change where rows sit, never a number.
+    for (int block : {1, 3, 4, 16, 17})
+        for (int n_rows : {1, 5, 16, 33, 70})
+            for (int width : {6, 16, 32, 35}) {
+                const int n_queries = 4, stride = width + 5, total = n_rows + 7;
+                const Matrix rows = mixed_matrix(total, stride, 500 + width);
+                const Matrix q = mixed_matrix(n_queries, width, 510 + n_rows);
+                const Matrix weights = random_matrix(n_queries, n_rows, 520 + block);
+                // The same rows again, each run copied to its own place, out of order.
+                Matrix scattered(total + 3 * (total / block + 1), stride);
+                std::vector<RowRun> runs;
+                int at = scattered.rows;
+                for (int first = 0; first < total; first += block) {
+                    const int count = std::min(block, total - first);
+                    at -= count + 3;
+                    std::copy_n(rows.row(first), std::size_t(count) * stride, scattered.row(at));
+                    runs.push_back({scattered.row(at), count});
+                }
+                INFO("block " << block << " rows " << n_rows << " width " << width);
+                std::vector<float> one(std::size_t(n_queries) * n_rows, -1.0f), split = one;
+                dot_rows_for_group(q.row(0), n_queries, std::size_t(width), rows.row(0), n_rows,
+                                   std::size_t(stride), width, one.data(), std::size_t(n_rows));
+                dot_rows_for_group(q.row(0), n_queries, std::size_t(width), runs, n_rows,
+                                   std::size_t(stride), width, split.data(), std::size_t(n_rows));
+                CHECK(bits(split) == bits(one));
+                std::vector<float> sum_one(std::size_t(n_queries) * width, 0.5f),
+                    sum_split = sum_one;
+                weighted_sum_add_for_group(weights.row(0), n_queries, std::size_t(n_rows), n_rows,
+                                           rows.row(0), std::size_t(stride), width, sum_one.data(),
+                                           std::size_t(width));
+                weighted_sum_add_for_group(weights.row(0), n_queries, std::size_t(n_rows), runs,
+                                           n_rows, std::size_t(stride), width, sum_split.data(),
+                                           std::size_t(width));
+                CHECK(bits(sum_split) == bits(sum_one));
             }
 }
 

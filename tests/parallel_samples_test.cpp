@@ -2,6 +2,8 @@
 // copied on write, giving each sample the logits of a sequence of its own.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "../chapters/08_prefix_caching/parallel_samples.h"
@@ -68,4 +70,30 @@ TEST_CASE("each parallel sample gets the logits of a sequence prefilled on its o
         CHECK(last == s.last_logits[std::size_t(k)]);  // bit for bit
     }
     CHECK(s.answers[0][0] != s.answers[1][0]);  // they differ from the first token
+}
+
+TEST_CASE("parallel samples are at most the vocabulary: each starts with its own token") {
+    // Sample k's first token is the k-th likeliest, so n samples need n
+    // tokens; a vocabulary of 4 has 4. A fifth would read past the end of
+    // the ranking (chapter 08's --max-samples above --vocab).
+    Config c = test::tiny_config();
+    c.vocab_size = 4;
+    Transformer model(c, 21);
+    const std::vector<int> p = fixed_prompt(6, c.vocab_size, 4);
+    BlockPool pool(c, 4, 200);
+    const ParallelSamples four = sample_in_parallel(model, pool, p, 3, 4);
+    std::vector<int> first;
+    for (const std::vector<int>& answer : four.answers) first.push_back(answer[0]);
+    std::sort(first.begin(), first.end());
+    CHECK(first == std::vector<int>{0, 1, 2, 3});
+    for (int n : {5, 8, 64}) {
+        CAPTURE(n);
+        BlockPool fresh(c, 4, 200);
+        CHECK_THROWS_WITH_AS(sample_in_parallel(model, fresh, p, 3, n),
+                             doctest::Contains("1 to 4 samples (the vocabulary)"),
+                             std::invalid_argument);
+        CHECK(fresh.used_blocks() == 0);  // refused before anything was taken
+    }
+    CHECK_THROWS_AS(sample_in_parallel(model, pool, p, 3, 0), std::invalid_argument);
+    CHECK_THROWS_AS(sample_in_parallel(model, pool, p, 0, 2), std::invalid_argument);
 }

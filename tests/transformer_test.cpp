@@ -132,7 +132,7 @@ TEST_CASE("attention by group gives the logits of one head at a time bit for bit
         double largest = 0;
         bool same_bits = true;
         auto compare = [&](std::span<const float> x, std::span<const float> y) {
-            largest = std::max(largest, max_abs_difference(x, y));
+            largest = larger_difference(largest, max_abs_difference(x, y));
             same_bits = same_bits && std::memcmp(x.data(), y.data(), x.size_bytes()) == 0;
         };
         compare(by_group.forward(prompt, a), one_head.forward(prompt, b));

@@ -46,7 +46,7 @@ inline int report(const Results& r, const OutputOptions& out) {
 
     std::cout << "Chapter 01: naive decoding\n\n"
               << "model: " << model << "\n";
-    if (r.from_checkpoint) std::cout << "weights: " << r.loaded.weights << "\n";
+    if (r.from_checkpoint) std::cout << "weights: " << visible(r.loaded.weights) << "\n";
     std::cout << "parameters: " << with_commas(parameters) << " ("
               << format_bytes(config.weight_bytes()) << " of float32 weights)\n"
               << "prompt: " << prompt_len << " tokens, answer: " << r.answer_len
@@ -58,7 +58,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "  predicted: n*p + n*(n-1)/2 = " << r.answer_len << "*" << prompt_len << " + "
               << r.answer_len << "*" << r.answer_len - 1 << "/2 = " << with_commas(r.predicted)
               << (r.predicted == r.naive.positions ? " (matches)" : " (DOES NOT MATCH)") << "\n"
-              << "plot: " << plot_path << "\n\n";
+              << "plot: " << visible(plot_path) << "\n\n";
     if (has_text)
         std::cout << "prompt text: " << prompt_text << "\n"
                   << "answer text: " << answer_text << "\n\n";

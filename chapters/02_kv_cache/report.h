@@ -64,7 +64,7 @@ inline int report(const Results& r, const OutputOptions& out) {
 
     std::cout << "Chapter 02: the KV cache\n\n"
               << "model: " << model << "\n";
-    if (r.from_checkpoint) std::cout << "weights: " << r.loaded.weights << "\n";
+    if (r.from_checkpoint) std::cout << "weights: " << visible(r.loaded.weights) << "\n";
     std::cout << r.saved << "prompt: " << prompt_len << " tokens, answer: " << r.answer_len
               << " tokens, median of " << r.repeats << " runs per method after a warm-up\n\n";
     steps.print(std::cout);
@@ -80,7 +80,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "same tokens: " << (same_tokens ? "yes" : "NO")
               << "; largest logit difference over all " << r.answer_len << " steps: " << max_diff
               << (max_diff == 0 ? " (identical to the last bit)" : "") << "\n"
-              << "plot: " << plot_path << "\n\n";
+              << "plot: " << visible(plot_path) << "\n\n";
     if (has_text)
         std::cout << "prompt text: " << prompt_text << "\n"
                   << "answer without the cache: " << naive_text << "\n"

@@ -214,7 +214,7 @@ inline int report(const Results& r, const OutputOptions& out) {
     std::cout << "\nResident memory when a " << with_commas(r.resident.tokens)
               << "-token cache is allocated and filled:\n";
     print_resident_growth(std::cout, r.resident);
-    std::cout << "plot: " << plot_path << "\n\n"
+    std::cout << "plot: " << visible(plot_path) << "\n\n"
               << format_bytes(per_token) << " per token\n"
               << format_bytes(per_conversation) << " per " << with_commas(price.context)
               << "-token conversation\n";

@@ -207,7 +207,7 @@ class AloneReference {
                                     std::to_string(logits.rows) + " sequences not recorded");
         for (int i = 0; i < logits.rows; ++i) {
             const std::vector<float>& alone = logits_[i][step];
-            largest_ = std::max(largest_, max_abs_difference(logits.row_span(i), alone));
+            largest_ = larger_difference(largest_, max_abs_difference(logits.row_span(i), alone));
             same_tokens_ = same_tokens_ && argmax(logits.row_span(i)) == argmax(alone);
             ++rows_compared_;
         }

@@ -215,7 +215,7 @@ inline int report(const Results& r, const OutputOptions& out) {
 
     std::cout << "Chapter 04: batched decoding\n\n"
               << "model: " << loaded.model.config().describe() << "\n"
-              << "weights: " << loaded.weights << "\n"
+              << "weights: " << visible(loaded.weights) << "\n"
               << "a batch of B sequences, prompts of 1.." << r.prompt_len << " tokens (mean "
               << fixed(r.mean_prompt, 1) << " over all " << r.max_batch
               << "), one new token each per decode step\n"
@@ -231,7 +231,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               << " sequence-steps: same tokens " << (r.same_tokens ? "yes" : "NO")
               << ", largest logit difference " << r.max_logit_difference
               << (r.max_logit_difference == 0 ? " (identical to the last bit)" : "")
-              << "\nplots: " << plot_path << ", " << roofline_path << "\n\n";
+              << "\nplots: " << visible(plot_path) << ", " << visible(roofline_path) << "\n\n";
     if (has_text)
         std::cout << "sequence 0, prompt: " << loaded.prompt_text() << "\n"
                   << "sequence 0, answer (the same alone and in every batch): " << answer_text

@@ -16,7 +16,7 @@
 
 #include "../../common/kit/files.h"
 #include "../../common/kit/flags.h"
-#include "../../common/kit/report.h"  // visible, fixed
+#include "../../common/kit/report.h"  // excerpt, visible, fixed
 #include "../../common/kit/saved_results.h"
 
 namespace kv::ch06 {
@@ -24,21 +24,39 @@ namespace kv::ch06 {
 // A results file is a few kilobytes; anything past this is not one.
 inline constexpr std::uint64_t kMostResultBytes = 16 << 20;
 
+// The chapter that writes each results file the closing table reads, as
+// its JSON names it ("chapter", report.h's with_origin): "ch02" -> "02_kv_cache".
+inline std::string chapter_writing(const std::string& file) {
+    static const std::map<std::string, std::string> writers = {
+        {"ch02", "02_kv_cache"},         {"ch03", "03_memory_arithmetic"},
+        {"ch05", "05_queue_simulation"}, {"ch07", "07_paged_kv_cache"},
+        {"ch08", "08_prefix_caching"},   {"ch09", "09_chunked_prefill"}};
+    const auto it = writers.find(file);
+    if (it == writers.end()) throw std::logic_error("no chapter writes " + file + ".json");
+    return it->second;
+}
+
 // A chapter's saved results, or nothing if the file is not there and not
-// `required` (Part II's chapters may not have run). Any other fault throws
+// `required` (Part II's chapters may not have run); a file another
+// chapter wrote, or in another results format, is refused (require_origin). Any other fault throws
 // std::runtime_error naming the file (through visible(): one line); only a
 // missing required file gets the hint to run `make run`.
-inline std::optional<SavedResults> read_saved(const std::string& path, bool required) {
+inline std::optional<SavedResults> read_saved(const std::string& path, bool required,
+                                              const std::string& chapter) {
+    std::string text;
     try {
-        return SavedResults::parse(visible(path), read_file(path, "", kMostResultBytes));
+        text = read_file(path, "", kMostResultBytes);
     } catch (const FileError& e) {
         if (e.error_number != ENOENT) throw;
         if (!required) return std::nullopt;
         throw std::runtime_error(std::string(e.what()) + " (run `make run` first)");
     }
+    SavedResults saved = SavedResults::parse(excerpt(path, kMostQuotedPath), text);
+    saved.require_origin(chapter_writing("ch" + chapter));
+    return saved;
 }
-inline SavedResults load_saved_results(const std::string& path) {
-    return *read_saved(path, true);
+inline SavedResults load_saved_results(const std::string& path, const std::string& chapter) {
+    return *read_saved(path, true, chapter);
 }
 
 // a / b, refused if it is too large to print (two finite figures can still
@@ -268,7 +286,8 @@ struct Experiment {
         Results r;
         for (const Published& p : kPublished) {
             if (!saved.count(p.chapter))
-                saved.emplace(p.chapter, load_saved_results(results_file(results_dir, p.chapter)));
+                saved.emplace(p.chapter,
+                              load_saved_results(results_file(results_dir, p.chapter), p.chapter));
             // Every figure is a time or a size: finite and above zero, or
             // the ratios below would print "nan x" or "-inf x".
             const double measured = saved.at(p.chapter).positive_number(p.key) * p.scale;
@@ -289,7 +308,7 @@ struct Experiment {
         r.results_dir = results_dir;
         for (const Paper& paper : kPapers) {
             const std::string path = results_file(results_dir, paper.chapter);
-            const std::optional<SavedResults> file = read_saved(path, false);
+            const std::optional<SavedResults> file = read_saved(path, false, paper.chapter);
             r.part_two.push_back(file ? std::optional(paper.read(*file, visible(path)))
                                       : std::nullopt);
         }

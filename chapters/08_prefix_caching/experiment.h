@@ -197,7 +197,8 @@ struct Experiment : Setup {
         r.sample_answer = w.answer_len;
         const std::vector<int> prompt = fixed_prompt(r.sample_prompt, model.vocab_size, seed + 8);
         const int positions = r.sample_prompt + r.sample_answer - 1;
-        for (int n = 1; n <= kMaxSamples; ++n) {
+        // n first tokens must be n different tokens: at most the vocabulary.
+        for (int n = 1; n <= std::min(kMaxSamples, model.vocab_size); ++n) {
             const std::int64_t copying = blocks_copying_the_prompt(positions, n, block_size);
             BlockPool pool(model, block_size, int(copying));
             const ParallelSamples s = sample_in_parallel(engine, pool, prompt, r.sample_answer, n);

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "../../common/core/block_pool.h"
@@ -47,9 +49,16 @@ struct ParallelSamples {
 // `answer_len` tokens in one batch, with blocks from `pool` (which must be
 // empty). Sample k's first token is the k-th likeliest (as sampling would
 // make them differ; the book draws nothing at random so that every machine
-// gives the same tokens); after it, each takes its likeliest.
+// gives the same tokens); after it, each takes its likeliest. So n is at
+// most the vocabulary: n first tokens must be n different tokens.
 inline ParallelSamples sample_in_parallel(Transformer& model, BlockPool& pool,
                                           std::span<const int> prompt, int answer_len, int n) {
+    const int vocab = model.config().vocab_size;
+    if (n < 1 || n > vocab || answer_len < 1)
+        throw std::invalid_argument("sample_in_parallel: " + std::to_string(n) + " samples of " +
+                                    std::to_string(answer_len) + " tokens; 1 to " +
+                                    std::to_string(vocab) +
+                                    " samples (the vocabulary) of at least 1 token");
     const int capacity = int(prompt.size()) + answer_len - 1;
     std::vector<PagedKVCache> samples;
     samples.reserve(std::size_t(n));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "rng.h"
@@ -22,11 +23,16 @@ std::vector<std::vector<float>> logits_per_step(const Generator& generate,
     return all;
 }
 
+double larger_difference(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+    return std::max(a, b);
+}
+
 double max_abs_difference(std::span<const float> a, std::span<const float> b) {
     if (a.size() != b.size()) throw std::invalid_argument("max_abs_difference: lengths differ");
     double worst = 0;
     for (std::size_t i = 0; i < a.size(); ++i)
-        worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+        worst = larger_difference(worst, double(std::fabs(a[i] - b[i])));
     return worst;
 }
 
@@ -35,7 +41,7 @@ double max_abs_difference(const std::vector<std::vector<float>>& a,
     if (a.size() != b.size()) throw std::invalid_argument("max_abs_difference: step counts differ");
     double worst = 0;
     for (std::size_t s = 0; s < a.size(); ++s)
-        worst = std::max(worst, max_abs_difference(a[s], b[s]));
+        worst = larger_difference(worst, max_abs_difference(a[s], b[s]));
     return worst;
 }
 

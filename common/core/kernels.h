@@ -1,13 +1,18 @@
 // The arithmetic of a transformer: dot products, matrix products, RMSNorm,
 // softmax, SiLU and rotary position embedding.
 //
-// One rule makes the book's comparisons exact: every dot product, whether
-// it comes from dot(), from a matrix-vector product at decode time or from
-// a matrix-matrix product at prefill or in a batch, adds its terms in the
-// same order (kLanes interleaved partial sums, then a fixed pairwise
-// reduction). Together with -ffp-contract=off in the build, this means the
-// cache and batching change nothing but the time: the logits are the same
-// to the last bit.
+// The book's contract: every dot product, whether it comes from dot(), from
+// a one-row matrix product at decode time or from a many-row product at
+// prefill or in a batch, adds its terms in one order (dot_in_book_order
+// below). Together with -ffp-contract=off in the build (no fused
+// multiply-adds), this makes the cache, batching and paging change nothing
+// but the time: the logits are the same to the last bit, on every machine.
+//
+// kernels_reference.cpp holds this arithmetic as plain loops, the tests'
+// oracle; kernels_fast.cpp holds the vector paths the model runs, each
+// proven equal to its reference bit for bit (tests/kernels_test.cpp). The
+// matrix product comes in several such paths; which one runs is measured
+// on the reader's machine (kernel_plan.h).
 #pragma once
 
 #include <bit>
@@ -21,139 +26,141 @@
 
 namespace kv {
 
-// Partial sums per dot product. 16 floats is one AVX-512 register, two AVX
-// or four SSE/NEON registers: the compiler maps the lanes onto whatever the
-// machine has, and the order of additions stays the same everywhere.
+// Partial sums per dot product: one AVX-512 register, two AVX registers,
+// four SSE or NEON registers. The compiler maps the lanes onto whatever the
+// machine has; the order of additions is the same everywhere.
 inline constexpr int kLanes = 16;
 
-float dot(const float* a, const float* b, int n);
+// ---------------------------------------------------------------- dot products
 
-// The same dot product as plain C++, for a reader: the statement of the order
-// every dot product in the book adds its terms in. Term k goes to partial sum
-// k % kLanes, each partial sum adds its terms from the first to the last, and
-// the 16 partial sums meet in a fixed pairwise tree (lane l with l + 8, then
-// l + 4, l + 2, l + 1). dot(), dot_rows() and matmul() compute exactly this,
-// bit for bit, only kLanes (or many times kLanes) numbers at a time; that,
-// with -ffp-contract=off, is why the naive, cached and batched paths give
-// the same logits to the last bit on every machine. Slow (on an Intel Xeon,
-// Emerald Rapids, family 6 model 207, GCC 12, AVX-512, both in one process,
-// interleaved, fastest of 1,500 samples of 20,000 calls: 188 ns over 256
-// numbers against dot()'s 17.8, 34.5 against 5.5 over 32); never called by
-// the model; tests/kernels_test.cpp checks the fast kernels against it.
+// The order every dot product adds its terms in: term k goes to partial sum
+// k % kLanes, each partial sum adds its terms from the first to the last,
+// and the 16 partial sums meet in a fixed pairwise tree (lane l with l + 8,
+// then l + 4, l + 2, l + 1). Plain and slow; the statement of the order,
+// never called by the model.
 float dot_in_book_order(const float* a, const float* b, int n);
 
-// out[j] = dot(x, rows + j * stride, n) for j < n_rows: one query against many
-// keys, as attention needs. Same order of additions as dot(), computed 16
-// rows at a time so the query's numbers are loaded once for all 16. What
-// that bought, and where it bought nothing, is measured at kKeyRows in
-// kernels.cpp. dot_rows_reference below is what it must equal, bit for bit.
-void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride, int n, float* out);
+// The same sum, kLanes terms at a time.
+float dot(const float* a, const float* b, int n);
 
-// The same as a plain loop: dot_in_book_order on each row, one at a time.
-// The reference dot_rows is tested against; never called by the model.
+// out[j] = dot(x, rows + j * stride, n) for j < n_rows: one query against
+// many keys, as attention needs.
+void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride, int n, float* out);
 void dot_rows_reference(const float* x, const float* rows, int n_rows, std::size_t stride, int n,
                         float* out);
 
+// out[i * out_stride + j] = dot(queries + i * query_stride, rows + j * stride, n)
+// for i < n_queries, j < n_rows: the query heads of one grouped-query group
+// against the keys they share, each key loaded once for the whole group.
+void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
+                        const float* rows, int n_rows, std::size_t stride, int n, float* out,
+                        std::size_t out_stride);
+
+// Rows held in runs, one after another (a paged cache's blocks): `count`
+// rows from `rows` on, `stride` apart within the run.
+struct RowRun {
+    const float* rows;
+    int count;
+};
+
+// The same over the first n_rows rows of the runs, taken in order as if
+// they were one: row j of the whole is scored into out[i * out_stride + j].
+// The kernel walks the runs itself, fetching rows ahead across their ends.
+void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
+                        std::span<const RowRun> runs, int n_rows, std::size_t stride, int n,
+                        float* out, std::size_t out_stride);
+
+// ------------------------------------------------------------- weighted sums
+
 // out[d] = sum over j of weights[j] * rows[j * stride + d], for d < width,
-// adding the terms in the order j = 0, 1, 2, ...: attention's weighted sum
-// of values. The plain loop (weighted_sum_reference) is the reference; this
-// one keeps kLanes outputs in a register while it walks the rows, which
-// gives the same numbers.
-// Measured on an Intel Xeon (Emerald Rapids, family 6 model 207, GCC 12,
-// AVX-512), both in one process, interleaved, fastest of 1,500 samples of
-// 20 calls, against weighted_sum_reference: 4,097 rows of head size 32, 64
-// floats apart, 18.5 -> 10.7 us;
-// a demo decode step over 4,096 cached positions, one head at a time
-// (attend_one_head, the path that calls this), fastest of 150: 5.14 ->
-// 4.65 ms (5.96 -> 5.26 in a run of 60).
+// the terms added in the order j = 0, 1, 2, ...: attention's weighted sum of
+// values. The _add versions add to what out already holds, in the same
+// order, so runs of rows (the blocks of a paged cache) summed one after the
+// other from zero give exactly one sum over all of them.
 void weighted_sum(const float* weights, int n_rows, const float* rows, std::size_t stride,
                   int width, float* out);
-
-// The same, but adding to what out already holds: out[d] += the terms, in
-// the order j = 0, 1, 2, .... Started from zero and called on consecutive
-// runs of rows (the blocks of a paged cache), it gives exactly what one
-// weighted_sum over all of them gives, because each output is still one
-// sum taken in row order.
 void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::size_t stride,
                       int width, float* out);
-
-// The same two as the plain loop: for each row, add its weighted numbers to
-// every output. Each output then adds its terms in row order, all the fast
-// ones promise, so they must give the same bits. The references they are
-// tested against; never called by the model.
 void weighted_sum_reference(const float* weights, int n_rows, const float* rows, std::size_t stride,
                             int width, float* out);
 void weighted_sum_add_reference(const float* weights, int n_rows, const float* rows,
                                 std::size_t stride, int width, float* out);
 
-// ----------------------------------------- a group of query heads at once
-//
-// In grouped-query attention the query heads of one group (n_heads /
-// n_kv_heads of them) read the same keys and values. The two kernels below
-// do for a whole group what dot_rows and weighted_sum_add do for one head,
-// in one pass over the keys or values, so each key and each value is loaded
-// once per group instead of once per head. Every score and every output is
-// still the same one sum, added in the same order: the numbers are
-// bit-identical to calling the one-head kernels once per head, which stay
-// as the reference (tests/kernels_test.cpp checks the one against the other).
-
-// out[i * out_stride + j] = dot(queries + i * query_stride, rows + j * stride, n)
-// for i < n_queries, j < n_rows: a group's queries against the same keys.
-void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
-                        const float* rows, int n_rows, std::size_t stride, int n, float* out,
-                        std::size_t out_stride);
-
 // For each i < n_sums, weighted_sum_add(weights + i * weights_stride, n_rows,
 // rows, stride, width, out + i * out_stride): a group's weighted sums of the
-// same values, each output adding its terms in the order j = 0, 1, 2, ....
+// same values, each value loaded once for the whole group.
 void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
                                 int n_rows, const float* rows, std::size_t stride, int width,
                                 float* out, std::size_t out_stride);
+// The same over the first n_rows rows of the runs, in order: weights[j] goes
+// with row j of the whole.
+void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
+                                std::span<const RowRun> runs, int n_rows, std::size_t stride,
+                                int width, float* out, std::size_t out_stride);
 
-// y (x.rows, w.rows) = x (rows, in) times w (out, in) transposed: each output
-// y[i][j] is the dot product of input row i with weight row j. Weights are
-// stored (out, in) as in Llama, so each output reads one contiguous row.
-void matmul(const Matrix& x, const Matrix& w, Matrix& y);
+// ------------------------------------------------------------ matrix products
 
-// The textbook triple loop, one sequential sum per output. Slow (on the same
-// Xeon, both in one process, interleaved, fastest of 150: 128 x 256 by
-// 768 x 256 20.1 ms against matmul's 0.66, 16 rows 2.54 against 0.084),
-// and its sums round differently; kept as the reference the fast kernel is
-// tested against.
-void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y);
+// y (x.rows, w.rows) = x (rows, in) times w (out, in) transposed: y[i][j] is
+// dot(x row i, w row j). Weights are stored (out, in) as in Llama, so each
+// output reads one contiguous row.
+void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y);  // a plain double loop
 
-// out = x / sqrt(mean(x^2) + 1e-5) * scale, as in Llama.
+// The fast product comes in several kernels, each computing every output as
+// one dot() in the book's order, so all of them give the same bits. They
+// differ in how many rows of x and of w they take at once, how far ahead
+// they fetch and how wide their registers are; which is fastest depends on
+// the core and on the number of rows, so it is measured, not assumed
+// (kernel_plan.h). A product's rows fall in one of three classes:
+enum class RowClass {
+    one,   // a decode step of one sequence: every weight is used once
+    few,   // 2 to kFewRowsMost rows: a small batch, weights still streamed
+    many,  // more: a batch or a prompt, weights reused from the L1 cache
+};
+inline constexpr int kFewRowsMost = 4;
+RowClass row_class(int rows);
+
+struct MatmulKernel {
+    const char* name;  // "stream8", "tile4x4", ...: the plan file says these
+    RowClass rows;     // the class it is a candidate for
+    void (*run)(const Matrix& x, const Matrix& w, Matrix& y);  // shapes already checked
+};
+
+// The candidates for one row class, the usual first; every one takes any
+// number of rows (the tests run each on every class and size).
+std::span<const MatmulKernel> matmul_kernels(RowClass rows);
+
+// One kernel for each row class: the first candidates, until a plan says otherwise.
+struct MatmulChoice {
+    MatmulChoice();
+    const MatmulKernel* one;
+    const MatmulKernel* few;
+    const MatmulKernel* many;
+    const MatmulKernel*& of(RowClass c) {
+        return c == RowClass::one ? one : c == RowClass::few ? few : many;
+    }
+    const MatmulKernel& for_class(RowClass c) const {
+        return c == RowClass::one ? *one : c == RowClass::few ? *few : *many;
+    }
+    const MatmulKernel& for_rows(int rows) const { return for_class(row_class(rows)); }
+};
+
+void matmul(const Matrix& x, const Matrix& w, Matrix& y, const MatmulChoice& choice);
+void matmul(const Matrix& x, const Matrix& w, Matrix& y);  // with MatmulChoice()
+
+// ------------------------------------------------------- the other operations
+
+// out = x / sqrt(mean(x^2) + 1e-5) * scale, as in Llama; the mean square is
+// dot(x, x) / n.
 void rmsnorm(std::span<float> out, std::span<const float> x, std::span<const float> scale);
 
-// In place: exp(x - max) / sum. Subtracting the max first keeps exp from
-// overflowing; the result is unchanged mathematically.
+// In place: exp(x - max) / sum, the sum taken left to right. Subtracting the
+// max first keeps exp from overflowing; the result is unchanged mathematically.
 void softmax(std::span<float> x);
 
 // softmax() of each of n_rows rows of n numbers, row r at x + r * stride:
-// the same numbers, but the rows' sums, each still taken left to right, run
-// side by side (one sum alone waits for each addition before the next).
-// Four heads over 4,097 positions: 27 -> 20 us on the Xeon of
-// Transformer::attend_group's measurements.
+// the same numbers, the rows' sums run side by side.
 void softmax_for_group(float* x, int n_rows, std::size_t stride, int n);
 
-// e^x from float additions and multiplications only (and an exact scaling by
-// a power of two), so it rounds the same on every machine and compiler,
-// which the C library's expf does not promise; within a few units in the
-// last place of the true value. Below -87 it returns 0, above 88 infinity.
-//
-// Written without branches or library calls, and inline, so that the
-// compiler turns a loop of them (SiLU over a row of the feed-forward,
-// softmax over a row of scores) into vector code. The arithmetic is the
-// same on every path: vectorising changes how many numbers go through at
-// once, not how any one of them is rounded. The lack of branches measured
-// no gain with GCC 12: written with early returns for NaN and the two
-// ends, the loops became vector code all the same, and ran as fast or a
-// little faster (Intel Xeon, Emerald Rapids, family 6 model 207, AVX-512,
-// both in one process, interleaved, fastest of 1,500: silu(gate) * up over
-// 128 x 768 numbers 85.0 us branch-free against 80.1 with branches,
-// softmax_for_group over 4 x 4,097 scores 20.1 against 18.8 us; a 128-token
-// prefill 19.4 against 19.1 ms, fastest of 150). Kept: another compiler
-// may not make vector code of the branches; that was not measured.
 // e^r by its Taylor series to r^7, for |r| <= ln2 / 2 (the next term is
 // below 6e-9 there), in Horner's order: exp_float and its reference share it.
 inline float exp_taylor(float r) {
@@ -168,6 +175,12 @@ inline float exp_taylor(float r) {
     return p;
 }
 
+// e^x from float additions and multiplications only (and an exact scaling
+// by a power of two), so it rounds the same on every machine and compiler,
+// which the C library's expf does not promise; within a few units in the
+// last place. Below -87 it gives 0, above 88 infinity, NaN for NaN. Inline
+// and without branches or calls, so that a loop of them (SiLU, softmax)
+// becomes vector code with any compiler.
 inline float exp_float(float x) {
     // Clamped to where the steps below stay in range (NaN becomes 0 here);
     // the ends, and NaN, are put right at the end.
@@ -187,15 +200,12 @@ inline float exp_float(float x) {
     return x < -87.0f ? 0.0f : (x > 88.0f ? std::numeric_limits<float>::infinity() : e);
 }
 
-// exp_float written plainly: early returns, std::nearbyint and std::ldexp
-// (each rounds as IEEE 754 says, on every C library) in place of the clamp,
-// the shifter and the exponent bits above; the same steps, one number at a
-// time, so the same bits. The reference exp_float is tested against, inside
-// loops the compiler turns into vector code; never called by the model.
+// exp_float written plainly: early returns, std::nearbyint and std::ldexp in
+// place of the clamp, the shifter and the exponent bits; the same steps, so
+// the same bits.
 float exp_float_reference(float x);
 
-// SiLU(x) = x * sigmoid(x), the gate of the SwiGLU feed-forward. Inline, as
-// exp_float is, so that a loop of them becomes vector code.
+// SiLU(x) = x * sigmoid(x), the gate of the SwiGLU feed-forward.
 inline float silu(float x) {
     return x / (1.0f + exp_float(-x));
 }
@@ -206,14 +216,7 @@ inline float silu(float x) {
 void rope(std::span<float> vec, int head_size, int pos);
 
 // The same rotation with the cosines and sines of every position worked out
-// once, when the model is built, instead of a pow, a cos and a sin per pair
-// on every call. Gives exactly what rope() gives; rope() stays as its
-// reference. Measured on an Intel Xeon (Emerald Rapids, family 6 model 207,
-// GCC 12, AVX-512), both in one process, interleaved, rope() against the
-// table: a 128-token demo prefill 20.98 -> 19.40 ms (fastest of 300; 3 to
-// 10 % in three runs: rope() works out 16 angles per call, 32 per token
-// and layer, about 24,600 in this prefill); a batch-1 decode step 0.893 ->
-// 0.889 ms (fastest of 900), no gain to see there: 192 angles a step.
+// once, when the model is built; rope() is its reference.
 class RopeTable {
   public:
     RopeTable(int head_size, int max_positions);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernel_plan.h"
 #include "kernels.h"
 
 namespace kv {
@@ -27,6 +28,7 @@ Transformer::Transformer(const Config& config, Weights weights)
     last_ = Matrix(0, c.dim);
     logits_ = Matrix(0, c.vocab_size);
     scores_.resize(std::size_t(c.group_size()) * c.max_seq);
+    matmul_kernels = matmul_plan(c, weights_);
 }
 
 std::span<const float> Transformer::forward(std::span<const int> tokens, KVStore& cache) {
@@ -108,9 +110,9 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
 
         // Attention block: x += wo * attention(rope(wq xb), rope(wk xb), wv xb).
         for (int i = 0; i < rows; ++i) rmsnorm(xb_.row_span(i), x_.row_span(i), w.attn_norm);
-        matmul(xb_, w.wq, q_);
-        matmul(xb_, w.wk, k_);
-        matmul(xb_, w.wv, v_);
+        matmul(xb_, w.wq, q_, matmul_kernels);
+        matmul(xb_, w.wk, k_, matmul_kernels);
+        matmul(xb_, w.wv, v_, matmul_kernels);
         // The new keys and values join each sequence's cache first, so that
         // each new token attends to itself and to the new tokens before it,
         // exactly as in a pass over the whole sequence.
@@ -120,26 +122,23 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
             attention(input, first_row, l, rows);
             first_row += static_cast<int>(input.tokens.size());
         }
-        matmul(att_, w.wo, proj_);
+        matmul(att_, w.wo, proj_, matmul_kernels);
         for (std::size_t i = 0; i < std::size_t(rows) * c.dim; ++i) x_.data[i] += proj_.data[i];
 
         // Feed-forward block: x += w2 (silu(w1 xb) * w3 xb).
         for (int i = 0; i < rows; ++i) rmsnorm(xb_.row_span(i), x_.row_span(i), w.ffn_norm);
-        matmul(xb_, w.w1, gate_);
-        matmul(xb_, w.w3, up_);
+        matmul(xb_, w.w1, gate_, matmul_kernels);
+        matmul(xb_, w.w3, up_, matmul_kernels);
         for (std::size_t i = 0; i < std::size_t(rows) * c.ffn_dim; ++i)
             gate_.data[i] = silu(gate_.data[i]) * up_.data[i];
-        matmul(gate_, w.w2, proj_);
+        matmul(gate_, w.w2, proj_, matmul_kernels);
         for (std::size_t i = 0; i < std::size_t(rows) * c.dim; ++i) x_.data[i] += proj_.data[i];
+        check_layer_numbers(inputs, l, rows);  // finite_numbers.h
         if (on_progress) on_progress({l, c.n_layers, rows, rows});
     }
 
     // Only the last token of each sequence needs logits: it is the one whose
-    // next token we are about to choose. Against logits for every row,
-    // measured on an Intel Xeon (Emerald Rapids, family 6 model 207, GCC 12,
-    // AVX-512), both in one process, interleaved, fastest of 300: a 128-token
-    // demo prefill 23.5 -> 19.8 ms. (A decode step has one row per sequence,
-    // so there it changes nothing.)
+    // next token we are about to choose.
     const int n_inputs = static_cast<int>(inputs.size());
     last_.resize_rows(n_inputs);
     logits_.resize_rows(n_inputs);
@@ -148,7 +147,8 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
         last_row += static_cast<int>(inputs[i].tokens.size());
         rmsnorm(last_.row_span(i), x_.row_span(last_row), weights_.final_norm);
     }
-    matmul(last_, weights_.output, logits_);
+    matmul(last_, weights_.output, logits_, matmul_kernels);
+    check_logits(inputs);
 
     for (const SequenceInput& input : inputs)
         input.cache->commit(static_cast<int>(input.tokens.size()));
@@ -241,53 +241,41 @@ void Transformer::attend_one_head(int row, int pos, int h) {
 // their outputs, so each key and value is loaded once per group, not once
 // per head. Each score and each output is the same sum as in
 // attend_one_head, added in the same order: the logits are identical.
-//
-// What it bought, measured on an Intel Xeon (family 6 model 207), GCC 12,
-// AVX-512, with make bench (thread CPU time; best of three runs of this
-// build interleaved with three of the one-head-at-a-time build, one
-// session, a shared machine), demo model (8 query heads in 2 groups of 4,
-// head size 32): a decode step over 4,096 cached positions 3.13 -> 2.00 ms
-// (1.56 x), a 128-token prefill 22.15 -> 21.14 ms, batch 16 over 64
-// positions 3.46 -> 3.30 ms; batch 1 over 64 positions unchanged (0.82 ms:
-// there attention is a few percent of the step). Per group of 4 heads over
-// 4,097 positions: scores 80 -> 49 us, softmax 27 -> 20 us (the four sums
-// side by side), weighted values 43 -> 13 us (eight chains of additions
-// side by side instead of two).
 void Transformer::attend_group(int row, int pos, int kv_head) {
     const Config& c = config_;
     const int hs = c.head_size();
     const int group = c.group_size();
     const std::size_t stride = std::size_t(c.kv_dim());
-    const std::size_t n = std::size_t(pos) + 1;  // positions attended; one head's scores
-    const int h0 = kv_head * group;              // the group's first query head
-    const float* q = q_.row(row) + h0 * hs;      // the group's queries, hs apart
-    float* scores = scores_.data();              // (group, pos + 1)
-    std::size_t done = 0;
+    const int n = pos + 1;                   // positions attended; one head's scores
+    const int h0 = kv_head * group;          // the group's first query head
+    const float* q = q_.row(row) + h0 * hs;  // the group's queries, hs apart
+    float* scores = scores_.data();          // (group, pos + 1)
+    // The head's keys and values, run by run: the kernels walk the whole
+    // list, fetching ahead across the runs' ends.
+    key_runs_.clear();
+    value_runs_.clear();
     for (const KVRun& run : runs_) {
-        const int m = static_cast<int>(std::min(std::size_t(run.positions), n - done));
-        if (m <= 0) break;
-        dot_rows_for_group(q, group, hs, run.keys + kv_head * hs, m, stride, hs, scores + done, n);
-        done += std::size_t(m);
+        key_runs_.push_back({run.keys + kv_head * hs, run.positions});
+        value_runs_.push_back({run.values + kv_head * hs, run.positions});
     }
+    dot_rows_for_group(q, group, hs, key_runs_, n, stride, hs, scores, std::size_t(n));
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    for (std::size_t i = 0; i < group * n; ++i) scores[i] *= scale;
-    softmax_for_group(scores, group, n, static_cast<int>(n));
+    for (std::size_t i = 0; i < std::size_t(group) * n; ++i) scores[i] *= scale;
+    softmax_for_group(scores, group, std::size_t(n), n);
     float* out = att_.row(row) + h0 * hs;  // the group's outputs, hs apart
     std::fill(out, out + std::size_t(group) * hs, 0.0f);
-    done = 0;
-    for (const KVRun& run : runs_) {
-        const int m = static_cast<int>(std::min(std::size_t(run.positions), n - done));
-        if (m <= 0) break;
-        weighted_sum_add_for_group(scores + done, group, n, m, run.values + kv_head * hs, stride,
-                                   hs, out, hs);
-        done += std::size_t(m);
-    }
+    weighted_sum_add_for_group(scores, group, std::size_t(n), value_runs_, n, stride, hs, out, hs);
 }
 
 int argmax(std::span<const float> logits) {
     int best = 0;
-    for (int i = 1; i < static_cast<int>(logits.size()); ++i)
+    for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
+        // NaN is neither above nor below anything: it would never be picked,
+        // and a NaN first would never be passed. Neither is a choice.
+        if (std::isnan(logits[i]))
+            throw std::domain_error("argmax: logit " + std::to_string(i) + " is NaN");
         if (logits[i] > logits[best]) best = i;
+    }
     return best;
 }
 

@@ -47,7 +47,9 @@ class Transformer {
 
     // The forward pass for one sequence: appends the keys and values of
     // `tokens` to `cache` and returns the logits (vocab numbers) after the
-    // last of them: the scores of every possible next token.
+    // last of them: the scores of every possible next token. A number that
+    // stops being finite on the way throws NonFiniteError (finite_numbers.h)
+    // naming where, every cache left as it was.
     std::span<const float> forward(std::span<const int> tokens, KVStore& cache);
 
     // The same for several sequences at once. The weight products run once
@@ -64,6 +66,11 @@ class Transformer {
     // Set false, it goes one query head at a time, the plain way, kept as the
     // reference: the logits are the same to the last bit either way.
     bool attend_by_group = true;
+
+    // The matrix-product kernel of each row class, chosen by measurement
+    // when the model is built (kernel_plan.h). Every choice gives the same
+    // logits to the last bit; it only changes the time.
+    MatmulChoice matmul_kernels;
 
     // Called as a pass goes (PassProgress), by whoever wants to show it:
     // unset, nothing is called. It only watches; the logits are the same to
@@ -86,6 +93,9 @@ class Transformer {
     void attention(const SequenceInput& input, int first_row, int layer, int rows);
     void attend_one_head(int row, int pos, int h);     // the reference
     void attend_group(int row, int pos, int kv_head);  // the fast path: one pass per group
+    // finite_numbers.cpp: a NonFiniteError where a number stops being finite.
+    void check_layer_numbers(std::span<const SequenceInput> inputs, int layer, int rows);
+    void check_logits(std::span<const SequenceInput> inputs);
 
     Config config_;
     Weights weights_;
@@ -107,9 +117,11 @@ class Transformer {
     std::vector<float> scores_;  // (group, max_seq) attention scores of one KV head's query heads
     std::vector<KVRun> runs_;    // where one sequence's cached positions sit, in order
     WidenedRuns widened_;        // float32 copies of a narrower cache's runs
+    std::vector<RowRun> key_runs_, value_runs_;  // one KV head's part of runs_
 };
 
 // Greedy decoding picks the highest-scoring token; ties go to the lowest id.
+// A NaN among the logits throws std::domain_error (no token is the choice).
 int argmax(std::span<const float> logits);
 
 }  // namespace kv

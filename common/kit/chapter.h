@@ -9,6 +9,8 @@
 // false;` and its program lists no --plot-dir.
 #pragma once
 
+#include "../core/kernel_plan.h"
+#include "files.h"
 #include "flags.h"
 #include "output.h"
 #include "program.h"
@@ -19,7 +21,14 @@ template <class Experiment, class Report>
 int run_chapter(int argc, const char* const* argv, const char* program, const char* summary,
                 Experiment& experiment, Report&& report) {
     return run_program(program, [&] {
+        // Each build keeps its kernel plan beside its programs (build/kernel_plan.txt).
+        keep_kernel_plans_in(kernel_plan_file_beside(argc > 0 ? argv[0] : nullptr));
+        // What this run reads and writes (files.h): an output may not replace
+        // an input or another output, and every file it writes replaces the
+        // old one at the end, all together, or none does.
+        RunFiles files;
         OutputOptions out;  // --json, --save-json, --plot-dir
+        out.chapter = program;
         Flags flags(program, summary);
         experiment.add_flags(flags);
         constexpr bool plots = [] {
@@ -31,7 +40,9 @@ int run_chapter(int argc, const char* const* argv, const char* program, const ch
         add_output_flags(flags, out, plots);
         if (!flags.parse(argc, argv)) return 0;  // --help was printed
         experiment.check();
-        return report(experiment.run(), out);
+        const int status = report(experiment.run(), out);
+        files.commit();
+        return status;
     });
 }
 

@@ -3,21 +3,158 @@
 #include "report.h"  // visible
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <utility>
 
 namespace kv {
 
 namespace {
 
+// The system's words for `error`; for EFBIG, also the limit that was met.
 std::string cause_of(int error) {
-    return std::strerror(error);
+    std::string cause = std::strerror(error);
+    if (error == EFBIG) {
+        struct rlimit limit {};
+        if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+            cause += " (this program may write files of at most " +
+                     format_bytes(std::uint64_t(limit.rlim_cur)) + ": ulimit -f)";
+    }
+    return cause;
+}
+
+// ------------------------------------------- files beside their targets, and signals
+//
+// The handler reads a fixed table: no allocation, no locks, only unlink().
+// A slot's path is written first and marked used after; it is marked free
+// only after its file is renamed or removed, so the handler may at worst try
+// to remove a name that is already gone, which does nothing.
+
+constexpr int kSlots = 64;                // files beside their targets at one time
+constexpr std::size_t kSlotBytes = 4096;  // PATH_MAX: no longer name can be created
+char slot_path[kSlots][kSlotBytes];
+volatile std::sig_atomic_t slot_used[kSlots];
+
+void remove_files_beside_and_stop(int signal_number) {
+    for (int i = 0; i < kSlots; ++i)
+        if (slot_used[i]) ::unlink(slot_path[i]);
+    // The signal's own end: its default action, taken as soon as this
+    // handler returns (the signal is blocked while it runs).
+    ::signal(signal_number, SIG_DFL);
+    ::raise(signal_number);
+}
+
+}  // namespace
+
+// Asked again at every file (four sigaction calls), not once per process:
+// a signal whose action is back to its default (a child process that reset
+// it) gets the handler again.
+void handle_signals_while_writing() {
+    auto at_default = [](int signal_number) {
+        struct sigaction now {};
+        return ::sigaction(signal_number, nullptr, &now) == 0 && !(now.sa_flags & SA_SIGINFO) &&
+               now.sa_handler == SIG_DFL;
+    };
+    if (at_default(SIGXFSZ)) ::signal(SIGXFSZ, SIG_IGN);
+    for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+        if (!at_default(signal_number)) continue;
+        struct sigaction cleanup {};
+        cleanup.sa_handler = remove_files_beside_and_stop;
+        sigemptyset(&cleanup.sa_mask);
+        ::sigaction(signal_number, &cleanup, nullptr);
+    }
+}
+
+namespace {
+
+// Puts `path` in the table; its slot, or -1 if the table is full (OutputFile
+// then refuses to write: 64 files at once is far more than a chapter writes).
+int hold_beside(const std::string& path) {
+    handle_signals_while_writing();
+    if (path.size() >= kSlotBytes) return -1;
+    for (int i = 0; i < kSlots; ++i)
+        if (!slot_used[i]) {
+            std::memcpy(slot_path[i], path.c_str(), path.size() + 1);
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+            slot_used[i] = 1;
+            return i;
+        }
+    return -1;
+}
+
+void release_beside(int slot) {
+    if (slot < 0) return;
+    slot_used[slot] = 0;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+// SIGINT, SIGTERM and SIGHUP held back while it lives (RunFiles::commit).
+class SignalsHeld {
+  public:
+    SignalsHeld() {
+        sigset_t held;
+        sigemptyset(&held);
+        for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, signal_number);
+        ::sigprocmask(SIG_BLOCK, &held, &before_);
+    }
+    ~SignalsHeld() { ::sigprocmask(SIG_SETMASK, &before_, nullptr); }
+    SignalsHeld(const SignalsHeld&) = delete;
+    SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+  private:
+    sigset_t before_;
+};
+
+// "/a/b/../c" -> "/a/c", relative to the working folder, links in the
+// folders that exist resolved: the same name for the same place.
+std::string normal_path(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    fs::path p = fs::weakly_canonical(fs::absolute(fs::path(path), error), error);
+    if (error) p = fs::absolute(fs::path(path), error).lexically_normal();
+    return p.string();
+}
+
+// A symbolic link at `path` that another user planted in a shared sticky
+// folder: the cause to refuse it, or "" if it may be followed. Linux's rule
+// (fs.protected_symlinks): a link in a sticky, world-writable folder is
+// followed only by its owner, or if it belongs to the folder's owner.
+std::string planted_link(const std::string& path) {
+    struct stat link {};
+    if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) return "";
+    namespace fs = std::filesystem;
+    const fs::path parent = fs::path(path).parent_path();
+    const std::string folder = parent.empty() ? std::string(".") : parent.string();
+    struct stat dir {};
+    if (::stat(folder.c_str(), &dir) != 0) return "";
+    const bool shared = (dir.st_mode & S_ISVTX) && (dir.st_mode & S_IWOTH);
+    if (!shared || link.st_uid == ::geteuid() || link.st_uid == dir.st_uid) return "";
+    return "a symbolic link owned by another user (uid " + std::to_string(link.st_uid) +
+           ") in the shared folder " + excerpt(folder, kMostQuotedPath) +
+           " (sticky, writable by everyone): not followed, since whoever planted it chose where "
+           "it leads";
+}
+
+// Whether `st` is this program's standard output or error: the stream's name for it, or "".
+std::string standard_stream_of(const struct stat& st) {
+    for (const auto& [fd, name] :
+         {std::pair{1, "standard output"}, std::pair{2, "standard error"}}) {
+        struct stat stream {};
+        if (::fstat(fd, &stream) == 0 && S_ISREG(stream.st_mode) && stream.st_dev == st.st_dev &&
+            stream.st_ino == st.st_ino)
+            return name;
+    }
+    return "";
 }
 
 // What a file that is not a regular one is, for the message.
@@ -35,7 +172,7 @@ std::string kind_of(mode_t mode) {
 std::string file_label(std::string_view what, const std::string& path) {
     std::string label(what);
     if (!label.empty()) label += " ";
-    label += visible(path);
+    label += excerpt(path, kMostQuotedPath);
     return label;
 }
 
@@ -54,6 +191,8 @@ InputFile::InputFile(const std::string& path, std::string_view what, std::uint64
     if (::fstat(fd_, &st) != 0) fail(cause_of(errno));
     if (!S_ISREG(st.st_mode)) fail(kind_of(st.st_mode) + ", not a regular file");
     size_ = std::uint64_t(st.st_size);
+    if (RunFiles* run = RunFiles::current())
+        run->read_from({st.st_dev, st.st_ino, true, normal_path(path), label_});
     if (size_ > max_bytes_)
         fail("the file has " + std::to_string(size_) + " bytes, more than the " +
              std::to_string(max_bytes_) + " this reader takes");
@@ -118,19 +257,71 @@ std::string read_file(const std::string& path, std::string_view what, std::uint6
 
 // ------------------------------------------------------------------ writing
 
-OutputFile::OutputFile(const std::string& path, std::string_view what)
-    : label_(file_label(what, path)), target_(path) {
+int stream_named_by(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    const std::string p = fs::absolute(fs::path(path), error).lexically_normal().string();
+    if (error) return -1;
+    if (p == "/dev/stdin") return 0;
+    if (p == "/dev/stdout") return 1;
+    if (p == "/dev/stderr") return 2;
+    for (const char* folder : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"}) {
+        const std::string f = folder;
+        if (p.size() <= f.size() || p.compare(0, f.size(), f) != 0 || p.size() - f.size() > 9)
+            continue;
+        int fd = 0;
+        for (std::size_t i = f.size(); i < p.size(); ++i) {
+            if (p[i] < '0' || p[i] > '9') return -1;
+            fd = fd * 10 + (p[i] - '0');
+        }
+        return fd;
+    }
+    return -1;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+    struct stat sa {
+    }, sb{};
+    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    return normal_path(a) == normal_path(b);
+}
+
+void check_output_path(const std::string& path, std::string_view what) {
+    const std::string label = file_label(what, path);
     if (path.empty())
         throw FileError(std::string(what.empty() ? "output" : what) + ": the file name is empty");
+    if (stream_named_by(path) >= 0) return;
+    if (const std::string planted = planted_link(path); !planted.empty())
+        throw FileError(label + ": " + planted, EPERM);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) throw FileError(label + ": a folder, not a file", EISDIR);
+    if (const std::string stream = standard_stream_of(st); S_ISREG(st.st_mode) && !stream.empty())
+        throw FileError(label + ": the same file as this program's " + stream +
+                            ": replacing it would lose what the stream writes there (to write "
+                            "into the stream, name it: /dev/stdout or /dev/stderr)",
+                        EINVAL);
+}
+
+OutputFile::OutputFile(const std::string& path, std::string_view what)
+    : label_(file_label(what, path)), target_(path) {
+    check_output_path(path, what);
+    if (const int stream = stream_named_by(path); stream >= 0) {
+        open_stream(stream);
+        return;
+    }
+    if (RunFiles* run = RunFiles::current()) run->check_output(path, label_);
     namespace fs = std::filesystem;
     std::error_code error;
     struct stat st {};
+    bool replaces = false;  // an existing regular file
     if (::stat(path.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) fail("a folder, not a file");
         if (!S_ISREG(st.st_mode)) {
             open_in_place(st.st_mode);
             return;
         }
+        replaces = true;
         // A link to a regular file: replace the file it points to, not the link.
         const fs::path real = fs::canonical(fs::path(path), error);
         if (!error) target_ = real.string();
@@ -146,16 +337,41 @@ OutputFile::OutputFile(const std::string& path, std::string_view what)
         beside_.clear();
         fail("cannot create: " + cause_of(e), e);
     }
+    slot_ = hold_beside(beside_);
+    if (slot_ < 0) fail("more files written at once than a signal's cleanup can list (64)");
     ::fcntl(fd_, F_SETFD, FD_CLOEXEC);
-    // mkstemp gives 0600; the finished file gets what open(..., 0666) would
-    // give, the permissions the umask leaves. (Reading the umask sets it:
-    // these programs run one thread.)
-    const mode_t umask = ::umask(0);
-    ::umask(umask);
-    if (::fchmod(fd_, 0666 & ~umask) != 0) fail("cannot set permissions: " + cause_of(errno));
+    // mkstemp gives 0600. A file replaced keeps its permissions (a private
+    // 0600 file must not become readable by all); a new one gets what
+    // open(..., 0666) would give, the permissions the umask leaves.
+    // (Reading the umask sets it: these programs run one thread.)
+    mode_t mode = st.st_mode & 07777;
+    if (!replaces) {
+        const mode_t umask = ::umask(0);
+        ::umask(umask);
+        mode = 0666 & ~umask;
+    }
+    if (::fchmod(fd_, mode) != 0) fail("cannot set permissions: " + cause_of(errno));
 }
 
-// Not a regular file: /dev/null, /dev/stdout, a terminal, a pipe. Renaming
+// A standard stream named by its path: written through this program's own
+// descriptor (a copy of it), where the stream is now, so that a shell's
+// `>> log` appends and a pipe gets the bytes in order. Writing to the
+// stream's file by its name instead would start at its first byte, or
+// (renamed over) replace it.
+void OutputFile::open_stream(int stream) {
+    if (stream == 0) fail("standard input, which is read, not written", EINVAL);
+    fd_ = ::fcntl(stream, F_DUPFD_CLOEXEC, 3);
+    if (fd_ < 0) {
+        const int e = errno;
+        fail(
+            "descriptor " + std::to_string(stream) + " is not open in this program: " + cause_of(e),
+            e);
+    }
+    stream_ = true;
+    handle_signals_while_writing();  // SIGXFSZ: a stream into a file has the limit too
+}
+
+// Not a regular file: /dev/null, a terminal, a pipe. Renaming
 // over a device would replace it, so it is written where it is. A FIFO is
 // opened with O_NONBLOCK: with a program reading it, the open succeeds at
 // once; with none, it fails (ENXIO) instead of waiting for a reader that
@@ -173,28 +389,43 @@ void OutputFile::open_in_place(mode_t mode) {
     // Writes block as usual from here on (a slow reader is waited for).
     const int flags = ::fcntl(fd_, F_GETFL);
     if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
+    handle_signals_while_writing();
+}
+
+void OutputFile::drop_beside() {
+    if (beside_.empty()) return;
+    ::unlink(beside_.c_str());
+    release_beside(slot_);
+    slot_ = -1;
+    beside_.clear();
 }
 
 OutputFile::~OutputFile() {
     if (fd_ >= 0) ::close(fd_);
-    if (!beside_.empty()) ::unlink(beside_.c_str());
+    drop_beside();
 }
 
 void OutputFile::fail(const std::string& cause, int error) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
-    if (!beside_.empty()) ::unlink(beside_.c_str());
-    beside_.clear();
+    drop_beside();
     throw FileError(label_ + ": " + cause, error);
 }
 
 void OutputFile::write(std::string_view bytes) {
     if (fd_ < 0) fail("written after it was closed");
+    // What this program printed before comes first in the stream.
+    if (stream_) {
+        std::cout.flush();
+        std::cerr.flush();
+        std::fflush(nullptr);
+    }
     while (!bytes.empty()) {
         const ssize_t put = ::write(fd_, bytes.data(), bytes.size());
         if (put < 0) {
             if (errno == EINTR) continue;
-            fail("cannot write: " + cause_of(errno));
+            const int e = errno;
+            fail("cannot write: " + cause_of(e), e);
         }
         bytes.remove_prefix(std::size_t(put));
     }
@@ -208,9 +439,93 @@ void OutputFile::commit() {
     fd_ = -1;
     if (closed != 0) fail("cannot write: " + cause_of(errno));
     if (beside_.empty()) return;
+    if (RunFiles* run = RunFiles::current()) {  // renamed with the run's other files
+        run->finished({std::exchange(beside_, std::string()), target_, label_, slot_});
+        slot_ = -1;
+        return;
+    }
     if (std::rename(beside_.c_str(), target_.c_str()) != 0)
         fail("cannot replace the file: " + cause_of(errno));
+    release_beside(slot_);
+    slot_ = -1;
     beside_.clear();
+}
+
+// -------------------------------------------------------------- one run's files
+
+namespace {
+RunFiles* current_run = nullptr;
+}
+
+RunFiles::RunFiles() : outer_(current_run) {
+    current_run = this;
+}
+
+RunFiles::~RunFiles() {
+    current_run = outer_;
+    for (const Finished& f : finished_) {
+        ::unlink(f.beside.c_str());
+        release_beside(f.slot);
+    }
+}
+
+RunFiles* RunFiles::current() {
+    return current_run;
+}
+
+void RunFiles::read_from(const Known& input) {
+    inputs_.push_back(input);
+}
+
+// An output whose target this run reads, or writes already, is refused.
+void RunFiles::check_output(const std::string& path, const std::string& label) {
+    Known out;
+    out.path = normal_path(path);
+    out.label = label;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+        if (!S_ISREG(st.st_mode)) return;  // a device or a pipe takes any number of writers
+        out.exists = true;
+        out.device = st.st_dev;
+        out.inode = st.st_ino;
+    }
+    auto same = [&](const Known& k) {
+        return out.exists && k.exists ? out.device == k.device && out.inode == k.inode
+                                      : out.path == k.path;
+    };
+    for (const Known& in : inputs_)
+        if (same(in))
+            throw FileError(label + ": the same file as " + in.label +
+                                ", which this run reads; an output may not replace an input",
+                            EINVAL);
+    for (const Known& other : outputs_)
+        if (same(other))
+            throw FileError(label + ": the same file as " + other.label +
+                                ", which this run writes; each output needs a file of its own",
+                            EINVAL);
+    outputs_.push_back(out);
+}
+
+void RunFiles::finished(Finished file) {
+    finished_.push_back(std::move(file));
+}
+
+void RunFiles::commit() {
+    const SignalsHeld held;  // a signal now is taken once every file is in place
+    for (std::size_t i = 0; i < finished_.size(); ++i) {
+        Finished& f = finished_[i];
+        if (std::rename(f.beside.c_str(), f.target.c_str()) != 0) {
+            const int e = errno;
+            ::unlink(f.beside.c_str());
+            release_beside(f.slot);
+            const std::string label = f.label;
+            // The rest stay beside their targets; the destructor removes them.
+            finished_.erase(finished_.begin(), finished_.begin() + std::ptrdiff_t(i) + 1);
+            throw FileError(label + ": cannot replace the file: " + cause_of(e), e);
+        }
+        release_beside(f.slot);
+    }
+    finished_.clear();
 }
 
 void write_file(const std::string& path, const std::string& text, std::string_view what) {
@@ -221,7 +536,8 @@ void write_file(const std::string& path, const std::string& text, std::string_vi
         fs::create_directories(p.parent_path(), error);
         if (error)
             throw FileError(file_label(what, path) + ": cannot create the folder " +
-                                visible(p.parent_path().string()) + ": " + error.message(),
+                                excerpt(p.parent_path().string(), kMostQuotedPath) + ": " +
+                                error.message(),
                             error.value());
     }
     OutputFile out(path, what);

@@ -1,6 +1,9 @@
 #include "flags.h"
 
+#include "files.h"  // same_file, stream_named_by
 #include "report.h"
+
+#include <sys/stat.h>
 
 #include <cctype>
 #include <cerrno>
@@ -15,8 +18,9 @@ namespace kv {
 
 namespace {
 
+// A value as an error quotes it: visible and short (excerpt, report.h).
 std::string quote(const std::string& s) {
-    return "'" + visible(s) + "'";
+    return "'" + excerpt(s) + "'";
 }
 
 // Whole numbers: an optional minus sign, then digits only ("12", not "12k" or "1e3").
@@ -30,7 +34,7 @@ void require_whole_number(const std::string& name, const std::string& text) {
 
 [[noreturn]] void out_of_range(const std::string& name, const std::string& text,
                                const std::string& min, const std::string& max) {
-    throw UsageError("--" + name + ": must be in " + min + ".." + max + ", got " + text);
+    throw UsageError("--" + name + ": must be in " + min + ".." + max + ", got " + excerpt(text));
 }
 
 std::int64_t parse_signed(const std::string& name, const std::string& text, std::int64_t min,
@@ -131,7 +135,7 @@ void Flags::add(const std::string& name, double& value, double min, double max,
                  const double v = std::strtod(text.c_str(), nullptr);
                  if (!std::isfinite(v) || v < min || v > max)
                      throw UsageError(what + "must be in " + format_double(min) + ".." +
-                                      format_double(max) + ", got " + text);
+                                      format_double(max) + ", got " + excerpt(text));
                  value = v;
              }});
 }
@@ -145,6 +149,52 @@ void Flags::add(const std::string& name, std::string& value, const std::string& 
                      throw UsageError("--" + name + ": needs a value, got an empty one");
                  value = text;
              }});
+    flags_.back().text = &value;
+}
+
+void Flags::reads_file(const std::string& name) {
+    Flag* flag = find(name);
+    if (flag == nullptr || flag->text == nullptr)
+        throw std::logic_error("reads_file: no string flag --" + name);
+    flag->file = Flag::File::read;
+}
+
+void Flags::writes_file(const std::string& name) {
+    Flag* flag = find(name);
+    if (flag == nullptr || flag->text == nullptr)
+        throw std::logic_error("writes_file: no string flag --" + name);
+    flag->file = Flag::File::written;
+}
+
+void Flags::check_files() const {
+    // A file that several may name: a stream (/dev/stdout) or a device.
+    auto shared = [](const std::string& path) {
+        struct stat st {};
+        return stream_named_by(path) >= 0 ||
+               (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
+    };
+    for (std::size_t i = 0; i < flags_.size(); ++i) {
+        const Flag& out = flags_[i];
+        if (out.file != Flag::File::written || out.text->empty()) continue;
+        try {
+            check_output_path(*out.text, "--" + out.name);
+        } catch (const FileError& e) {
+            throw UsageError(e.what());
+        }
+        if (shared(*out.text)) continue;
+        for (std::size_t j = 0; j < flags_.size(); ++j) {
+            const Flag& other = flags_[j];
+            if (j == i || other.file == Flag::File::none || other.text->empty()) continue;
+            const bool input = other.file == Flag::File::read;
+            if (!input && j > i) continue;  // two outputs: named once, by the later flag
+            if (!same_file(*out.text, *other.text)) continue;
+            throw UsageError("--" + out.name + " " + excerpt(*out.text, kMostQuotedPath) +
+                             ": the same file as --" + other.name + " " +
+                             excerpt(*other.text, kMostQuotedPath) +
+                             (input ? "; an output may not replace an input"
+                                    : "; each output needs a file of its own"));
+        }
+    }
 }
 
 void Flags::add(const std::string& name, bool& value, const std::string& help) {
@@ -187,7 +237,7 @@ bool Flags::parse(int argc, const char* const* argv) {
         const std::string name =
             arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
         Flag* flag = find(name);
-        if (flag == nullptr) throw UsageError("unknown flag --" + visible(name) + " (see --help)");
+        if (flag == nullptr) throw UsageError("unknown flag --" + excerpt(name) + " (see --help)");
         if (flag->is_switch) {
             if (eq != std::string::npos) throw UsageError("--" + name + " takes no value");
             flag->set("");
@@ -204,11 +254,12 @@ bool Flags::parse(int argc, const char* const* argv) {
             // --save-json=--json still gives that name on purpose.
             if (names_a_flag(value))
                 throw UsageError("--" + name + ": expected a value, got the flag " +
-                                 visible(value) + " (to mean that text, write --" + name + "=" +
-                                 visible(value) + ")");
+                                 excerpt(value) + " (to mean that text, write --" + name + "=" +
+                                 excerpt(value) + ")");
         }
         flag->set(value);
     }
+    check_files();
     return true;
 }
 

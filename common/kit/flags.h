@@ -58,6 +58,14 @@ class Flags {
     void add_choice(const std::string& name, std::string& value,
                     const std::vector<std::string>& choices, const std::string& help);
 
+    // Marks a declared string flag as naming a file the program reads, or
+    // one it writes. parse() then refuses, naming both flags, an output that
+    // names the same file (same_file, files.h) as an input ("an output may
+    // not replace an input") or as another output ("each output needs a file
+    // of its own"); a standard stream or a device may be named by several.
+    void reads_file(const std::string& name);
+    void writes_file(const std::string& name);
+
     // Keeps a declared flag out of --help: it is still accepted (a program
     // that draws no plot takes the --plot-dir every program is given, as
     // tests/check_programs.sh does, but does not offer it).
@@ -76,7 +84,10 @@ class Flags {
         bool is_switch = false;
         std::function<void(const std::string&)> set;  // parses and stores, or throws
         bool listed = true;                           // shown by --help
+        const std::string* text = nullptr;            // a string flag's variable
+        enum class File { none, read, written } file = File::none;
     };
+    void check_files() const;  // the rule of reads_file and writes_file
     void declare(Flag flag);
     Flag* find(const std::string& name);
     bool names_a_flag(const std::string& arg);  // "--json", "--json=x", "--help": declared

@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "files.h"  // write_file, check_standard_output
+#include "files.h"  // write_file, check_standard_output, handle_signals_while_writing
 
 namespace kv {
 
@@ -40,7 +40,8 @@ class Allocating {
 // flushed and checked: anything lost (`ch03 > /dev/full`) is an error too.
 template <class Body>
 int run_program(const char* program, Body&& body) {
-    Allocating::failed();  // nothing from before this program
+    Allocating::failed();            // nothing from before this program
+    handle_signals_while_writing();  // files.h: cleanup on signals, ulimit -f as an error
     try {
         const int status = body();
         check_standard_output();

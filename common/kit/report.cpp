@@ -8,9 +8,51 @@
 
 namespace kv {
 
+namespace {
+
+// The length of the valid UTF-8 sequence that starts at s[i] (RFC 3629:
+// no overlong forms, no surrogates, nothing above U+10FFFF), or 0 if the
+// byte there starts none.
+std::size_t utf8_sequence(const std::string& s, std::size_t i) {
+    const auto byte = [&](std::size_t k) {
+        return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u;
+    };
+    const unsigned b0 = byte(i);
+    auto continuation = [&](std::size_t k, unsigned low = 0x80, unsigned high = 0xBF) {
+        const unsigned b = byte(k);
+        return b >= low && b <= high;
+    };
+    if (b0 < 0x80) return 1;
+    if (b0 >= 0xC2 && b0 <= 0xDF) return continuation(i + 1) ? 2 : 0;
+    if (b0 >= 0xE0 && b0 <= 0xEF) {
+        const unsigned low = b0 == 0xE0 ? 0xA0 : 0x80, high = b0 == 0xED ? 0x9F : 0xBF;
+        return continuation(i + 1, low, high) && continuation(i + 2) ? 3 : 0;
+    }
+    if (b0 >= 0xF0 && b0 <= 0xF4) {
+        const unsigned low = b0 == 0xF0 ? 0x90 : 0x80, high = b0 == 0xF4 ? 0x8F : 0xBF;
+        return continuation(i + 1, low, high) && continuation(i + 2) && continuation(i + 3) ? 4 : 0;
+    }
+    return 0;
+}
+
+}  // namespace
+
 std::string json_quote(const std::string& s) {
     std::string out = "\"";
-    for (char ch : s) {
+    for (std::size_t i = 0; i < s.size();) {
+        const char ch = s[i];
+        const std::size_t n = utf8_sequence(s, i);
+        if (n == 0) {  // not UTF-8: U+FFFD in its place (report.h)
+            out += "\\ufffd";
+            ++i;
+            continue;
+        }
+        if (n > 1) {
+            out.append(s, i, n);
+            i += n;
+            continue;
+        }
+        ++i;
         switch (ch) {
             case '"':
                 out += "\\\"";
@@ -27,7 +69,7 @@ std::string json_quote(const std::string& s) {
             default:
                 if (static_cast<unsigned char>(ch) < 0x20) {
                     char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+                    std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(ch));
                     out += buf;
                 } else {
                     out += ch;
@@ -47,8 +89,27 @@ std::string json_number(double value) {
 std::string visible(const std::string& s) {
     static const char* hex = "0123456789abcdef";
     std::string out;
-    for (const char c : s) {
+    for (std::size_t i = 0; i < s.size();) {
+        const char c = s[i];
         const auto u = static_cast<unsigned char>(c);
+        const std::size_t n = utf8_sequence(s, i);
+        if (n == 0) {  // not UTF-8: the byte as it is, escaped
+            out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+            ++i;
+            continue;
+        }
+        if (n == 2 && u == 0xC2 && static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+            const auto cp = static_cast<unsigned char>(s[i + 1]);  // a C1 control
+            out += std::string("\\u00") + hex[cp >> 4] + hex[cp & 15];
+            i += 2;
+            continue;
+        }
+        if (n > 1) {
+            out.append(s, i, n);
+            i += n;
+            continue;
+        }
+        ++i;
         if (c == '\n')
             out += "\\n";
         else if (c == '\r')
@@ -61,6 +122,21 @@ std::string visible(const std::string& s) {
             out += c;
     }
     return out;
+}
+
+std::string excerpt(const std::string& s, std::size_t most) {
+    const std::string shown = visible(s);
+    if (shown.size() <= most) return shown;
+    // Cut between characters: never inside a UTF-8 sequence.
+    auto start_of_character = [&](std::size_t k) {
+        while (k > 0 && k < shown.size() && (static_cast<unsigned char>(shown[k]) & 0xC0) == 0x80)
+            --k;
+        return k;
+    };
+    const std::size_t head = start_of_character(most * 2 / 3);
+    const std::size_t tail = start_of_character(shown.size() - most / 3);
+    return shown.substr(0, head) + "..." + shown.substr(tail) + " (" + with_commas(s.size()) +
+           " bytes)";
 }
 
 std::string fixed(double value, int decimals) {
@@ -130,6 +206,18 @@ std::string Table::to_json() const {
 Json& Json::add_raw(const std::string& key, const std::string& json) {
     fields_.emplace_back(key, json);
     return *this;
+}
+Json& Json::add_first(const std::string& key, const std::string& json) {
+    std::erase_if(fields_, [&](const auto& field) { return field.first == key; });
+    fields_.emplace(fields_.begin(), key, json);
+    return *this;
+}
+
+Json with_origin(const Json& results, const std::string& chapter) {
+    Json json = results;
+    json.add_first(kResultsChapterKey, json_quote(chapter));
+    json.add_first(kResultsFormatKey, std::to_string(kResultsFormat));
+    return json;
 }
 Json& Json::add(const std::string& key, double v) {
     return add_raw(key, json_number(v));

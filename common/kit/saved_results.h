@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "report.h"  // excerpt, kResultsFormat
+
 namespace kv {
 
 class SavedResults {
@@ -46,7 +48,7 @@ class SavedResults {
             throw std::runtime_error(path_ + ": \"" + key + "\" is not a number");
         const double v = std::strtod(it->second.text.c_str(), nullptr);
         if (!std::isfinite(v))
-            throw std::runtime_error(path_ + ": \"" + key + "\" = " + it->second.text +
+            throw std::runtime_error(path_ + ": \"" + key + "\" = " + excerpt(it->second.text) +
                                      " is too large for a double");
         return v;
     }
@@ -56,7 +58,7 @@ class SavedResults {
         const double v = number(key);
         if (!(v > 0))
             throw std::runtime_error(path_ + ": \"" + key + "\" must be above zero, got " +
-                                     fields_.at(key).text);
+                                     excerpt(fields_.at(key).text));
         return v;
     }
 
@@ -65,7 +67,7 @@ class SavedResults {
         const double v = number(key);
         if (!(v >= 0))
             throw std::runtime_error(path_ + ": \"" + key + "\" must not be below zero, got " +
-                                     fields_.at(key).text);
+                                     excerpt(fields_.at(key).text));
         return v;
     }
 
@@ -75,8 +77,47 @@ class SavedResults {
         const double v = number(key);
         if (!(v >= low && v <= high))
             throw std::runtime_error(path_ + ": \"" + key + "\" must be from " + number_text(low) +
-                                     " to " + number_text(high) + ", got " + fields_.at(key).text);
+                                     " to " + number_text(high) + ", got " +
+                                     excerpt(fields_.at(key).text));
         return v;
+    }
+
+    // Checks where the file came from (report.h, with_origin): its
+    // "results_format" must be kResultsFormat and its "chapter" `chapter`.
+    // Throws std::runtime_error naming the file, what it says and what was
+    // expected: a file of another chapter (or the closing table's own
+    // output saved under a chapter's name) would be read with that
+    // chapter's keys and units, and a file of another format with keys
+    // whose meaning may have changed.
+    void require_origin(const std::string& chapter) const {
+        const std::string expected =
+            "chapter \"" + chapter + "\" in results format " + std::to_string(kResultsFormat);
+        // What the file says under `key`: "\"chapter\": \"05_queue_simulation\"".
+        auto says = [&](const std::string& key) {
+            std::string said;
+            const auto it = fields_.find(key);
+            if (it == fields_.end()) {
+                said.append("no \"").append(key).append("\"");
+            } else {
+                said.append("\"").append(key).append("\": ");
+                if (it->second.kind == Kind::string)
+                    said.append("\"").append(excerpt(it->second.text)).append("\"");
+                else if (it->second.kind == Kind::number)
+                    said.append(excerpt(it->second.text));
+                else
+                    said.append("not a number or a string");
+            }
+            return said;
+        };
+        auto it = fields_.find(kResultsFormatKey);
+        const bool format_ok = it != fields_.end() && it->second.kind == Kind::number &&
+                               it->second.text == std::to_string(kResultsFormat);
+        auto ch = fields_.find(kResultsChapterKey);
+        const bool chapter_ok =
+            ch != fields_.end() && ch->second.kind == Kind::string && ch->second.text == chapter;
+        if (format_ok && chapter_ok) return;
+        throw std::runtime_error(path_ + ": written as " + says(kResultsFormatKey) + ", " +
+                                 says(kResultsChapterKey) + "; expected " + expected);
     }
 
     bool has(const std::string& key) const { return fields_.count(key) > 0; }
@@ -170,7 +211,7 @@ class SavedResults {
                 parse_value(depth);
             }
             if (top) {
-                if (fields_.count(key)) fail("the key \"" + key + "\" appears twice");
+                if (fields_.count(key)) fail("the key \"" + excerpt(key) + "\" appears twice");
                 fields_[key] = v;
             }
             skip_space();

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <climits>
-#include <fstream>
 #include <memory>
 #include <stdexcept>
 
+#include "../core/kernel_plan.h"  // this_machine
 #include "../core/kv_cache.h"
 #include "../core/timing.h"
 #include "../kit/files.h"
@@ -135,37 +135,6 @@ StepCalibration calibrate_step_cost(Transformer& model, int rounds,
 
 namespace {
 
-// One line of /proc/cpuinfo ("model name", "cpu family", "model"), or "".
-std::string cpuinfo(const std::string& key) {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        const std::size_t colon = line.find(':');
-        if (colon == std::string::npos) continue;
-        std::string name = line.substr(0, colon);
-        while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.pop_back();
-        if (name == key) return line.substr(std::min(line.size(), colon + 2));
-    }
-    return "";
-}
-
-// The widest vectors this build was compiled for.
-const char* vector_width() {
-#if defined(__AVX512F__)
-    return "AVX-512";
-#elif defined(__AVX2__)
-    return "AVX2";
-#elif defined(__AVX__)
-    return "AVX";
-#elif defined(__SSE2__)
-    return "SSE2";
-#elif defined(__ARM_NEON)
-    return "NEON";
-#else
-    return "scalar";
-#endif
-}
-
 // The folder the program runs from (build/ for ./build/ch05), where the
 // saved prices live; "" where it cannot be found.
 std::string program_folder() {
@@ -245,18 +214,8 @@ bool read_saved(const std::string& path, const Config& c, StepCalibration& cal) 
 }  // namespace
 
 std::string machine_and_build() {
-    std::string cpu = cpuinfo("model name");
-    if (cpu.empty()) cpu = "an unnamed CPU";
-    const std::string family = cpuinfo("cpu family"), model = cpuinfo("model");
-    if (!family.empty()) cpu += " (family " + family + " model " + model + ")";
-#if defined(__clang__)
-    const std::string compiler = std::string("clang ") + __clang_version__;
-#elif defined(__GNUC__)
-    const std::string compiler = std::string("g++ ") + __VERSION__;
-#else
-    const std::string compiler = "a C++ compiler";
-#endif
-    return cpu + "; " + compiler + ", " + vector_width();
+    const MachineIdentity m = this_machine();  // the kernel planner's identity, one for the book
+    return m.cpu + "; " + m.build;
 }
 
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again) {

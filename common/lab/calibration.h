@@ -156,8 +156,8 @@ StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool agai
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again,
                                   const std::string& folder);
 
-// What the saved prices are tied to: this CPU and this build ("Intel(R)
-// Xeon(R) ... family 6 model 143; g++ 12.2.0, AVX-512").
+// What the saved prices are tied to: this CPU and this build, as the
+// kernel planner names them (core/kernel_plan.h, this_machine).
 std::string machine_and_build();
 
 }  // namespace kv

@@ -15,6 +15,8 @@ void add_model_source_flags(Flags& flags, ModelSource& s) {
               "llama2.c checkpoint to run instead of random weights (it sets the model shape)");
     flags.add("tokenizer", s.tokenizer, "llama2.c tokenizer file: show prompt and answers as text");
     flags.add("prompt", s.prompt, "prompt text, encoded with --tokenizer (replaces --prompt-len)");
+    flags.reads_file("checkpoint");
+    flags.reads_file("tokenizer");
 }
 
 void add_save_model_flags(Flags& flags, ModelSource& s) {
@@ -22,6 +24,8 @@ void add_save_model_flags(Flags& flags, ModelSource& s) {
               "write the model to this file in llama2.c's checkpoint format");
     flags.add("save-tokenizer", s.save_tokenizer,
               "write the model's tokenizer (a byte-level one for random weights) to this file");
+    flags.writes_file("save-checkpoint");
+    flags.writes_file("save-tokenizer");
 }
 
 void ModelChoice::add_flags(Flags& flags) {

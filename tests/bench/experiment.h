@@ -5,14 +5,17 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "../../common/core/kernel_plan.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine_probes.h"
 #include "../../common/kit/program.h"  // Progress
 #include "measurement_rules.h"
+#include "peer_step.h"
 #include "workloads.h"
 
 namespace kv::bench {
@@ -77,6 +80,31 @@ struct Row {
     bool valid = false;         // measurement_rules.h
 };
 
+// A step timed beside the rows, right after row `after` in every round,
+// for a comparison the rows do not make: the plain peer, batch 2, paged
+// caches.
+struct Beside {
+    std::string name;  // "demo: plain peer, one token"
+    int after = 0;     // the row it is timed after
+    std::function<double(int repeats, double budget)> best_step;
+    Samples steps{false, {}};  // its best step of each round
+};
+
+// The comparisons the report prints, from the rows and the steps beside them.
+struct Comparisons {
+    struct Peer {
+        std::string shape;
+        double engine_seconds = 0, peer_seconds = 0;  // a step of one token
+        double ratio() const {
+            return peer_seconds / engine_seconds;
+        }  // engine's tokens/s over the peer's
+    };
+    std::vector<Peer> peers;
+    double batch1_seconds = 0, batch2_seconds = 0;  // demo, context 64
+    double contiguous_seconds = 0, paged_seconds = 0;
+    static constexpr int kPagedBatch = 8, kPagedContext = 511, kPagedBlock = 16;
+};
+
 // Everything one run of the bench measured.
 struct Results {
     int rounds = 0, repeats = 0;
@@ -88,11 +116,16 @@ struct Results {
     Limits limits;                           // every sample of every probe
     std::vector<Samples> steps;              // each workload's best step of each round
     std::vector<Row> rows;                   // one per workload
+    std::vector<Beside> besides;             // timed beside the rows
+    Comparisons comparisons;
+    std::string plan_file;          // where the kernel plans were read and saved ("": none)
+    std::vector<KernelPlan> plans;  // the plan of each shape, as this run used it
 };
 
 struct Experiment {
-    int repeats = 10;  // timed steps per workload per round (fastest kept)
-    int rounds = 5;    // probes and workloads, interleaved
+    int repeats = 10;       // timed steps per workload per round (fastest kept)
+    int rounds = 5;         // probes and workloads, interleaved
+    std::string plan_file;  // where the kernel plans are kept ("": in memory only)
     static constexpr bool draws_plots = false;
 
     void add_flags(Flags& flags) {
@@ -127,6 +160,38 @@ struct Experiment {
                 workloads.push_back(std::make_unique<TimedWorkload>(
                     shape.config,
                     Workload{shape.name, "decode, batch 1, context 4096", 1, 4096, 0}));
+        }
+
+        // Beside the rows: the plain peer after each shape's batch-1 decode
+        // (the same weights, borrowed), a batch-2 decode after the demo's
+        // batch 1, and the demo's decode of 8 sequences at context 511 on
+        // contiguous and on paged caches, one after the other.
+        std::vector<std::unique_ptr<PeerStep>> peers;
+        std::vector<std::unique_ptr<TimedWorkload>> extra;
+        std::vector<Beside>& besides = res.besides;
+        for (int i = 0; i < static_cast<int>(workloads.size()); ++i) {
+            const TimedWorkload& w = *workloads[std::size_t(i)];
+            if (w.workload().what != "decode, batch 1") continue;
+            peers.push_back(
+                std::make_unique<PeerStep>(w.config(), w.weights(), w.workload().context));
+            PeerStep* peer = peers.back().get();
+            besides.push_back({w.workload().shape + ": plain peer, one token", i,
+                               [peer](int r, double b) { return peer->best_step_seconds(r, b); }});
+            if (w.workload().shape != "demo") continue;
+            const Config& c = w.config();
+            using C = Comparisons;
+            const std::vector<Workload> more = {
+                {"demo", "decode, batch 2", 2, 64, 0},
+                {"demo", "decode, batch 8, context 511, contiguous", C::kPagedBatch,
+                 C::kPagedContext, 0},
+                {"demo", "decode, batch 8, context 511, paged", C::kPagedBatch, C::kPagedContext, 0,
+                 C::kPagedBlock}};
+            for (const Workload& m : more) {
+                extra.push_back(std::make_unique<TimedWorkload>(c, m));
+                TimedWorkload* t = extra.back().get();
+                besides.push_back({m.shape + ": " + m.what, i,
+                                   [t](int r, double b) { return t->best_step_seconds(r, b); }});
+            }
         }
 
         // A read of each row's own working set, for those that fit in the
@@ -169,6 +234,10 @@ struct Experiment {
                     limits.sample(probe_runs, at_size_probes, dram_probe);
                     step[i].values.push_back(
                         workloads[i]->best_step_seconds(repeats, kRoundSecondsPerWorkload));
+                    for (Beside& b : besides)
+                        if (b.after == i)
+                            b.steps.values.push_back(
+                                b.best_step(repeats, kRoundSecondsPerWorkload));
                 }
         }
         const double peak = limits.mul_add.best();  // the kernels' own arithmetic
@@ -196,6 +265,25 @@ struct Experiment {
             r.valid = valid_measurement(r.fractions);
             res.rows.push_back(r);
         }
+
+        // ------------------------------------------------- the comparisons
+        auto beside = [&](const std::string& name) {
+            for (const Beside& b : besides)
+                if (b.name == name) return b.steps.best();
+            return 0.0;
+        };
+        Comparisons& cmp = res.comparisons;
+        for (const Row& r : res.rows)
+            if (r.workload.what == "decode, batch 1")
+                cmp.peers.push_back({r.workload.shape, r.seconds,
+                                     beside(r.workload.shape + ": plain peer, one token")});
+        for (const Row& r : res.rows)
+            if (r.name == "demo: decode, batch 1") cmp.batch1_seconds = r.seconds;
+        cmp.batch2_seconds = beside("demo: decode, batch 2");
+        cmp.contiguous_seconds = beside("demo: decode, batch 8, context 511, contiguous");
+        cmp.paged_seconds = beside("demo: decode, batch 8, context 511, paged");
+        res.plan_file = plan_file;
+        res.plans = kernel_plans_used();
         return res;
     }
 };

@@ -2,6 +2,7 @@
 // failed measurements and the targets; or all of it as one JSON object.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -123,26 +124,56 @@ inline int report(const Results& res, const OutputOptions& out) {
         {"demo: decode, batch 16", Against::peak, 0.60},
         {"demo: prefill, 128 tokens", Against::peak, 0.60},
     };
-    Table goals({"target", "measured %", "goal %", "met"});
-    std::vector<Json> targets_json;
-    int met = 0;
+    struct Goal {
+        std::string name, of;
+        double fraction, goal;
+        bool at_most;  // met at or below the goal, not at or above
+        bool valid, met;
+        bool ratio;  // of two steps (shown as "1.05 x"), not a fraction of a limit ("83.0 %")
+    };
+    std::vector<Goal> all_goals;
     for (const Target& t : targets) {
         const Row& r = row_named(t.row);
         const std::string of = t.against == Against::peak    ? "multiply-then-add peak"
                                : r.fractions.from_last_level ? "LLC bandwidth at its size"
                                                              : "DRAM bandwidth";
-        const double fraction = target_fraction(r.fractions, t.against);
-        const bool ok = target_met(r.fractions, t.against, t.goal);
-        met += ok;
-        goals.add_row({t.row + ", of " + of, r.valid ? Cell(100 * fraction, 1) : Cell("failed"),
-                       Cell(100 * t.goal, 0), ok ? "yes" : "no"});
+        all_goals.push_back({t.row, of, target_fraction(r.fractions, t.against), t.goal, false,
+                             r.valid, target_met(r.fractions, t.against, t.goal), false});
+    }
+    // The comparisons: ratios of two steps of this run, each the fastest of its rounds.
+    const Comparisons& cmp = res.comparisons;
+    auto ratio_goal = [&](const std::string& name, const std::string& of, double ratio, double goal,
+                          bool at_most) {
+        const bool valid = ratio > 0 && std::isfinite(ratio);
+        all_goals.push_back({name, of, ratio, goal, at_most, valid,
+                             valid && (at_most ? ratio <= goal : ratio >= goal), true});
+    };
+    for (const Comparisons::Peer& p : cmp.peers)
+        ratio_goal(p.shape + ": decode, batch 1", "the plain peer's tokens/s", p.ratio(), 1.0,
+                   false);
+    ratio_goal("demo: decode, batch 2 step", "batch 1's step",
+               cmp.batch2_seconds / cmp.batch1_seconds, 1.0, false);
+    ratio_goal("demo: paged decode step, batch 8, context 511, blocks of 16", "the contiguous one",
+               cmp.paged_seconds / cmp.contiguous_seconds, 1.10, true);
+
+    Table goals({"target", "measured", "goal", "met"});
+    std::vector<Json> targets_json;
+    int met = 0;
+    for (const Goal& g : all_goals) {
+        met += g.met;
+        auto shown = [&](double v) {
+            return g.ratio ? fixed(v, 2) + " x" : fixed(100 * v, 1) + " %";
+        };
+        goals.add_row({g.name + ", of " + g.of, g.valid ? Cell(shown(g.fraction)) : Cell("failed"),
+                       (g.at_most ? "<= " : ">= ") + shown(g.goal), g.met ? "yes" : "no"});
         targets_json.push_back(Json()
-                                   .add("row", t.row)
-                                   .add("of", of)
-                                   .add("fraction", fraction)
-                                   .add("goal", t.goal)
-                                   .add("row_valid", r.valid)
-                                   .add("met", ok));
+                                   .add("row", g.name)
+                                   .add("of", g.of)
+                                   .add("fraction", g.fraction)
+                                   .add("goal", g.goal)
+                                   .add("at_most", g.at_most)
+                                   .add("row_valid", g.valid)
+                                   .add("met", g.met));
     }
 
     std::vector<Json> reads_json;
@@ -153,6 +184,27 @@ inline int report(const Results& res, const OutputOptions& out) {
                 .add("working_set_bytes", probe_sizes[p])
                 .add("read_gbs", samples_json(limits.at_size[p], 1e9))
                 .add("faster_than_dram", read_faster_than_dram(limits.at_size[p].best(), dram)));
+
+    std::vector<Json> besides_json, peers_json, plans_json;
+    for (const Beside& b : res.besides)
+        besides_json.push_back(Json()
+                                   .add("name", b.name)
+                                   .add("step_seconds", b.steps.best())
+                                   .add("step_seconds_rounds", b.steps.values));
+    for (const Comparisons::Peer& p : cmp.peers)
+        peers_json.push_back(Json()
+                                 .add("shape", p.shape)
+                                 .add("engine_step_seconds", p.engine_seconds)
+                                 .add("peer_step_seconds", p.peer_seconds)
+                                 .add("ratio", p.ratio()));
+    for (const KernelPlan& p : res.plans)
+        plans_json.push_back(Json()
+                                 .add("shape", p.key)
+                                 .add("one", p.matmul.one->name)
+                                 .add("few", p.matmul.few->name)
+                                 .add("many", p.matmul.many->name)
+                                 .add("how", p.how)
+                                 .add("planning_seconds", p.seconds));
 
     Json json;
     json.add("instruction_set", instruction_set())
@@ -171,9 +223,13 @@ inline int report(const Results& res, const OutputOptions& out) {
         .add("rows", rows_json)
         .add("table", table)
         .add("failed_measurements", failed_json)
+        .add("besides", besides_json)
+        .add("plain_peer", peers_json)
+        .add("kernel_plan_file", res.plan_file)
+        .add("kernel_plans", plans_json)
         .add("targets", targets_json)
         .add("targets_met", met)
-        .add("targets_total", std::int64_t(targets.size()));
+        .add("targets_total", std::int64_t(all_goals.size()));
     if (emit(out, json)) return 0;
 
     const std::size_t samples = limits.mul_add.values.size();
@@ -212,8 +268,36 @@ inline int report(const Results& res, const OutputOptions& out) {
     table.print(std::cout);
     for (const std::string& f : failed) std::cout << "  FAILED MEASUREMENT " << f << "\n";
     std::cout << "\n";
+    std::printf("Beside the rows, in the same rounds (each the fastest step of its rounds):\n");
+    for (const Comparisons::Peer& p : cmp.peers)
+        std::printf(
+            "  %-15s one token: engine %8.3f ms, plain peer (-Ofast) %8.3f ms: %.2f x its "
+            "tokens/s\n",
+            (p.shape + ":").c_str(), 1e3 * p.engine_seconds, 1e3 * p.peer_seconds, p.ratio());
+    std::printf(
+        "  demo:           decode step, batch 1 %.3f ms, batch 2 %.3f ms: batch 2 takes %.2f x\n",
+        1e3 * cmp.batch1_seconds, 1e3 * cmp.batch2_seconds,
+        cmp.batch2_seconds / cmp.batch1_seconds);
+    std::printf(
+        "  demo:           decode step of %d at context %d, contiguous %.3f ms, paged (blocks of "
+        "%d) %.3f ms: %.2f x\n\n",
+        Comparisons::kPagedBatch, Comparisons::kPagedContext, 1e3 * cmp.contiguous_seconds,
+        Comparisons::kPagedBlock, 1e3 * cmp.paged_seconds,
+        cmp.paged_seconds / cmp.contiguous_seconds);
+    std::printf(
+        "The kernel plan (common/core/kernel_plan.h): the matrix-product kernel of each row "
+        "class\n");
+    std::printf(
+        "that measured fastest here, for each shape; %s\n",
+        res.plan_file.empty() ? "kept in memory only" : ("kept in " + res.plan_file).c_str());
+    for (const KernelPlan& p : res.plans)
+        std::printf("  %s: one row %s, a few rows %s, many rows %s (%s)\n", p.key.c_str(),
+                    p.matmul.one->name, p.matmul.few->name, p.matmul.many->name,
+                    p.how == "measured" ? ("measured now, " + fixed(p.seconds, 2) + " s").c_str()
+                                        : p.how.c_str());
+    std::cout << "\n";
     goals.print(std::cout);
-    std::printf("\n%d of %zu targets met\n", met, targets.size());
+    std::printf("\n%d of %zu targets met\n", met, all_goals.size());
     return 0;
 }
 

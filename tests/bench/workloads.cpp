@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "../../common/core/block_pool.h"
 #include "../../common/core/generation.h"
+#include "../../common/core/paged_kv_cache.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/machine_probes.h"
 
@@ -50,7 +52,8 @@ StepCost step_cost(const Config& c, const Workload& w) {
 
 struct TimedWorkload::State {
     Transformer model;
-    std::vector<std::unique_ptr<KVCache>> caches;
+    std::unique_ptr<BlockPool> pool;  // a paged workload's blocks
+    std::vector<std::unique_ptr<KVStore>> caches;
     std::vector<int> tokens;  // the one new token of each sequence (decode)
     std::vector<int> prompt;  // the prompt (prefill)
     std::vector<SequenceInput> inputs;
@@ -88,15 +91,39 @@ TimedWorkload::TimedWorkload(const Config& config, const Workload& workload)
         }
     first.commit(workload.context - real);
     s.tokens.resize(workload.batch);
-    for (int b = 0; b < workload.batch; ++b) {
-        s.caches.push_back(std::make_unique<KVCache>(first));
-        s.tokens[b] = b % c.vocab_size;
+    for (int b = 0; b < workload.batch; ++b) s.tokens[b] = b % c.vocab_size;
+    if (workload.block_size > 0) {
+        // The same numbers on paged caches that grow a block at a time,
+        // taking turns, so their blocks lie scattered through the pool as on
+        // a busy server.
+        const int B = workload.block_size;
+        s.pool = std::make_unique<BlockPool>(c, B, workload.batch * ((workload.context + B) / B));
+        for (int b = 0; b < workload.batch; ++b)
+            s.caches.push_back(std::make_unique<PagedKVCache>(*s.pool, workload.context + 1));
+        for (int filled = 0; filled < workload.context; filled += B)
+            for (auto& cache : s.caches) {
+                const int n = std::min(B, workload.context - filled);
+                cache->reserve(n);
+                for (int pos = filled; pos < filled + n; ++pos)
+                    for (int layer = 0; layer < c.n_layers; ++layer) {
+                        std::copy_n(first.key(layer, pos), c.kv_dim(), cache->key(layer, pos));
+                        std::copy_n(first.value(layer, pos), c.kv_dim(), cache->value(layer, pos));
+                    }
+                cache->commit(n);
+            }
+    } else {
+        for (int b = 0; b < workload.batch; ++b)
+            s.caches.push_back(std::make_unique<KVCache>(first));
     }
     for (int b = 0; b < workload.batch; ++b)
         s.inputs.push_back({std::span(&s.tokens[b], 1), s.caches[b].get()});
 }
 
 TimedWorkload::~TimedWorkload() = default;
+
+const Weights& TimedWorkload::weights() const {
+    return state_->model.weights();
+}
 
 double TimedWorkload::best_step_seconds(int repeats, double budget_seconds) {
     State& s = *state_;

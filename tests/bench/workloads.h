@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../../common/core/config.h"
+#include "../../common/core/weights.h"
 
 namespace kv::bench {
 
@@ -28,8 +29,9 @@ struct Workload {
     std::string shape;
     std::string what;  // "decode, batch 1", "decode, batch 1, context 4096", "prefill, 128 tokens"
     int batch = 1;
-    int context = 0;  // positions already in each cache (decode)
-    int prompt = 0;   // tokens of the prefill, 0 for decode
+    int context = 0;     // positions already in each cache (decode)
+    int prompt = 0;      // tokens of the prefill, 0 for decode
+    int block_size = 0;  // decode on paged caches with blocks of this many positions; 0: contiguous
 };
 
 // Everything a workload's step must do, counted exactly.
@@ -61,6 +63,7 @@ class TimedWorkload {
     double best_step_seconds(int repeats, double budget_seconds);
     const Workload& workload() const { return workload_; }
     const Config& config() const { return config_; }
+    const Weights& weights() const;  // the model's
 
   private:
     struct State;

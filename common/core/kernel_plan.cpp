@@ -1,0 +1,395 @@
+#include "kernel_plan.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+namespace kv {
+
+// ------------------------------------------------------ the machine's identity
+
+namespace {
+
+// The value of the first "name : value" line of /proc/cpuinfo, "" if none.
+std::string cpuinfo_field(const std::string& text, const std::string& name) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        const std::size_t colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        std::string key = line.substr(0, colon);
+        key.erase(key.find_last_not_of(" \t") + 1);
+        if (key != name) continue;
+        const std::size_t start = line.find_first_not_of(" \t", colon + 1);
+        return start == std::string::npos ? "" : line.substr(start);
+    }
+    return "";
+}
+
+// The vector instructions this build was compiled for, from the compiler's
+// own macros: the same for every file of a build.
+std::string build_instructions() {
+    std::string s;
+    auto add = [&s](const char* name) { s += s.empty() ? name : std::string(" ") + name; };
+#if defined(__AVX512F__)
+    add("avx512f");
+#endif
+#if defined(__AVX512BW__)
+    add("avx512bw");
+#endif
+#if defined(__AVX512VL__)
+    add("avx512vl");
+#endif
+#if defined(__AVX2__)
+    add("avx2");
+#endif
+#if defined(__FMA__)
+    add("fma");
+#endif
+#if defined(__AVX__)
+    add("avx");
+#endif
+#if defined(__SSE2__)
+    add("sse2");
+#endif
+#if defined(__ARM_NEON)
+    add("neon");
+#endif
+#if defined(__ARM_FEATURE_SVE)
+    add("sve");
+#endif
+    return s.empty() ? "scalar" : s;
+}
+
+std::string compiler() {
+#if defined(__clang__)
+    return "clang " __clang_version__;
+#elif defined(__GNUC__)
+    return "gcc " __VERSION__;
+#else
+    return "unknown compiler";
+#endif
+}
+
+}  // namespace
+
+MachineIdentity this_machine() {
+    std::ifstream file("/proc/cpuinfo");
+    std::stringstream text;
+    text << file.rdbuf();
+    const std::string info = text.str();
+    std::string cpu = cpuinfo_field(info, "model name");
+    if (!cpuinfo_field(info, "cpu family").empty())
+        cpu += ", family " + cpuinfo_field(info, "cpu family") + ", model " +
+               cpuinfo_field(info, "model");
+    if (!cpuinfo_field(info, "CPU implementer").empty())  // ARM
+        cpu += "implementer " + cpuinfo_field(info, "CPU implementer") + ", part " +
+               cpuinfo_field(info, "CPU part");
+    if (cpu.empty()) cpu = "unknown";
+    return {cpu, build_instructions() + ", " + compiler()};
+}
+
+std::string plan_key(const Config& c) {
+    return "layers " + std::to_string(c.n_layers) + " dim " + std::to_string(c.dim) + " kv_dim " +
+           std::to_string(c.kv_dim()) + " ffn " + std::to_string(c.ffn_dim) + " vocab " +
+           std::to_string(c.vocab_size);
+}
+
+// ------------------------------------------------------------ the planner
+
+int fastest_candidate(int candidates, const std::function<double(int)>& time,
+                      const PlanBudget& budget) {
+    if (candidates <= 1) return 0;
+    std::vector<double> best(std::size_t(candidates), std::numeric_limits<double>::infinity());
+    double spent = 0;
+    for (int round = 0; round < budget.max_rounds; ++round) {
+        if (round >= budget.min_rounds && spent >= budget.seconds) break;
+        for (int i = 0; i < candidates; ++i) {
+            const int k = (round + i) % candidates;
+            const double t = time(k);
+            spent += t;
+            best[std::size_t(k)] = std::min(best[std::size_t(k)], t);
+        }
+    }
+    return static_cast<int>(std::min_element(best.begin(), best.end()) - best.begin());
+}
+
+MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget) {
+    MatmulChoice choice;
+    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
+        const std::span<const MatmulKernel> kernels = matmul_kernels(c);
+        const int k = fastest_candidate(
+            static_cast<int>(kernels.size()), [&](int i) { return time(c, i); }, budget);
+        choice.of(c) = &kernels[std::size_t(k)];
+    }
+    return choice;
+}
+
+namespace {
+
+// This thread's CPU time: a pause while the OS runs something else is not
+// counted. Wall-clock time where there is no such clock.
+double thread_seconds() {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+    timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0) return double(t.tv_sec) + 1e-9 * t.tv_nsec;
+#endif
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// The rows each class is timed at.
+std::vector<int> rows_of(RowClass c) {
+    switch (c) {
+        case RowClass::one:
+            return {1};
+        case RowClass::few:
+            return {2, kFewRowsMost};
+        default:
+            return {16, 64};
+    }
+}
+
+// Weight bytes one timed run of one or a few rows reads at most: a whole
+// model up to this size, else as many whole layers as fit (at least one),
+// the next ones at each run, so that the weights come from where a decode
+// step finds them (a model larger than the cache streams from DRAM). Many
+// rows reuse each weight from L1 and need no such walk: their runs take the
+// first matrices up to kManyRowsBytes, a millisecond or so of arithmetic.
+constexpr std::size_t kStreamBytes = std::size_t(32) << 20;
+constexpr std::size_t kManyRowsBytes = std::size_t(4) << 20;
+
+std::size_t bytes_of(const Matrix& m) {
+    return m.data.size() * sizeof(float);
+}
+
+}  // namespace
+
+CandidateTimer model_timer(const Weights& weights) {
+    // The matrices in the order a forward pass multiplies by them, in runs
+    // of equal shapes: a whole model, or whole layers.
+    std::vector<std::vector<const Matrix*>> layers;
+    std::size_t model_bytes = bytes_of(weights.output);
+    for (const LayerWeights& l : weights.layers) {
+        layers.push_back({&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w3, &l.w2});
+        for (const Matrix* m : layers.back()) model_bytes += bytes_of(*m);
+    }
+    struct Work {
+        std::vector<std::vector<const Matrix*>> runs;  // the matrices of each run, in turn
+        std::size_t next = 0;                          // the run to time next
+        std::vector<std::vector<Matrix>> x, y;         // inputs and outputs, per row count
+    };
+    auto works = std::make_shared<std::map<RowClass, Work>>();
+    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
+        Work& work = (*works)[c];
+        std::vector<const Matrix*> all;
+        for (const auto& layer : layers) all.insert(all.end(), layer.begin(), layer.end());
+        all.push_back(&weights.output);
+        if (c == RowClass::many) {
+            std::vector<const Matrix*> first;
+            std::size_t bytes = 0;
+            for (const Matrix* m : all) {
+                if (!first.empty() && bytes + bytes_of(*m) > kManyRowsBytes) break;
+                first.push_back(m);
+                bytes += bytes_of(*m);
+            }
+            work.runs.push_back(first);
+        } else if (model_bytes <= kStreamBytes || layers.empty()) {
+            work.runs.push_back(all);
+        } else {
+            const std::size_t layer_bytes = model_bytes / layers.size();
+            const std::size_t per_run = std::max<std::size_t>(1, kStreamBytes / layer_bytes);
+            for (std::size_t l = 0; l + per_run <= layers.size(); l += per_run) {
+                std::vector<const Matrix*> run;
+                for (std::size_t k = l; k < l + per_run; ++k)
+                    run.insert(run.end(), layers[k].begin(), layers[k].end());
+                work.runs.push_back(run);
+            }
+        }
+        // One input and one output per row count and matrix of the first
+        // run; every run has the same shapes.
+        for (int rows : rows_of(c)) {
+            work.x.emplace_back();
+            work.y.emplace_back();
+            for (const Matrix* m : work.runs.front()) {
+                Matrix x(rows, m->cols);
+                for (std::size_t i = 0; i < x.data.size(); ++i)
+                    x.data[i] = float(int(i % 7) - 3) * 0.25f;
+                work.x.back().push_back(std::move(x));
+                work.y.back().emplace_back(rows, m->rows);
+            }
+        }
+    }
+    return [works](RowClass c, int k) {
+        Work& work = works->at(c);
+        const std::vector<const Matrix*>& run = work.runs[work.next];
+        work.next = (work.next + 1) % work.runs.size();
+        const MatmulKernel& kernel = matmul_kernels(c)[std::size_t(k)];
+        const double start = thread_seconds();
+        for (std::size_t r = 0; r < work.x.size(); ++r)
+            for (std::size_t i = 0; i < run.size(); ++i)
+                kernel.run(work.x[r][i], *run[i], work.y[r][i]);
+        return thread_seconds() - start;
+    };
+}
+
+// ------------------------------------------------------------- plan files
+
+namespace {
+
+const char* class_word(RowClass c) {
+    return c == RowClass::one ? "one" : c == RowClass::few ? "few" : "many";
+}
+
+const MatmulKernel* kernel_named(RowClass c, const std::string& name) {
+    for (const MatmulKernel& k : matmul_kernels(c))
+        if (name == k.name) return &k;
+    return nullptr;
+}
+
+}  // namespace
+
+std::string plan_file_text(const MachineIdentity& machine, const std::vector<KernelPlan>& plans) {
+    std::string s =
+        "# The matrix-product kernel of each row class that measured fastest on this machine,\n"
+        "# for each model shape (common/core/kernel_plan.h). Delete this file to plan again.\n";
+    s += "cpu: " + machine.cpu + "\n";
+    s += "build: " + machine.build + "\n";
+    for (const KernelPlan& p : plans) {
+        s += "plan " + p.key + ":";
+        for (RowClass c : {RowClass::one, RowClass::few, RowClass::many})
+            s += std::string(" ") + class_word(c) + " " + p.matmul.for_class(c).name;
+        s += "\n";
+    }
+    return s;
+}
+
+std::vector<KernelPlan> read_plan_text(const std::string& text, const MachineIdentity& machine) {
+    std::istringstream in(text);
+    std::string line;
+    bool cpu_matches = false, build_matches = false;
+    std::vector<KernelPlan> plans;
+    while (std::getline(in, line)) {
+        if (line.rfind("cpu: ", 0) == 0) cpu_matches = line.substr(5) == machine.cpu;
+        if (line.rfind("build: ", 0) == 0) build_matches = line.substr(7) == machine.build;
+        if (line.rfind("plan ", 0) != 0) continue;
+        const std::size_t colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        KernelPlan p;
+        p.key = line.substr(5, colon - 5);
+        std::istringstream words(line.substr(colon + 1));
+        std::string word, name;
+        int found = 0;
+        while (words >> word >> name)
+            for (RowClass c : {RowClass::one, RowClass::few, RowClass::many})
+                if (word == class_word(c))
+                    if (const MatmulKernel* k = kernel_named(c, name)) {
+                        p.matmul.of(c) = k;
+                        ++found;
+                    }
+        if (found == 3) plans.push_back(p);
+    }
+    if (!cpu_matches || !build_matches) return {};
+    return plans;
+}
+
+// ------------------------------------------------- the plans of this process
+
+namespace {
+
+struct Plans {
+    std::mutex mutex;
+    std::string path;                   // "" : memory only
+    std::vector<KernelPlan> used;       // in the order first needed
+    std::vector<KernelPlan> from_file;  // read when the path was set
+};
+
+Plans& plans() {
+    static Plans p;
+    return p;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Writes the file whole, through a temporary one of this process's own,
+// so a reader never sees half of it, even with two programs saving at
+// once; a file that cannot be written leaves the plans in memory.
+void save(const std::string& path, const std::vector<KernelPlan>& all) {
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    {
+        std::ofstream out(tmp);
+        if (!out) return;
+        out << plan_file_text(this_machine(), all);
+        if (!out) return;
+    }
+    std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace
+
+void keep_kernel_plans_in(const std::string& path) {
+    Plans& p = plans();
+    std::lock_guard lock(p.mutex);
+    p.path = path;
+    p.from_file =
+        path.empty() ? std::vector<KernelPlan>{} : read_plan_text(read_file(path), this_machine());
+    for (KernelPlan& plan : p.from_file) plan.how = "read from " + path;
+}
+
+std::string kernel_plan_file_beside(const char* argv0) {
+    const std::string program = argv0 == nullptr ? "" : argv0;
+    const std::size_t slash = program.rfind('/');
+    if (slash == std::string::npos) return "";
+    return program.substr(0, slash + 1) + "kernel_plan.txt";
+}
+
+MatmulChoice matmul_plan(const Config& config, const Weights& weights) {
+    Plans& p = plans();
+    std::lock_guard lock(p.mutex);
+    const std::string key = plan_key(config);
+    for (const KernelPlan& plan : p.used)
+        if (plan.key == key) return plan.matmul;
+    for (const KernelPlan& plan : p.from_file)
+        if (plan.key == key) {
+            p.used.push_back(plan);
+            return plan.matmul;
+        }
+    KernelPlan plan;
+    plan.key = key;
+    const double start = thread_seconds();
+    plan.matmul = choose_matmul(model_timer(weights));
+    plan.seconds = thread_seconds() - start;
+    p.used.push_back(plan);
+    if (!p.path.empty()) {
+        std::vector<KernelPlan> all = p.from_file;
+        all.erase(std::remove_if(all.begin(), all.end(),
+                                 [&](const KernelPlan& q) { return q.key == key; }),
+                  all.end());
+        all.push_back(plan);
+        save(p.path, all);
+        p.from_file = all;
+    }
+    return plan.matmul;
+}
+
+std::vector<KernelPlan> kernel_plans_used() {
+    Plans& p = plans();
+    std::lock_guard lock(p.mutex);
+    return p.used;
+}
+
+}  // namespace kv

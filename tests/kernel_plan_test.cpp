@@ -1,0 +1,201 @@
+// The planner that chooses the matrix-product kernels by measurement. Its
+// timer is injected here, so no test depends on how fast anything runs:
+// the "times" are made up, and the planner must pick by them alone.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../common/core/block_pool.h"
+#include "../common/core/kernel_plan.h"
+#include "../common/core/kv_cache.h"
+#include "../common/core/paged_kv_cache.h"
+#include "../common/core/transformer.h"
+#include "tiny_models.h"
+
+using namespace kv;
+
+TEST_CASE("the planner picks the fastest candidate even when a slow one is listed first") {
+    // Candidate 0 is slow, 3 is the fastest, the rest in between.
+    const std::vector<double> seconds = {9.0, 4.0, 5.0, 1.0, 2.0};
+    std::vector<int> runs(seconds.size(), 0);
+    auto time = [&](int k) {
+        ++runs[std::size_t(k)];
+        return seconds[std::size_t(k)];
+    };
+    CHECK(fastest_candidate(5, time) == 3);
+    // Every candidate had the same number of turns.
+    for (int r : runs) CHECK(r == runs[0]);
+    // The same answer every time: nothing but the timer decides.
+    for (int i = 0; i < 3; ++i) CHECK(fastest_candidate(5, time) == 3);
+}
+
+TEST_CASE("the planner keeps each candidate's fastest run and breaks ties to the earlier") {
+    // Candidate 0 is slow on its first run only (a cold cache, a busy
+    // neighbour): its best run is the fastest of all.
+    int calls0 = 0;
+    auto time = [&](int k) {
+        if (k == 0) return ++calls0 == 1 ? 100.0 : 0.5;
+        return 1.0;
+    };
+    CHECK(fastest_candidate(3, time) == 0);
+    auto tie = [](int k) { return k == 0 ? 2.0 : 1.0; };  // 1 and 2 tie
+    CHECK(fastest_candidate(3, tie) == 1);
+    CHECK(fastest_candidate(1, tie) == 0);
+}
+
+TEST_CASE("the planner's rounds: at least min_rounds, at most max_rounds, first turn rotates") {
+    std::vector<int> order;
+    auto time = [&](int k) {
+        order.push_back(k);
+        return 1.0;
+    };
+    PlanBudget budget;
+    budget.min_rounds = 2;
+    budget.max_rounds = 10;
+    budget.seconds = 0;  // spent after the first run: stops at min_rounds
+    fastest_candidate(3, time, budget);
+    CHECK(order == std::vector<int>{0, 1, 2, 1, 2, 0});
+    order.clear();
+    budget.seconds = 1e9;  // never spent: stops at max_rounds
+    fastest_candidate(3, time, budget);
+    CHECK(order.size() == 30);
+}
+
+TEST_CASE("choose_matmul picks, for every row class, the candidate the timer says is fastest") {
+    // The first candidate of each class is made slowest, the last fastest.
+    auto time = [](RowClass c, int k) {
+        const int n = static_cast<int>(matmul_kernels(c).size());
+        return k == 0 ? 50.0 : k == n - 1 ? 1.0 : 10.0 + k;
+    };
+    const MatmulChoice choice = choose_matmul(time);
+    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
+        const std::span<const MatmulKernel> kernels = matmul_kernels(c);
+        CHECK(&choice.for_class(c) == &kernels.back());
+    }
+}
+
+TEST_CASE("the model's timer runs every candidate of every class") {
+    const Weights w = random_weights(test::tiny_config(), 3);
+    const CandidateTimer time = model_timer(w);
+    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many})
+        for (int k = 0; k < static_cast<int>(matmul_kernels(c).size()); ++k)
+            CHECK(time(c, k) >= 0.0);
+}
+
+namespace {
+
+MatmulChoice last_of_each() {
+    MatmulChoice choice;
+    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many})
+        choice.of(c) = &matmul_kernels(c).back();
+    return choice;
+}
+
+const MachineIdentity here{"Some CPU, family 25, model 17", "avx2 fma avx sse2, gcc 12.2.0"};
+
+}  // namespace
+
+TEST_CASE("a plan file reads back what was written") {
+    KernelPlan a, b;
+    a.key = plan_key(test::tiny_config());
+    b.key = plan_key(Config{});
+    b.matmul = last_of_each();
+    const std::string text = plan_file_text(here, {a, b});
+    INFO(text);
+    const std::vector<KernelPlan> back = read_plan_text(text, here);
+    REQUIRE(back.size() == 2);
+    CHECK(back[0].key == a.key);
+    CHECK(back[1].key == "layers 6 dim 256 kv_dim 64 ffn 768 vocab 4096");
+    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
+        CHECK(&back[0].matmul.for_class(c) == &a.matmul.for_class(c));
+        CHECK(&back[1].matmul.for_class(c) == &b.matmul.for_class(c));
+    }
+}
+
+TEST_CASE("a plan made on another machine or by another build is ignored") {
+    KernelPlan p;
+    p.key = plan_key(Config{});
+    const std::string text = plan_file_text(here, {p});
+    MachineIdentity other_cpu = here, other_build = here;
+    other_cpu.cpu = "Some CPU, family 25, model 97";
+    other_build.build = "sse2, gcc 12.2.0";
+    CHECK(read_plan_text(text, other_cpu).empty());
+    CHECK(read_plan_text(text, other_build).empty());
+    CHECK(read_plan_text("", here).empty());
+    CHECK(read_plan_text("not a plan\n", here).empty());
+    // A line naming a kernel this build does not have is skipped, the rest kept.
+    const std::string unknown = text +
+                                "plan layers 1 dim 8 kv_dim 8 ffn 8 vocab 8: one nonsense "
+                                "few stream8 many tile4x4\n";
+    CHECK(read_plan_text(unknown, here).size() == 1);
+}
+
+TEST_CASE("this machine has an identity and a plan file lives beside the program") {
+    const MachineIdentity me = this_machine();
+    CHECK(!me.cpu.empty());
+    CHECK(!me.build.empty());
+    CHECK(kernel_plan_file_beside("build/ch02") == "build/kernel_plan.txt");
+    CHECK(kernel_plan_file_beside("./build/generic/bench") == "./build/generic/kernel_plan.txt");
+    CHECK(kernel_plan_file_beside("ch02") == "");
+    CHECK(kernel_plan_file_beside(nullptr) == "");
+}
+
+TEST_CASE("a model shape is planned once per process and kept in memory") {
+    const Config c = test::tiny_config();
+    Transformer first(c, 1), second(c, 2);  // the second finds the first's plan
+    for (RowClass k : {RowClass::one, RowClass::few, RowClass::many})
+        CHECK(&first.matmul_kernels.for_class(k) == &second.matmul_kernels.for_class(k));
+    int found = 0;
+    for (const KernelPlan& p : kernel_plans_used()) found += p.key == plan_key(c);
+    CHECK(found == 1);
+}
+
+namespace {
+
+// Every logit of a prefill, two decode steps, a short prefill and a batched
+// step on paged caches, as bits.
+std::vector<std::uint32_t> logit_bits(Transformer& model) {
+    const Config& c = model.config();
+    std::vector<std::uint32_t> bits;
+    auto keep = [&](std::span<const float> logits) {
+        for (float f : logits) bits.push_back(std::bit_cast<std::uint32_t>(f));
+    };
+    KVCache cache(c);
+    const std::vector<int> prompt = {3, 1, 4, 1, 5, 9, 2};
+    keep(model.forward(prompt, cache));
+    for (int t : {6, 5}) keep(model.forward(std::vector<int>{t}, cache));
+    KVCache short_prompt(c);
+    keep(model.forward(std::vector<int>{2, 7, 1}, short_prompt));
+    BlockPool pool(c, 4, 64);
+    std::vector<PagedKVCache> paged;
+    for (int i = 0; i < 6; ++i) paged.emplace_back(pool, c.max_seq);
+    const std::vector<std::vector<int>> tokens = {{1, 2, 3}, {4}, {5, 6}, {7}, {8}, {9, 10, 11}};
+    std::vector<SequenceInput> inputs;
+    for (int i = 0; i < 6; ++i) inputs.push_back({tokens[std::size_t(i)], &paged[std::size_t(i)]});
+    const Matrix& out = model.forward(inputs);
+    for (int i = 0; i < out.rows; ++i) keep(out.row_span(i));
+    return bits;
+}
+
+}  // namespace
+
+TEST_CASE("every kernel the planner may choose gives the same logits to the last bit") {
+    // One row (decode), 2 to 4 rows (a prefill of 3) and many (a prefill of
+    // 7, a batch of 6 sequences in 11 rows): each candidate of each class in
+    // turn, the others left at their first.
+    for (const Config& c : test::shapes_to_check()) {
+        Transformer model(c, 11);
+        model.matmul_kernels = MatmulChoice();
+        const std::vector<std::uint32_t> first = logit_bits(model);
+        for (RowClass k : {RowClass::one, RowClass::few, RowClass::many})
+            for (const MatmulKernel& kernel : matmul_kernels(k)) {
+                model.matmul_kernels = MatmulChoice();
+                model.matmul_kernels.of(k) = &kernel;
+                INFO(c.describe() << ": " << kernel.name);
+                CHECK(logit_bits(model) == first);
+            }
+    }
+}
