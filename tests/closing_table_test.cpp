@@ -305,7 +305,7 @@ std::string ch10_text(const Raw& raw = {}) {
         "{\"format\": \"bfloat16\", \"answers\": 16, \"identical\": 13},"
         "{\"format\": \"float16\", \"answers\": 16, \"identical\": 15},"
         "{\"format\": \"int8\", \"answers\": 16, \"identical\": 9}]";
-    return with(raw, Json().add("chapter", "10_cache_number_format"),
+    return with(raw, with_origin(Json(), "10_cache_number_format"),
                 {{"kv_budget_mib", "16"},
                  {"headline_side", "\"simulator\""},
                  {"answers", answers},

@@ -28,9 +28,10 @@ inline constexpr std::uint64_t kMostResultBytes = 16 << 20;
 // its JSON names it ("chapter", report.h's with_origin): "ch02" -> "02_kv_cache".
 inline std::string chapter_writing(const std::string& file) {
     static const std::map<std::string, std::string> writers = {
-        {"ch02", "02_kv_cache"},         {"ch03", "03_memory_arithmetic"},
-        {"ch05", "05_queue_simulation"}, {"ch07", "07_paged_kv_cache"},
-        {"ch08", "08_prefix_caching"},   {"ch09", "09_chunked_prefill"}};
+        {"ch02", "02_kv_cache"},           {"ch03", "03_memory_arithmetic"},
+        {"ch05", "05_queue_simulation"},   {"ch07", "07_paged_kv_cache"},
+        {"ch08", "08_prefix_caching"},     {"ch09", "09_chunked_prefill"},
+        {"ch10", "10_cache_number_format"}};
     const auto it = writers.find(file);
     if (it == writers.end()) throw std::logic_error("no chapter writes " + file + ".json");
     return it->second;
