@@ -116,8 +116,8 @@ class Transformer {
     Matrix logits_;              // (chunks, vocab)
     std::vector<float> scores_;  // (group, max_seq) attention scores of one KV head's query heads
     std::vector<KVRun> runs_;    // where one sequence's cached positions sit, in order
+    WidenedRuns widened_;        // float32 copies of a narrower cache's runs
     std::vector<RowRun> key_runs_, value_runs_;  // one KV head's part of runs_
-    WidenedRuns widened_;                        // float32 copies of a narrower cache's runs
 };
 
 // Greedy decoding picks the highest-scoring token; ties go to the lowest id.
