@@ -268,8 +268,8 @@ inline void print_report(std::ostream& out, const Results& run, const Plots& plo
            "batch: mean requests per decode step\n"
         << preemption_line(run) << "simulated " << run.policies.size() << " policies x " << count
         << " requests in " << format_duration(run.simulation_seconds) << "\n"
-        << "plot: " << plots.ttft_cdf << "\n"
-        << "plot: " << plots.timeline << "\n";
+        << "plot: " << visible(plots.ttft_cdf) << "\n"
+        << "plot: " << visible(plots.timeline) << "\n";
     if (const std::string w = fit_warning(run); !w.empty()) out << "\n" << w << "\n";
     out << "\n" << headline(run) << "\n";
 }

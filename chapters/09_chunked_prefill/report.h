@@ -149,7 +149,7 @@ inline int report(const Results& r, const OutputOptions& out) {
     std::cout << "tbt: time between two tokens of one answer, over every gap; batch: mean\n"
               << "requests answered per decode step; mixed steps: steps with decode rows and\n"
               << "prompt tokens both; most prompt: the most prompt tokens one step carried\n"
-              << "plot: " << plot << "\n\n"
+              << "plot: " << visible(plot) << "\n\n"
               << "the waits below: the simulator's, " << workload << ", prefill first -> chunked "
               << r.chunk << "\n"
               << headline << "\n";

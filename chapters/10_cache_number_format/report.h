@@ -144,7 +144,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                   << " pages of " << format_bytes(a.page_size) << "\n";
     else
         std::cout << "(not measurable here)\n";
-    std::cout << "plot: " << plot << "\n\n" << line << "\n";
+    std::cout << "plot: " << visible(plot) << "\n\n" << line << "\n";
     return 0;
 }
 
