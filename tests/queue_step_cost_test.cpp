@@ -256,3 +256,23 @@ TEST_CASE("the prices saved for this machine come back exactly and only for it a
     CHECK(!unsaved.reused);
     CHECK(unsaved.path.empty());
 }
+
+TEST_CASE("a stale saved price file is replaced within a chapter's run of files") {
+    const test::TempDir dir;
+    const std::string folder = dir.file("calibration");
+    const Config c = test::tiny_config();
+    const StepCalibration first = machine_step_cost(c, 3, false, folder);
+    REQUIRE(!first.path.empty());
+    std::string stale = read_file(first.path, "", 1 << 20);
+    const std::string machine = "\"machine\": \"";
+    stale.insert(stale.find(machine) + machine.size(), "another CPU, ");
+    write_file(first.path, stale);
+    {
+        RunFiles run;  // as run_chapter opens one: an input may not be replaced
+        const StepCalibration again = machine_step_cost(c, 3, false, folder);
+        CHECK(!again.reused);
+        CHECK(again.cost.source.find("not saved") == std::string::npos);
+        run.commit();
+    }
+    CHECK(machine_step_cost(c, 3, false, folder).reused);
+}

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 
@@ -180,14 +181,26 @@ std::string saved_json(const StepCalibration& cal, const Config& c) {
     return j.str() + "\n";
 }
 
+// The saved file's text, at most 1 MiB. Read directly, not as one of the
+// run's inputs (kit/files.h, RunFiles): the lab's own cache of prices is
+// read and then replaced in the same run when it is stale, which a run may
+// not do to its inputs.
+std::string read_saved_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string text(std::size_t(1) << 20, '\0');
+    in.read(text.data(), std::streamsize(text.size()));
+    if (in.gcount() == std::streamsize(text.size())) throw std::runtime_error("too large");
+    text.resize(std::size_t(in.gcount()));
+    return text;
+}
+
 // The prices saved at `path` for this machine and model; false if there
 // are none, or they are another machine's, build's or model's, or broken.
 bool read_saved(const std::string& path, const Config& c, StepCalibration& cal) {
     try {
         struct stat st {};
         if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-        const SavedResults saved =
-            SavedResults::parse(path, read_file(path, "calibration", 1 << 20));
+        const SavedResults saved = SavedResults::parse(path, read_saved_text(path));
         if (saved.text("machine") != machine_and_build() || saved.text("model") != c.describe())
             return false;
         StepCost& s = cal.cost;
