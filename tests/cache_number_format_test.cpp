@@ -16,11 +16,13 @@
 
 #include "../common/core/batched_decoding.h"
 #include "../common/core/block_pool.h"
+#include "../common/core/generation.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/memory_arithmetic.h"
 #include "../common/core/number_format.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
+#include "forwarding_store.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -48,26 +50,13 @@ Logits answer_logits(Transformer& model, std::span<const int> prompt, int steps,
 // The oracle: a float32 cache whose write() rounds each key and value
 // through the plain conversions and stores the widened floats. No packed
 // rows, no widening on the way to attention: just "round at the write".
-class RoundingCache final : public KVStore {
+class RoundingCache final : public test::ForwardingStore {
   public:
     RoundingCache(const Config& c, int capacity, NumberFormat format)
-        : cache_(c, capacity), row_(row_format_of(c, format)), scratch_(row_.bytes()) {}
-    int length() const override { return cache_.length(); }
-    int capacity() const override { return cache_.capacity(); }
-    int n_layers() const override { return cache_.n_layers(); }
-    int kv_dim() const override { return cache_.kv_dim(); }
-    void check_room(int n) const override { cache_.check_room(n); }
-    void reserve(int n) override { cache_.reserve(n); }
-    float* key(int layer, int pos) override { return cache_.key(layer, pos); }
-    float* value(int layer, int pos) override { return cache_.value(layer, pos); }
+        : ForwardingStore(c, capacity), row_(row_format_of(c, format)), scratch_(row_.bytes()) {}
     void write(int layer, int pos, const float* key, const float* value) override {
         round_into(key, cache_.key(layer, pos));
         round_into(value, cache_.value(layer, pos));
-    }
-    void commit(int n) override { cache_.commit(n); }
-    void truncate(int n) override { cache_.truncate(n); }
-    void runs(int layer, int positions, std::vector<KVRun>& out) const override {
-        cache_.runs(layer, positions, out);
     }
 
   private:
@@ -75,16 +64,13 @@ class RoundingCache final : public KVStore {
         narrow_row_plain(row_, numbers, scratch_.data());
         widen_rows_plain(row_, scratch_.data(), 1, out);
     }
-    KVCache cache_;
     RowFormat row_;
     std::vector<std::byte> scratch_;
 };
 
-float largest_difference(const Logits& a, const Logits& b) {
-    float d = 0;
-    for (std::size_t s = 0; s < std::min(a.size(), b.size()); ++s)
-        for (std::size_t i = 0; i < a[s].size(); ++i) d = std::max(d, std::fabs(a[s][i] - b[s][i]));
-    return d;
+// A NaN on either side counts as a difference (generation.h).
+double largest_difference(const Logits& a, const Logits& b) {
+    return max_abs_difference(a, b);
 }
 
 const std::vector<int> kPrompt = {3, 14, 15, 9, 2, 6, 5, 3, 5};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../chapters/02_kv_cache/exercises.h"
+#include "forwarding_store.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -17,30 +18,15 @@ namespace {
 
 // A KVCache that records how many positions each forward pass commits:
 // one entry per pass, so a test can tell one pass from several.
-class CountingCache final : public KVStore {
+class CountingCache final : public test::ForwardingStore {
   public:
-    explicit CountingCache(const Config& c) : cache_(c) {}
+    explicit CountingCache(const Config& c) : ForwardingStore(c, c.max_seq) {}
     std::vector<int> passes;  // positions committed by each forward pass, in order
 
-    int length() const override { return cache_.length(); }
-    int capacity() const override { return cache_.capacity(); }
-    int n_layers() const override { return cache_.n_layers(); }
-    int kv_dim() const override { return cache_.kv_dim(); }
-    void check_room(int n) const override { cache_.check_room(n); }
-    void reserve(int n) override { cache_.reserve(n); }
-    float* key(int layer, int pos) override { return cache_.key(layer, pos); }
-    float* value(int layer, int pos) override { return cache_.value(layer, pos); }
     void commit(int n) override {
         cache_.commit(n);
         passes.push_back(n);
     }
-    void truncate(int n) override { cache_.truncate(n); }
-    void runs(int layer, int positions, std::vector<KVRun>& out) const override {
-        cache_.runs(layer, positions, out);
-    }
-
-  private:
-    KVCache cache_;
 };
 
 // The chunk sizes a prompt of `length` tokens is fed in: all of `chunk`
