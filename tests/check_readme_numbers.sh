@@ -10,7 +10,8 @@
 # block or in `inline code`), or of the command on a `$ ./build/...` line
 # inside the block; a chapter's text block with no command before it is
 # taken as the output of `./build/chNN`. Where that guess is wrong, the
-# file says so just before the block: `<!-- output of: COMMAND -->`, or
+# file says so just before the block: `<!-- output of: COMMAND -->` (or
+# `<!-- pasted run: COMMAND -->`, which marks a README's one whole run), or
 # `<!-- not checked -->`. A block that shows commands (a line with
 # ./build/, make or vllm) or JSON is not an output and is skipped, and so
 # is chapter 06's table (it reads the other chapters' saved runs); on the
@@ -95,7 +96,7 @@ varies = re.compile(
     r"CPU cache|roof|ridge|attain|below it a step|resident|difference:|expected:|grew|"
     r"pages? of|measured|calibrat|seconds|fit error|warning|per second|meets")
 shows_commands = re.compile(r"\./build/|^\s*make |vllm |^\s*[{\[]")
-marker = re.compile(r"<!--\s*(output of:\s*(.*?)|not checked)\s*-->")
+marker = re.compile(r"<!--\s*((?:output of|pasted run):\s*(.*?)|not checked)\s*-->")
 numbers_only = re.compile(r"^[\s\d.,+-]+$")
 # What a queue chapter's measured run prints as under the counted cost model.
 described = re.compile(r"^\s*(model:|workload:|memory:|and the same queue)")
