@@ -1,6 +1,7 @@
 // The lab: the real engine on a pool of blocks it owns, for one run of a
 // checked queue (validation.h): a fresh pool every run, its caches empty,
 // each step timed by the thread's CPU time as the lab times every real step.
+// The pool stores its keys and values in `format` (chapter 10).
 #pragma once
 
 #include <cstdint>
@@ -15,11 +16,13 @@ namespace kv {
 
 class PagedEngine : public Executor {
   public:
-    PagedEngine(Transformer& model, std::uint64_t seed, const PagedMemoryOptions& o)
-        : pool_(model.config(), o.block_size, o.blocks),
+    PagedEngine(Transformer& model, std::uint64_t seed, const PagedMemoryOptions& o,
+                NumberFormat format = NumberFormat::float32)
+        : pool_(model.config(), o.block_size, o.blocks, format),
           executor_(model, seed, pool_, o.preemption, StepClock::thread_cpu) {}
     double run(const StepPlan& plan) override { return executor_.run(plan); }
     void release(const Request& r) override { executor_.release(r); }
+    const BlockPool& pool() const { return pool_; }
 
   private:
     BlockPool pool_;  // declared before executor_, which holds a reference to it

@@ -2,25 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+
+#include "side_by_side.h"  // first_token_order
 
 namespace kv {
-
-namespace {
-
-// The requests in the order they got their first token (ties by id): set
-// by counts alone when every request is there at the start, so the engine
-// and the simulator must agree on it.
-std::vector<int> first_token_order(const Schedule& s) {
-    std::vector<int> order(s.requests.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return s.requests[std::size_t(a)].first_token_s < s.requests[std::size_t(b)].first_token_s;
-    });
-    return order;
-}
-
-}  // namespace
 
 CheckedRow check_queue_against_engine(const CheckedQueue& q, Transformer& model,
                                       const StepCost& cost, int runs,
