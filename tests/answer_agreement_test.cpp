@@ -1,9 +1,12 @@
 // Chapter 10's measure of what a narrower cache costs the answer: the KL
-// divergence by hand, float32 against itself, and the first differing
-// step of teacher-forced decoding against the format's own greedy answer.
+// divergence by hand, float32 against itself, every format answered at
+// once against each alone, and the first differing step of teacher-forced
+// decoding against the format's own greedy answer.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "../chapters/10_cache_number_format/answer_agreement.h"
@@ -24,22 +27,71 @@ TEST_CASE("KL divergence of two softmax rows by hand") {
     CHECK(kl_divergence(p, shifted) == doctest::Approx(0.0).epsilon(1e-12));
 }
 
+namespace {
+
+// The format's own answer, alone: greedy when `fed` is empty, else fed
+// `fed`'s tokens (teacher forcing); every step's logits in `logits`.
+std::vector<int> answer_alone(Transformer& model, std::span<const int> prompt, int answer_len,
+                              NumberFormat format, std::span<const int> fed,
+                              std::vector<std::vector<float>>* logits = nullptr) {
+    KVCache cache(model.config(), int(prompt.size()) + answer_len - 1, format);
+    std::vector<int> answer;
+    std::span<const float> l = model.forward(prompt, cache);
+    for (int s = 0; s < answer_len; ++s) {
+        if (logits) logits->emplace_back(l.begin(), l.end());
+        answer.push_back(fed.empty() ? argmax(l) : fed[std::size_t(s)]);
+        if (s + 1 < answer_len) l = model.forward(std::span(&answer.back(), 1), cache);
+    }
+    return answer;
+}
+
+}  // namespace
+
 TEST_CASE("float32 against itself: no difference and every token agrees") {
     const Config c = test::tiny_config();
     Transformer model(c, 4);
     const std::vector<int> prompt = fixed_prompt(6, c.vocab_size, 4);
-    const ReferenceAnswer ref = float32_answer(model, prompt, 20);
-    CHECK(ref.tokens.size() == 20);
-    CHECK(ref.logits.size() == 20);
-    const AnswerComparison same = compare_answer(model, prompt, ref, NumberFormat::float32);
-    CHECK(same.largest_logit_difference == 0.0);
-    CHECK(same.kl_sum == 0.0);
-    CHECK(same.identical());
+    const std::vector<NumberFormat> twice = {NumberFormat::float32, NumberFormat::float32};
+    const FormatAnswers a = compare_formats(model, prompt, 20, twice);
+    REQUIRE(a.tokens.size() == 20);
+    for (const AnswerComparison& same : a.formats) {
+        CHECK(same.steps == 20);
+        CHECK(same.largest_logit_difference == 0.0);
+        CHECK(same.kl_sum == 0.0);
+        CHECK(same.identical());
+    }
     // The reference is chapter 02's cached answer.
     std::vector<int> cached;
     logits_per_step([&](const StepCallback& on) { return generate_cached(model, prompt, 20, on); },
                     cached);
-    CHECK(cached == ref.tokens);
+    CHECK(cached == a.tokens);
+}
+
+TEST_CASE("every format answered at once gives what each gives alone") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 3);
+    const std::vector<int> prompt = fixed_prompt(7, c.vocab_size, 3);
+    const std::vector<NumberFormat> formats = all_formats();
+    const FormatAnswers a = compare_formats(model, prompt, 24, formats);
+    std::vector<std::vector<float>> want;
+    CHECK(answer_alone(model, prompt, 24, NumberFormat::float32, {}, &want) == a.tokens);
+    for (std::size_t i = 0; i < formats.size(); ++i) {
+        std::vector<std::vector<float>> got;
+        answer_alone(model, prompt, 24, formats[i], a.tokens, &got);
+        double largest = 0, kl = 0;
+        int first = 24;
+        for (std::size_t s = 0; s < got.size(); ++s) {
+            kl += kl_divergence(want[s], got[s]);
+            for (std::size_t v = 0; v < got[s].size(); ++v)
+                largest = std::max(largest, std::fabs(double(got[s][v]) - want[s][v]));
+            if (first == 24 && argmax(got[s]) != a.tokens[s]) first = int(s);
+        }
+        INFO(format_name(formats[i]));
+        CHECK(a.formats[i].largest_logit_difference == largest);  // bit for bit
+        CHECK(a.formats[i].kl_sum == kl);
+        CHECK(a.formats[i].first_difference == first);
+        CHECK((largest > 0) == (formats[i] != NumberFormat::float32));
+    }
 }
 
 TEST_CASE("the first differing step is where the format's own greedy answer departs") {
@@ -49,19 +101,18 @@ TEST_CASE("the first differing step is where the format's own greedy answer depa
         for (std::uint64_t seed = 1; seed <= 6; ++seed) {
             Transformer model(c, seed);
             const std::vector<int> prompt = fixed_prompt(5, c.vocab_size, seed);
-            const ReferenceAnswer ref = float32_answer(model, prompt, 40);
-            const AnswerComparison cmp = compare_answer(model, prompt, ref, format);
+            const std::vector<NumberFormat> pair = {NumberFormat::float32, format};
+            const FormatAnswers a = compare_formats(model, prompt, 40, pair);
+            const AnswerComparison& cmp = a.formats[1];
             CHECK(cmp.largest_logit_difference > 0.0);
             CHECK(cmp.kl_sum > 0.0);
-            KVCache cache(c, 5 + 40 - 1, format);
-            const std::vector<int> own =
-                decode_answer(model, prompt, 40, cache, {}, [](int, std::span<const float>) {});
+            const std::vector<int> own = answer_alone(model, prompt, 40, format, {});
             for (int s = 0; s < cmp.first_difference; ++s)
-                CHECK(own[std::size_t(s)] == ref.tokens[std::size_t(s)]);
+                CHECK(own[std::size_t(s)] == a.tokens[std::size_t(s)]);
             if (!cmp.identical()) {
                 ++departed;
                 CHECK(own[std::size_t(cmp.first_difference)] !=
-                      ref.tokens[std::size_t(cmp.first_difference)]);
+                      a.tokens[std::size_t(cmp.first_difference)]);
             }
         }
     CHECK(departed > 0);  // else this test would check nothing

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "../chapters/10_cache_number_format/experiment.h"  // measure_resident_growth
 #include "../chapters/10_cache_number_format/format_memory.h"
+#include "../common/lab/resident_cache.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -62,7 +62,7 @@ TEST_CASE("a pool holds whole conversations in arrival order and more at a narro
 TEST_CASE("the resident-memory measure allocates exactly the formula's bytes") {
     const Config c = test::tiny_config();
     for (const NumberFormat f : all_formats()) {
-        const ResidentGrowth r = measure_resident_growth(c, 200, f);  // past max_seq: raised
+        const ResidentCache r = measure_resident_cache(c, 200, f);  // past max_seq: raised
         CHECK(r.allocated == r.formula);
         CHECK(r.formula == 200 * bytes_per_token(cache_shape_of(c, f)));
         CHECK(r.page_size > 0);

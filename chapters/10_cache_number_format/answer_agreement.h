@@ -6,17 +6,16 @@
 // rounded once as it is written, and attention reads the rounded ones.
 // How much does that move the logits, and when does it change a token?
 //
-// Decode one answer twice: with a float32 cache (the reference, greedy),
-// and with a cache of the format in question, fed the float32 answer's
-// tokens (teacher forcing), so that at each step both read the same text
-// and their logits compare number for number:
+// Decode one answer greedily in float32 and feed each of its tokens to a
+// cache of every other format too (teacher forcing), so that at each step
+// all of them read the same text and their logits compare one for one:
 //   - the largest logit difference, over every step and every token;
 //   - the divergence of the next-token distributions, KL(p32 || p), in
 //     nats: what the format's distribution loses against float32's;
 //   - the first step whose greedy token differs from float32's. Until that
 //     step the format, decoding greedily on its own, would have fed exactly
 //     the tokens float32 fed, so it is where the format's own answer departs
-//     from float32's (tests/cache_number_format_test.cpp checks it).
+//     from float32's (tests/answer_agreement_test.cpp checks it).
 #pragma once
 
 #include <algorithm>
@@ -24,19 +23,14 @@
 #include <span>
 #include <vector>
 
+#include "../../common/core/generation.h"  // larger_difference
 #include "../../common/core/kv_cache.h"
 #include "../../common/core/number_format.h"
 #include "../../common/core/transformer.h"
 
 namespace kv::ch10 {
 
-// float32's greedy answer and every step's logits.
-struct ReferenceAnswer {
-    std::vector<int> tokens;                 // the answer
-    std::vector<std::vector<float>> logits;  // (step, vocab): step s chose tokens[s]
-};
-
-// One answer in one format against the reference.
+// One answer in one format against float32's.
 struct AnswerComparison {
     int steps = 0;                          // answer tokens compared
     int first_difference = 0;               // first step whose greedy token differs; steps if none
@@ -61,7 +55,8 @@ struct AgreementTotals {
         identical += c.identical();
         steps += c.steps;
         agreeing += c.first_difference;
-        largest_logit_difference = std::max(largest_logit_difference, c.largest_logit_difference);
+        largest_logit_difference =
+            larger_difference(largest_logit_difference, c.largest_logit_difference);
         kl_sum += c.kl_sum;
         kl_max = std::max(kl_max, c.kl_max);
     }
@@ -86,50 +81,47 @@ inline double kl_divergence(std::span<const float> p_logits, std::span<const flo
     return std::max(kl, 0.0);  // rounding can leave -1e-17 where the rows are equal
 }
 
-// The prompt in one pass, then `answer_len` - 1 decode steps, into `cache`;
-// fed tokens[s] after step s when `tokens` is given (teacher forcing),
-// greedy otherwise. Calls on_step(s, logits) for each answer step.
-template <class OnStep>
-std::vector<int> decode_answer(Transformer& model, std::span<const int> prompt, int answer_len,
-                               KVCache& cache, std::span<const int> tokens, OnStep&& on_step) {
-    std::vector<int> answer;
-    std::span<const float> logits = model.forward(prompt, cache);
-    for (int s = 0; s < answer_len; ++s) {
-        on_step(s, logits);
-        answer.push_back(tokens.empty() ? argmax(logits) : tokens[std::size_t(s)]);
-        if (s + 1 < answer_len) logits = model.forward(std::span(&answer.back(), 1), cache);
+// One prompt's answer in every format of `formats`, float32 first: float32
+// chooses each token greedily and every cache is fed it. Each prompt goes
+// in a pass of its own; each step after is one batched pass of all the
+// formats, which gives each sequence its logits alone (chapter 04), for
+// about the time of one.
+struct FormatAnswers {
+    std::vector<int> tokens;                // float32's greedy answer
+    std::vector<AnswerComparison> formats;  // (formats) each against float32, float32 too
+};
+
+inline FormatAnswers compare_formats(Transformer& model, std::span<const int> prompt,
+                                     int answer_len, std::span<const NumberFormat> formats) {
+    std::vector<KVCache> caches;
+    std::vector<std::vector<float>> logits;  // (formats, vocab) each cache's latest
+    for (const NumberFormat f : formats) {
+        caches.emplace_back(model.config(), int(prompt.size()) + answer_len - 1, f);
+        const std::span<const float> l = model.forward(prompt, caches.back());
+        logits.emplace_back(l.begin(), l.end());
     }
-    return answer;
-}
-
-inline ReferenceAnswer float32_answer(Transformer& model, std::span<const int> prompt,
-                                      int answer_len) {
-    ReferenceAnswer ref;
-    KVCache cache(model.config(), int(prompt.size()) + answer_len - 1);
-    ref.tokens = decode_answer(
-        model, prompt, answer_len, cache, {},
-        [&](int, std::span<const float> l) { ref.logits.emplace_back(l.begin(), l.end()); });
-    return ref;
-}
-
-inline AnswerComparison compare_answer(Transformer& model, std::span<const int> prompt,
-                                       const ReferenceAnswer& ref, NumberFormat format) {
-    AnswerComparison c;
-    c.steps = int(ref.tokens.size());
-    c.first_difference = c.steps;
-    KVCache cache(model.config(), int(prompt.size()) + c.steps - 1, format);
-    decode_answer(model, prompt, c.steps, cache, ref.tokens, [&](int s, std::span<const float> l) {
-        const std::vector<float>& want = ref.logits[std::size_t(s)];
-        for (std::size_t i = 0; i < l.size(); ++i)
-            c.largest_logit_difference =
-                std::max(c.largest_logit_difference, std::fabs(double(l[i]) - double(want[i])));
-        const double kl = kl_divergence(want, l);
-        c.kl_sum += kl;
-        c.kl_max = std::max(c.kl_max, kl);
-        if (c.first_difference == c.steps && argmax(l) != ref.tokens[std::size_t(s)])
-            c.first_difference = s;
-    });
-    return c;
+    FormatAnswers a{{}, std::vector<AnswerComparison>(formats.size(), {answer_len, answer_len})};
+    std::vector<SequenceInput> inputs(caches.size());
+    for (int s = 0; s < answer_len; ++s) {
+        a.tokens.push_back(argmax(logits[0]));
+        for (std::size_t i = 0; i < caches.size(); ++i) {
+            AnswerComparison& c = a.formats[i];
+            for (std::size_t v = 0; v < logits[i].size(); ++v)
+                c.largest_logit_difference = larger_difference(
+                    c.largest_logit_difference, std::fabs(double(logits[i][v]) - logits[0][v]));
+            const double kl = kl_divergence(logits[0], logits[i]);
+            c.kl_sum += kl;
+            c.kl_max = std::max(c.kl_max, kl);
+            if (c.identical() && argmax(logits[i]) != a.tokens.back()) c.first_difference = s;
+        }
+        if (s + 1 == answer_len) break;
+        for (std::size_t i = 0; i < caches.size(); ++i)
+            inputs[i] = {std::span(&a.tokens.back(), 1), &caches[i]};
+        const Matrix& rows = model.forward(inputs);
+        for (std::size_t i = 0; i < caches.size(); ++i)
+            logits[i].assign(rows.row_span(int(i)).begin(), rows.row_span(int(i)).end());
+    }
+    return a;
 }
 
 }  // namespace kv::ch10

@@ -2,16 +2,12 @@
 //
 // Chapter 03 priced the cache at any width: 2 x layers x KV heads x head
 // size x bytes per number, per token. The engine now holds each width, so
-// the price is a measurement, three ways:
-//   - the bytes per token a cache of each format holds, read off its
-//     buffers, against the formula (int8 adds its scales: 2 bytes per 32
-//     numbers of a head);
-//   - the article's own shape (32 layers, 8 KV heads, head size 128) at 16
-//     bits for 4,096 positions, allocated and written: the process's
-//     resident memory grows by the formula's 512 MiB, rounded up to pages
-//     (measured in experiment.h: it reads the operating system);
-//   - how many of the queue's conversations fit at once in a pool of
-//     blocks (chapter 07's count) of the same bytes at each width.
+// the price is a measurement: the bytes per token a cache of each format
+// holds, read off its buffers, against the formula (int8 adds its scales:
+// 2 bytes per 32 numbers of a head); the article's shape at 16 bits, its
+// resident memory read from the operating system (lab/resident_cache.h);
+// and how many of the queue's conversations fit at once in a pool of
+// blocks (chapter 07's count) of the same bytes at each width.
 #pragma once
 
 #include <algorithm>

@@ -51,6 +51,20 @@ inline Table memory_table(const Results& r) {
     return t;
 }
 
+// The queue's first requests in the smaller pool: two rows per width.
+inline Table engine_table(const Results& r) {
+    Table t({"format", "side", "blocks", "ttft p50", "ttft p99", "preemptions",
+             "first tokens in the simulator's order"});
+    for (const FormatResult& f : r.formats)
+        for (const bool engine : {false, true}) {
+            const Summary& q = engine ? f.engine : f.simulated;
+            t.add_row({format_name(f.format), engine ? "engine" : "simulator", f.engine_blocks,
+                       timed(q.ttft_median, " s"), timed(q.ttft_p99, " s"), q.preemptions,
+                       engine ? Cell(f.same_order ? "yes" : "no") : Cell("-")});
+        }
+    return t;
+}
+
 // Memory per token against the share of greedy tokens agreeing with float32.
 inline std::string agreement_plot(const Results& r, const std::string& dir) {
     SvgPlot plot("The cache's number format: memory against the answer", "bytes of cache per token",
@@ -85,9 +99,9 @@ inline std::string headline(const Results& r) {
 
 inline int report(const Results& r, const OutputOptions& out) {
     const Table answers = answer_table(r, false), long_answers = answer_table(r, true);
-    const Table memory = memory_table(r);
+    const Table memory = memory_table(r), engine = engine_table(r);
     const std::string plot = agreement_plot(r, out.plot_dir), line = headline(r);
-    const ResidentGrowth& a = r.article_16;
+    const ResidentCache& a = r.article_16;
     Json json = Json()
                     .add("chapter", "10_cache_number_format")
                     .add("model", r.model)
@@ -101,6 +115,9 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("article_allocated_bytes", a.allocated)
                     .add("article_resident_growth_bytes", a.growth ? *a.growth : -1)
                     .add("kv_budget_mib", r.budget_mib)
+                    .add("engine_requests", r.engine_requests)
+                    .add("engine_budget_mib", r.engine_budget_mib)
+                    .add("engine_queue", engine)
                     .add("headline_side", "simulator")
                     .add("step_cost_source", r.pricing.cost.source)
                     .add("plot", plot)
@@ -130,20 +147,23 @@ inline int report(const Results& r, const OutputOptions& out) {
                   << " positions on the engine (median of the thread's CPU time)";
     std::cout << ":\n";
     memory.print(std::cout);
+    if (r.engine_requests)
+        std::cout << "\nThe queue's first " << r.engine_requests << " requests in a pool of "
+                  << r.engine_budget_mib << " MiB, on the simulator (the same prices) and on the "
+                  << "engine, whose pool\nholds each width (its steps timed once by the thread's "
+                     "CPU time):\n",
+            engine.print(std::cout);
+    const double pages = a.growth ? double(*a.growth - std::int64_t(a.formula)) / a.page_size : 0;
     std::cout << "\nThe article's cache (" << r.article.n_layers << " layers, "
               << r.article.n_kv_heads << " KV heads, head size " << r.article.head_size()
-              << ") at 16 bits for " << with_commas(std::uint64_t(r.article_positions))
-              << " positions: formula " << format_bytes(a.formula) << ", allocated "
-              << format_bytes(a.allocated) << ", resident memory grew by ";
-    if (a.growth)
-        std::cout << with_commas(std::uint64_t(std::max<std::int64_t>(*a.growth, 0)))
-                  << " bytes: the formula " << (*a.growth >= std::int64_t(a.formula) ? "+ " : "- ")
-                  << fixed(std::fabs(double(*a.growth - std::int64_t(a.formula))) /
-                               double(a.page_size),
-                           0)
-                  << " pages of " << format_bytes(a.page_size) << "\n";
-    else
-        std::cout << "(not measurable here)\n";
+              << ") at 16 bits for 4,096 positions: formula " << format_bytes(a.formula)
+              << ", allocated " << format_bytes(a.allocated) << ", resident memory grew by "
+              << (a.growth
+                      ? with_commas(std::uint64_t(std::max<std::int64_t>(*a.growth, 0))) +
+                            " bytes: the formula " + (pages < 0 ? "- " : "+ ") +
+                            fixed(std::fabs(pages), 0) + " pages of " + format_bytes(a.page_size)
+                      : "(not measurable here)")
+              << "\n";
     std::cout << "plot: " << visible(plot) << "\n\n" << line << "\n";
     return 0;
 }
