@@ -116,23 +116,22 @@ struct Experiment {
             throw UsageError("--long-context " + std::to_string(long_context) +
                              " must be longer than --answer-len " + std::to_string(answer));
         // The long answers' caches, one per format, the article's 512 MiB and both pools.
-        Config long_model = model.config;
-        long_model.max_seq = std::max(long_context, 1);
-        const double bytes = 4.0 * double(long_model.kv_bytes(std::uint64_t(long_context))) +
+        const double bytes = 4.0 * double(model.config.kv_bytes_per_token()) * long_context +
                              double(cache_bytes(CacheShape{}, 4096)) +
                              double((queue.kv_budget_mib + engine_budget_mib) << 20);
         if (const std::string over = beyond_memory(bytes, 0.5); !over.empty())
             throw UsageError("--long-context " + std::to_string(long_context) +
                              " and the pools need " + format_bytes(std::uint64_t(bytes)) + ", " +
                              over);
-        // Each pool must hold the longest request alone in float32, or it would wait forever.
+        // A pool in use must hold the longest request alone in float32, or it waits forever.
         const std::uint64_t per_block = BlockPool::bytes_per_block(model.config, block_size);
         const WorkloadOptions& w = queue.workload;
         const std::uint64_t blocks =
             std::uint64_t(blocks_for(w.prompt_max + w.answer_max - 1, block_size));
-        for (const auto& [flag, mib] : {std::pair{"--kv-budget-mib", queue.kv_budget_mib},
-                                        std::pair{"--engine-budget-mib", engine_budget_mib}})
-            if ((mib << 20) / per_block < blocks)
+        for (const auto& [flag, mib] :
+             {std::pair{"--kv-budget-mib", queue.kv_budget_mib},
+              std::pair{"--engine-budget-mib", engine_requests ? engine_budget_mib : 0}})
+            if (mib && (mib << 20) / per_block < blocks)
                 throw UsageError(std::string(flag) + " " + std::to_string(mib) +
                                  " cannot hold one request at its longest in blocks of " +
                                  std::to_string(block_size) + " (" +
