@@ -80,6 +80,7 @@ test: doctest
 	./$(BUILD)/book_tests
 	bash tests/check_programs.sh $(BUILD)
 	bash tests/check_layout.sh
+	bash tests/check_readme_text.sh
 
 # The same tests, built apart, with the sanitizers watching every access.
 sanitize: doctest

@@ -1,0 +1,213 @@
+#!/bin/bash
+# Checks the book's teaching text for what a lesson leaves to git (issue 30):
+# no lab notebook, and chapters of a chapter's length.
+#
+# The text: the front page (README.md), each chapter's README.md and
+# EXERCISES.md, its solutions/*.md, the course kit (chapters/course/*.md)
+# and tests/bench/README.md if there is one. Each fault is named FILE:LINE.
+#
+#   - A commit hash: a word of 7 to 40 lowercase hex digits with at least one
+#     digit and one letter a-f, standing alone (no letter, digit or _ on
+#     either side). Not a hash:
+#       * a number: all digits, or digits, one e and digits (1e10000);
+#       * a digest the programs print: exactly 16 hex digits (FNV-1a, 64
+#         bits) inside a ```text or ```json block, where pasted output
+#         goes; the same word in prose, or 7 to 15 or 17 to 40 digits in
+#         such a block, is taken for a hash;
+#       * on the front page only, one line beginning "Every pasted run in
+#         this book comes from": it may name the commit the pasted runs were
+#         built from (a second such line fails).
+#   - A history mark: "load average", "UTC", a time of day (18:16, 9:05,
+#     18:16:02), "in an earlier run", "last session" (any case but UTC's).
+#   - A chapter README (chapters/NN_name/README.md) of fewer than 1,200 or
+#     more than 2,500 words by `wc -w` (chapter 05: 3,500).
+#
+#   tests/check_readme_text.sh              the book's files, from anywhere
+#   tests/check_readme_text.sh DIR          the files under DIR (same layout)
+#   tests/check_readme_text.sh --self-test  a small book that passes, and each
+#                                           fault planted in a copy of it fails
+set -u
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--self-test" ]; then
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    # words N: N words of filler, ten to a line.
+    words() { python3 -c "import sys; n = int(sys.argv[1]); print('\n'.join(' '.join(['word'] * min(10, n - i)) for i in range(0, n, 10)))" "$1"; }
+    # The small book: every exemption used once, every budget met. It is
+    # built here, not copied, so that the self-test bites whether or not
+    # the book itself passes today.
+    book="$tmp/book"
+    mkdir -p "$book/chapters/01_one/solutions" "$book/chapters/05_five" "$book/chapters/course" \
+        "$book/tests/bench"
+    {
+        echo "# The book"
+        echo
+        echo "Every pasted run in this book comes from commit 0b92422 on one machine."
+        echo "A million is 1000000, a large float 1e10000; deadbeef has no digit."
+    } >"$book/README.md"
+    {
+        echo "# Chapter 01"
+        words 1300
+        echo
+        echo '```text'
+        echo "logits digest: af63dc4c8601ec8c"
+        echo '```'
+    } >"$book/chapters/01_one/README.md"
+    { echo "# Chapter 05"; words 3000; } >"$book/chapters/05_five/README.md"
+    echo "1. Run it at 16 MiB; count the blocks." >"$book/chapters/01_one/EXERCISES.md"
+    echo "## 1. The answer: 5,424 - 4,977 = 447." >"$book/chapters/01_one/solutions/SOLUTIONS.md"
+    echo "Meeting 1: chapter 01, about 3 s." >"$book/chapters/course/README.md"
+    echo "make bench prints each target and the plan." >"$book/tests/bench/README.md"
+    if ! out="$(bash "$self" "$book")"; then
+        echo "self-test FAILED: the small book does not pass:"
+        echo "$out"
+        exit 1
+    fi
+    # planted WHAT FILE NAMED LINE: a copy of the small book with LINE added
+    # to FILE must fail, naming NAMED (FILE:N, or FILE for a word count).
+    planted() {
+        local what="$1" file="$2" named="$3" line="$4" copy="$tmp/copy"
+        rm -rf "$copy"
+        cp -r "$book" "$copy"
+        printf '%s\n' "$line" >>"$copy/$file"
+        if out="$(bash "$self" "$copy")"; then
+            echo "self-test FAILED: $what was not caught"
+            exit 1
+        fi
+        if ! grep -qF "$named" <<<"$out"; then
+            echo "self-test FAILED: $what was caught but $named was not named:"
+            echo "$out"
+            exit 1
+        fi
+    }
+    # The line a fault appended to FILE is its last.
+    last() { echo "$1:$(($(grep -c '' "$book/$1") + 1))"; }
+    ch=chapters/01_one/README.md
+    planted "a commit hash in a chapter README" $ch "$(last $ch)" "Measured at commit e52fe5a."
+    planted "a full commit hash in a chapter README" $ch "$(last $ch)" \
+        "See 0084b783bcda6d7ee15c337b1062cbee9985c954."
+    planted "a commit hash in an exercise" chapters/01_one/EXERCISES.md \
+        "$(last chapters/01_one/EXERCISES.md)" "2. Check out fc83b22 and run it."
+    planted "a commit hash in a solution" chapters/01_one/solutions/SOLUTIONS.md \
+        "$(last chapters/01_one/solutions/SOLUTIONS.md)" "(the run at 30c87ed)"
+    planted "a commit hash in the course kit" chapters/course/README.md \
+        "$(last chapters/course/README.md)" "Meeting 2 runs d680b18's make run."
+    planted "a commit hash in the bench's README" tests/bench/README.md \
+        "$(last tests/bench/README.md)" "At a55f6a5 the plan was another."
+    planted "a commit hash on the front page" README.md "$(last README.md)" \
+        "The table comes from 3358107a."
+    planted "a second 'Every pasted run' line" README.md "$(last README.md)" \
+        "Every pasted run in this book comes from commit 1c0555d too."
+    planted "a digest in prose" $ch "$(last $ch)" "Its digest is af63dc4c8601ec8c."
+    five=chapters/05_five/README.md
+    planted "a short hash inside a text block" $five "$five:$(($(grep -c '' "$book/$five") + 2))" \
+        "$(printf '```text\nbuilt from 0173d66\n```')"
+    planted "a load average" chapters/01_one/EXERCISES.md \
+        "$(last chapters/01_one/EXERCISES.md)" "3. Note the load average first."
+    planted "UTC" chapters/01_one/solutions/SOLUTIONS.md \
+        "$(last chapters/01_one/solutions/SOLUTIONS.md)" "Run on 2 December, in UTC."
+    planted "a time of day" chapters/course/README.md "$(last chapters/course/README.md)" \
+        "Three pairs of runs at 18:16."
+    planted "'in an earlier run'" $ch "$(last $ch)" "In an earlier run it printed 7.0 x."
+    planted "'last session'" README.md "$(last README.md)" "As the last session found, ..."
+    planted "a chapter README over 2,500 words" $ch "$ch: " "$(words 1300)"
+    planted "chapter 05's README over 3,500 words" chapters/05_five/README.md \
+        "chapters/05_five/README.md: " "$(words 600)"
+    rm -rf "$tmp/copy"
+    cp -r "$book" "$tmp/copy"
+    printf '# Chapter 01\n\nToo short.\n' >"$tmp/copy/$ch"
+    if out="$(bash "$self" "$tmp/copy")" || ! grep -qF "$ch: " <<<"$out"; then
+        echo "self-test FAILED: a chapter README under 1,200 words was not caught"
+        exit 1
+    fi
+    echo "README text self-test: the small book passes (one front-page commit line, a digest in a" \
+        "text block, numbers); each planted fault fails, named (a commit hash in a chapter README," \
+        "an exercise, a solution, the course kit, the bench's README and the front page; a second" \
+        "front-page commit line; a digest in prose; a short hash in a text block; a load average," \
+        "UTC, a time of day, 'in an earlier run', 'last session'; a chapter README over 2,500" \
+        "words, chapter 05's over 3,500, one under 1,200)"
+    exit 0
+fi
+
+root="${1:-.}"
+cd "$root" || exit 1
+python3 - <<'PY'
+import glob
+import os
+import re
+import subprocess
+import sys
+
+files = ["README.md"] + sorted(glob.glob("chapters/*/README.md")) \
+    + sorted(glob.glob("chapters/*/EXERCISES.md")) \
+    + sorted(glob.glob("chapters/*/solutions/*.md")) + sorted(glob.glob("chapters/course/*.md"))
+if os.path.isfile("tests/bench/README.md"):
+    files.append("tests/bench/README.md")
+files = [f for i, f in enumerate(files) if os.path.isfile(f) and f not in files[:i]]
+
+hex_word = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
+number = re.compile(r"[0-9]+(e[0-9]+)?")
+marks = [
+    ("a load average", re.compile(r"load average", re.I)),
+    ("UTC", re.compile(r"\bUTC\b")),
+    ("a time of day", re.compile(r"(?<![\w:.])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?![\w:])")),
+    ("'in an earlier run'", re.compile(r"in an earlier run", re.I)),
+    ("'last session'", re.compile(r"last session", re.I)),
+]
+commit_line = "Every pasted run in this book comes from"
+budgets = {"05": 3500}  # the rest: 2,500
+shortest = 1200
+
+failures = []
+def fail(where, what):
+    failures.append(f"FAILED: {where}: {what}")
+
+for path in files:
+    fence = None  # the open block's info string ("" for a bare ```), or None
+    commit_lines = 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().split("\n")
+    for number_of_line, line in enumerate(lines, 1):
+        where = f"{path}:{number_of_line}"
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fence = stripped[3:].strip().lower() if fence is None else None
+            continue
+        for what, pattern in marks:
+            if pattern.search(line):
+                fail(where, f"{what} (history belongs to git): {line.strip()}")
+        if path == "README.md" and stripped.startswith(commit_line):
+            commit_lines += 1
+            if commit_lines == 1:
+                continue  # the one line that may name the commit of the pasted runs
+            fail(where, f"a second line beginning \"{commit_line}\"")
+        for m in hex_word.finditer(line):
+            word = m.group(0)
+            if not (re.search(r"[0-9]", word) and re.search(r"[a-f]", word)):
+                continue
+            if number.fullmatch(word):
+                continue
+            if len(word) == 16 and fence in ("text", "json"):
+                continue  # a 64-bit digest in a program's pasted output
+            fail(where, f"a commit hash? '{word}' (history belongs to git; only the front page's "
+                        f"\"{commit_line}\" line may name one)")
+
+for path in files:
+    m = re.fullmatch(r"chapters/([0-9][0-9])_[^/]+/README\.md", path)
+    if not m:
+        continue
+    words = int(subprocess.run(["wc", "-w"], stdin=open(path, "rb"), capture_output=True,
+                               text=True, check=True).stdout.split()[0])
+    most = budgets.get(m.group(1), 2500)
+    if words > most:
+        fail(path, f"{words:,} words by wc -w, over the chapter's budget of {most:,}")
+    elif words < shortest:
+        fail(path, f"{words:,} words by wc -w, under a chapter's {shortest:,}")
+
+for line in failures:
+    print(line)
+print(f"README text: {len(files)} files, {len(failures)} faults")
+sys.exit(1 if failures else 0)
+PY
