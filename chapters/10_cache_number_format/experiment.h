@@ -83,7 +83,7 @@ struct Experiment {
         return q;
     }();
     int prompts = 16;                     // the queue's first requests answered in every format
-    int long_context = 2048;              // positions the long answers reach; 0: none
+    int long_context = 4096;              // positions the long answers reach; 0: none
     int long_prompts = 1;                 // answers at the long context
     int block_size = 16;                  // positions per block of the pool (vLLM's default)
     int engine_requests = 48;             // the queue's first, on the engine; 0: none
