@@ -79,6 +79,7 @@ test: doctest
 	@$(MAKE) --no-print-directory $(BUILD)/book_tests $(CHAPTERS)
 	./$(BUILD)/book_tests
 	bash tests/check_programs.sh $(BUILD)
+	bash tests/check_flags_matter.sh $(BUILD)
 	bash tests/check_layout.sh
 
 # The same tests, built apart, with the sanitizers watching every access.
