@@ -79,15 +79,18 @@ test: doctest
 	@$(MAKE) --no-print-directory $(BUILD)/book_tests $(CHAPTERS)
 	./$(BUILD)/book_tests
 	bash tests/check_programs.sh $(BUILD)
+	bash tests/check_flags_matter.sh $(BUILD)
 	bash tests/check_layout.sh
 	bash tests/check_readme_text.sh
 
 # The same tests, built apart, with the sanitizers watching every access.
+# (make fuzz builds the chapters' programs the same way, beside them.)
+SANITIZE = $(MAKE) --no-print-directory BUILD=build/sanitize \
+    CXXFLAGS="-std=c++20 -O1 -g -ffp-contract=off -Wall -Wextra -Wpedantic -Werror -Wno-psabi" \
+    EXTRA="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+
 sanitize: doctest
-	@$(MAKE) --no-print-directory BUILD=build/sanitize \
-	    CXXFLAGS="-std=c++20 -O1 -g -ffp-contract=off -Wall -Wextra -Wpedantic -Werror -Wno-psabi" \
-	    EXTRA="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	    build/sanitize/book_tests
+	@$(SANITIZE) build/sanitize/book_tests
 	./build/sanitize/book_tests
 
 # ---------------------------------------------------------- benchmark
@@ -142,8 +145,17 @@ validate: $(BUILD)/validate
 # program writes the checkpoint and tokenizer seeds). The first crash, hang,
 # leak or sanitizer report stops it with a non-zero status; the input is
 # saved as build/fuzz/NAME-crash-... and the end of the log is printed.
+# Then tests/fuzz/chapters.sh runs every chapter's program, built with the
+# same sanitizers in build/sanitize/ (as make sanitize builds the tests),
+# with random small flag combinations drawn from its --help for
+# CHAPTER_FUZZ_SECONDS seconds (60 by default), seeded by CHAPTER_FUZZ_SEED
+# (empty: a fresh seed, printed); a sanitizer report, a crash, or an exit
+# that breaks the book's promises (status 2 with one line on stderr, 0 with
+# a report on stdout) fails it, each failure printed with its command.
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 20
+CHAPTER_FUZZ_SECONDS ?= 60
+CHAPTER_FUZZ_SEED    ?=
 FUZZ_FLAGS    = -std=c++20 -O1 -g -ffp-contract=off -fno-omit-frame-pointer -Wno-psabi \
                 -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_NAMES    = $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/*.cpp))
@@ -166,6 +178,8 @@ fuzz: $(FUZZ_NAMES:%=build/fuzz/%) $(BUILD)/ch02
 	        || { tail -n 40 $$f.log; echo "FUZZ FAILED: $$name (log: $$f.log)"; exit 1; }; \
 	    grep -E "^Done|^#[0-9]+.*DONE" $$f.log | tail -n 1; \
 	done
+	@$(SANITIZE) $(CHAPTERS:%=build/sanitize/%)
+	bash tests/fuzz/chapters.sh build/sanitize $(CHAPTER_FUZZ_SECONDS) $(CHAPTER_FUZZ_SEED)
 
 # ------------------------------------------------------------- format
 # clang-format with the project's .clang-format, on the C++ sources only:

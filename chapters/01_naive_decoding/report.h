@@ -34,6 +34,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("parameters", parameters)
                     .add("prompt_len", prompt_len)
                     .add("answer_len", r.answer_len)
+                    .add("repeats", r.repeats)
                     .add("naive_answer_ms", r.naive.answer_seconds * 1e3)
                     .add("positions_processed", r.naive.positions)
                     .add("positions_predicted", r.predicted)

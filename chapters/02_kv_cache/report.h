@@ -41,6 +41,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("model", model)
                     .add("prompt_len", prompt_len)
                     .add("answer_len", r.answer_len)
+                    .add("repeats", r.repeats)
                     .add("naive_answer_ms", r.naive.answer_seconds * 1e3)
                     .add("cached_answer_ms", r.cached.answer_seconds * 1e3)
                     .add("speedup", r.speedup())

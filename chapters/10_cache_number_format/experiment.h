@@ -46,7 +46,9 @@ struct FormatResult {
 };
 
 struct Results {
-    std::string model, weights;  // the model's shape; "random (seed 1)" or a checkpoint
+    std::string model, weights;            // the model's shape; "random (seed 1)" or a checkpoint
+    bool has_text = false;                 // --tokenizer: the first request shown as text
+    std::string prompt_text, answer_text;  // its prompt, and float32's answer to it
     int prompts = 0, long_context = 0, long_prompts = 0;
     Config article;            // article_shape()
     ResidentCache article_16;  // its cache at 16 bits (bfloat16) for 4,096 positions, measured
@@ -157,6 +159,12 @@ struct Experiment {
             r.formats.push_back({.format = f, .bytes = bytes_at(c, f, block_size)});
 
         compare_answers(r, m, loaded.prompt);
+        if (loaded.tokenizer) {
+            r.has_text = true;
+            r.prompt_text = loaded.prompt_text();
+            r.answer_text =
+                loaded.answer_text(float32_answer(m, loaded.prompt, r.queue[0].answer_len).tokens);
+        }
         Config long_config = c;
         long_config.max_seq = long_context;
         if (long_context > 0) {

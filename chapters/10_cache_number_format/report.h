@@ -122,6 +122,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("step_cost_source", r.pricing.cost.source)
                     .add("plot", plot)
                     .add("headline", line);
+    if (r.has_text) json.add("prompt_text", r.prompt_text).add("answer_text", r.answer_text);
     if (emit(out, json)) return 0;
 
     std::cout << "Chapter 10: the cache's number format\n\n"
@@ -130,6 +131,9 @@ inline int report(const Results& r, const OutputOptions& out) {
               << " requests answered greedily in float32, the same tokens fed to a cache of\n"
               << "each format (KL: of float32's next-token distribution from the format's):\n";
     answers.print(std::cout);
+    if (r.has_text)
+        std::cout << "the first request as text: " << r.prompt_text
+                  << "\nfloat32's answer to it:    " << r.answer_text << "\n";
     if (r.long_context) {
         std::cout << "\nThe same at " << with_commas(std::uint64_t(r.long_context))
                   << " positions (" << r.long_prompts << " answer"

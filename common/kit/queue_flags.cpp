@@ -73,6 +73,11 @@ void check_queue(const Config& c, const QueueOptions& q) {
                  (std::isfinite(last) ? json_number(last) + " s" : "more than 1e308 s") +
                  ": beyond 4.5e9 s the clock cannot keep microseconds");
     }
+    // --calibrate measures the machine again; analytic prices measure nothing,
+    // so the two together would leave --calibrate doing nothing.
+    need(!(q.calibrate && q.cost_model == "analytic"),
+         "--calibrate measures this machine's step cost again, and --cost-model analytic "
+         "measures nothing: give one of them");
     // The calibration runs the model with its caches; analytic runs nothing.
     if (q.cost_model == "measured")
         check_model(c, calibration_positions(c),

@@ -1,0 +1,222 @@
+#!/bin/bash
+# Every flag a program lists in --help does something: run once with a
+# small base configuration and once with the flag changed, the program must
+# show a difference. What is compared is what a reader can see and that a
+# clock does not move:
+#   - the exit status;
+#   - the --json output, split into one line per key, with the keys whose
+#     values differ between two runs of the same command (times) masked;
+#   - the files the run leaves in its (fresh) working folder, by name, and
+#     whether each is empty.
+# A flag whose only effect is on timing (a number of repeats) shows it in
+# the JSON, which records the count.
+#
+# The cases for build/chNN are in tests/flag_cases/chNN.txt, one a line:
+#
+#   base: ARGS                  the base run (every run adds --json, except --json's own)
+#   --flag: CHANGED             the base run with CHANGED added (the last value given wins)
+#   --flag: CHANGED vs OTHER    ... compared with the base run with OTHER added
+#
+# A side written "= ARGS" replaces the base instead of adding to it. CHANGED
+# must name its flag. {fixtures} is a folder filled first: model.bin and
+# tokenizer.bin (a 259-token byte-level model saved by chapter 02), results-a/
+# and results-b/ (chapters 02, 03 and 05's saved JSON, twice, differing in
+# chapter 03's --context). --json (left out) and --help are checked here for
+# every program. Every flag --help lists needs a case, and every case a flag
+# --help lists. Each run ends within 60 s or fails.
+#
+#   tests/check_flags_matter.sh BUILD_DIR
+#   tests/check_flags_matter.sh --self-test BUILD_DIR
+#       shows that a flag made to do nothing fails the check: a few
+#       programs are each replaced by a wrapper that drops one flag (and
+#       its value) before running the program, so that --help lists the
+#       flag and it does nothing; the check must name those flags, and no
+#       other, as doing nothing
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+if [ "${1:-}" = "--drop-flag" ]; then
+    # --drop-flag FLAG PROGRAM ARGS...: the self-test's wrapper.
+    flag="$2" program="$3" args=() drop=""
+    shift 3
+    for arg in "$@"; do
+        if [ -n "$drop" ]; then drop=""; continue; fi
+        case "$arg" in "$flag") drop=1; continue ;; "$flag="*) continue ;; esac
+        args+=("$arg")
+    done
+    exec "$program" "${args[@]}"
+fi
+if [ "${1:-}" = "--self-test" ]; then
+    BIN="$(cd "${2:-build}" && pwd)" || exit 1
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    mkdir -p "$tmp/bin" "$tmp/cases"
+    # One flag per program, of each kind: a number, a choice, a file written.
+    dropped=(ch03:--context ch05:--seed ch06:--save-json ch09:--chunk ch10:--answer-dist)
+    # The fixtures' programs, as they are.
+    ln -s "$BIN/ch02" "$BIN/ch03" "$BIN/ch05" "$tmp/bin/"
+    for pair in "${dropped[@]}"; do
+        ch="${pair%%:*}" flag="${pair#*:}"
+        cp "$here/flag_cases/$ch.txt" "$tmp/cases/"
+        rm -f "$tmp/bin/$ch"
+        printf '#!/bin/bash\nexec bash "%s" --drop-flag %s "%s" "$@"\n' "$here/$(basename "$0")" \
+            "$flag" "$BIN/$ch" >"$tmp/bin/$ch"
+        chmod +x "$tmp/bin/$ch"
+    done
+    FLAG_CASES="$tmp/cases" bash "$0" "$tmp/bin" >"$tmp/out" 2>&1
+    status=$?
+    expected="$(for pair in "${dropped[@]}"; do echo "FAILED: ${pair%%:*} ${pair#*:} does nothing"; done)"
+    found="$(grep '^FAILED' "$tmp/out" | sed 's/ does nothing:.*/ does nothing/')"
+    if [ "$status" = 0 ] || [ "$found" != "$expected" ]; then
+        echo "flags self-test FAILED: expected exactly:"; echo "$expected"; echo "got:"; cat "$tmp/out"
+        exit 1
+    fi
+    echo "flags self-test: each flag made to do nothing is caught (${dropped[*]})"
+    exit 0
+fi
+BIN="$(cd "${1:-build}" && pwd)" || exit 1
+CASES="${FLAG_CASES:-$here/flag_cases}"
+TMP="$(mktemp -d)"
+FIXTURES="$TMP/fixtures"
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+runs=0
+ok()   { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
+
+# run DIR PROGRAM ARGS...: runs PROGRAM in the fresh folder DIR/work, its
+# stdout in DIR/stdout, stderr in DIR/stderr, exit status in DIR/status.
+run() {
+    local dir="$1"; shift
+    mkdir -p "$dir/work"
+    runs=$((runs + 1))
+    (cd "$dir/work" && exec timeout 60 "$@") >"$dir/stdout" 2>"$dir/stderr"
+    echo $? >"$dir/status"
+}
+
+# The key of a line: what comes before its first '": ', or the whole line.
+KEY='function key(l,  i) { i = index(l, "\": "); return i ? substr(l, 1, i) : l }'
+
+# flat FILE: the output with one key of JSON a line ("key": value), so that
+# a key can be masked; a text output stays as it is. A key is masked
+# wherever it comes: a table's column of times is then masked whole, even
+# where two runs printed the same value in one of its rows.
+flat() { awk '{ gsub(/, "/, "\n\""); gsub(/\{"/, "{\n\""); print }' "$1"; }
+
+# noisy A B: the keys whose lines differ between two runs of one command.
+noisy() {
+    awk "$KEY"'
+        FNR == NR { a[$0]++; next } { b[$0]++ }
+        END { for (l in a) if (a[l] != b[l]) print key(l)
+              for (l in b) if (a[l] != b[l]) print key(l) }' <(flat "$1") <(flat "$2") | sort -u
+}
+
+# signature DIR NOISY: what the run in DIR showed, its noisy keys' values masked.
+signature() {
+    echo "exit status $(cat "$1/status")"
+    flat "$1/stdout" | awk -v noisy="$2" "$KEY"'
+        BEGIN { while ((getline line < noisy) > 0) masked[line] = 1 }
+        { k = key($0)
+          if (k in masked) { match($0, /[]}]*$/); print k "\": *" substr($0, RSTART) }
+          else print }'
+    (cd "$1/work" && find . -type f -size +0 | sort | sed 's/^/file /'
+     find . -type f -size 0 | sort | sed 's/^/empty file /')
+}
+
+# base_runs NAME ARGS...: runs the command twice, into $TMP/NAME.1 and
+# $TMP/NAME.2; $TMP/NAME.noisy gets the keys that differ between the two.
+# A measured cost model's first run may calibrate and save the prices later
+# runs reuse, so such a command runs once more before. Done once per command.
+base_runs() {
+    local name="$1"; shift
+    [ -e "$TMP/$name.noisy" ] && return
+    [[ " $* " == *" measured "* ]] && run "$TMP/$name.0" "$@"
+    run "$TMP/$name.1" "$@"
+    run "$TMP/$name.2" "$@"
+    noisy "$TMP/$name.1/stdout" "$TMP/$name.2/stdout" >"$TMP/$name.noisy"
+}
+
+# args_of SIDE: the words of a case's side on top of the base ("= ARGS": instead of it).
+args_of() {
+    local side="$1"
+    side="${side//\{fixtures\}/$FIXTURES}"
+    if [[ "$side" == "= "* ]]; then echo "${side#= }"; else echo "$base $side"; fi
+}
+
+# check_case FLAG CHANGED OTHER JSON: the program with CHANGED against the
+# program with OTHER (each on top of the base), JSON the flag that asks for
+# JSON ("" for --json's own case, which leaves it out).
+count=0
+check_case() {
+    local flag="$1" changed other json="$4" key dir
+    read -ra changed <<<"$(args_of "$2")"
+    read -ra other <<<"$(args_of "$3")"
+    count=$((count + 1))
+    key="$ch.$(printf '%s\n' "${other[@]}" | md5sum | cut -c1-16)"
+    base_runs "$key" "$prog" "${other[@]}" --json
+    [ "$(cat "$TMP/$key.1/status")" = 0 ] ||
+        { fail "$ch: the base of $flag failed: ${other[*]}: $(head -c 300 "$TMP/$key.1/stderr")"; return; }
+    dir="$TMP/$ch.case$count"
+    if [ -n "$json" ]; then run "$dir" "$prog" "${changed[@]}" "$json"
+    else run "$dir" "$prog" "${changed[@]}"; fi
+    if [ "$(cat "$dir/status")" != 0 ]; then
+        fail "$ch $flag: the changed run exited $(cat "$dir/status"): $(head -c 300 "$dir/stderr")"
+        return
+    fi
+    if cmp -s <(signature "$TMP/$key.2" "$TMP/$key.noisy") <(signature "$dir" "$TMP/$key.noisy")
+    then fail "$ch $flag does nothing: the base with ${2:-nothing} added shows what it shows with ${3:-nothing} added"
+    else ok; fi
+}
+
+# The fixtures: a model and its tokenizer, two folders of saved results.
+mkdir -p "$FIXTURES/results-a" "$FIXTURES/results-b"
+tiny=(--layers 1 --dim 8 --heads 2 --kv-heads 1 --ffn 8 --max-seq 64 --prompt-len 2 --answer-len 3 --repeats 1)
+run "$TMP/fixtures.model" "$BIN/ch02" "${tiny[@]}" --vocab 259 --seed 7 \
+    --save-checkpoint "$FIXTURES/model.bin" --save-tokenizer "$FIXTURES/tokenizer.bin"
+for set in a b; do
+    context=4096; [ $set = b ] && context=2048
+    run "$TMP/fixtures.$set.02" "$BIN/ch02" "${tiny[@]}" --vocab 16 --save-json "$FIXTURES/results-$set/ch02.json"
+    run "$TMP/fixtures.$set.03" "$BIN/ch03" --measure-tokens 16 --context $context \
+        --save-json "$FIXTURES/results-$set/ch03.json"
+    run "$TMP/fixtures.$set.05" "$BIN/ch05" --layers 1 --dim 8 --heads 2 --kv-heads 1 --ffn 8 \
+        --vocab 16 --max-seq 64 --requests 4 --prompt-min 2 --prompt-max 4 --answer-len 2 \
+        --answer-max 4 --cost-model analytic --save-json "$FIXTURES/results-$set/ch05.json"
+done
+for f in "$TMP"/fixtures.*/status; do
+    [ "$(cat "$f")" = 0 ] || { echo "FAILED: a fixture's run: $(cat "${f%status}stderr")"; exit 1; }
+done
+
+for cases in "$CASES"/ch*.txt; do
+    ch="$(basename "$cases" .txt)"
+    prog="$BIN/$ch"
+    [ -x "$prog" ] || { fail "$prog is not built"; continue; }
+    base="$(sed -n 's/^base: //p' "$cases")"
+    base="${base//\{fixtures\}/$FIXTURES}"
+    listed="$("$prog" --help | grep -oE '^  --[a-z0-9-]+' | sed 's/^ *//')"
+    [ -n "$listed" ] || { fail "$ch --help lists no flags"; continue; }
+    # Every listed flag has a case; every case names a listed flag.
+    for flag in $listed; do
+        case "$flag" in --json | --help) continue ;; esac
+        grep -q -- "^$flag: " "$cases" || fail "$ch lists $flag, which has no case in $cases"
+    done
+    while IFS= read -r line; do
+        flag="${line%%: *}"
+        grep -qx -- "$flag" <<<"$listed" || fail "$ch: $cases has a case for $flag, which --help does not list"
+    done < <(grep -E '^--[a-z0-9-]+: ' "$cases")
+
+    # --json (left out) and --help, for every program.
+    check_case --json "" "" ""
+    check_case --help "--help" "" --json
+    while IFS= read -r line; do
+        flag="${line%%: *}"
+        rest="${line#*: }"
+        changed="${rest%% vs *}"
+        other=""; [[ "$rest" == *" vs "* ]] && other="${rest#* vs }"
+        [[ " $changed " == *" $flag "* || " $changed " == *" $flag="* ]] ||
+            { fail "$ch: the case for $flag does not change $flag: $changed"; continue; }
+        check_case "$flag" "$changed" "$other" --json
+    done < <(grep -E '^--[a-z0-9-]+: ' "$cases")
+done
+
+echo "flags: $passed passed, $failed failed ($runs runs)"
+[ "$failed" = 0 ]
