@@ -28,6 +28,7 @@
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/queue_flags.h"
 #include "../../common/kit/report.h"  // format_bytes
+#include "../../common/lab/timed_step.h"
 #include "../../common/serving/cpu_time.h"
 #include "../../common/serving/memory_budget.h"
 #include "../../common/serving/metrics.h"
@@ -194,6 +195,22 @@ struct Experiment : Setup {
         return r;
     }
 
+    // The copy rate of a swap: one sequence's blocks out to host memory and back.
+    double measure_swap_rate() const {
+        BlockPool pool(model, block_size, std::max(1, model.max_seq / block_size));
+        PagedKVCache seq(pool, model.max_seq);
+        mark_filled(seq, pool.blocks() * block_size);
+        std::vector<double> rates;
+        for (int rep = 0; rep < 5; ++rep) {
+            const double start = thread_cpu_seconds();
+            const SwappedBlocks saved = seq.swap_out();
+            seq.swap_in(saved);
+            const double seconds = thread_cpu_seconds() - start;
+            if (seconds > 0) rates.push_back(2.0 * double(saved.bytes()) / seconds);
+        }
+        return rates.empty() ? kAnalyticBytesPerSecond : median(rates);
+    }
+
   private:
     // Decode steps of the same batch on contiguous caches and on paged ones,
     // taking turns so that a slower moment of the machine hits both alike.
@@ -205,19 +222,14 @@ struct Experiment : Setup {
                            indirection_batch * blocks_for(model.max_seq, block_size));
             std::vector<PagedKVCache> paged;
             for (std::size_t i = 0; i < n; ++i) paged.emplace_back(pool, model.max_seq);
-            // Marked filled (reserve, commit): a step costs the same whatever
-            // numbers the caches hold. The paged ones grow a block at a time,
-            // taking turns, so their blocks lie scattered as on a busy server.
-            for (KVCache& c : contiguous) {
-                c.reserve(context);
-                c.commit(context);
-            }
+            // The paged caches grow a block at a time, taking turns, so that
+            // their blocks lie scattered as on a busy server.
+            for (KVCache& c : contiguous) mark_filled(c, context);
             for (int filled = 0; filled < context; filled += block_size)
-                for (PagedKVCache& c : paged) {
-                    c.reserve(std::min(block_size, context - filled));
-                    c.commit(std::min(block_size, context - filled));
-                }
+                for (PagedKVCache& c : paged)
+                    mark_filled(c, std::min(block_size, context - filled));
             const int token = 1;
+            const std::vector<int> bases(n, context);
             std::vector<SequenceInput> inputs[2];
             for (std::size_t i = 0; i < n; ++i) {
                 inputs[0].push_back({std::span(&token, 1), &contiguous[i]});
@@ -226,30 +238,11 @@ struct Experiment : Setup {
             std::vector<double> times[2];
             for (int rep = 0; rep <= kRepeats; ++rep)
                 for (int layout : {0, 1}) {
-                    for (SequenceInput& s : inputs[layout]) s.cache->truncate(context);
-                    const double start = thread_cpu_seconds();
-                    engine.forward(inputs[layout]);  // one decode step, batched
-                    if (rep > 0) times[layout].push_back(thread_cpu_seconds() - start);
+                    const double took = timed_step(engine, inputs[layout], bases);
+                    if (rep > 0) times[layout].push_back(took);
                 }
             r.indirection.push_back({context, median(times[0]), median(times[1])});
         }
-    }
-
-    // The copy rate of a swap: one sequence's blocks out to host memory and back.
-    double measure_swap_rate() const {
-        BlockPool pool(model, block_size, std::max(1, model.max_seq / block_size));
-        PagedKVCache seq(pool, model.max_seq);
-        seq.reserve(pool.blocks() * block_size);
-        seq.commit(pool.blocks() * block_size);
-        std::vector<double> rates;
-        for (int rep = 0; rep < 5; ++rep) {
-            const double start = thread_cpu_seconds();
-            const SwappedBlocks saved = seq.swap_out();
-            seq.swap_in(saved);
-            const double seconds = thread_cpu_seconds() - start;
-            if (seconds > 0) rates.push_back(2.0 * double(saved.bytes()) / seconds);
-        }
-        return rates.empty() ? kAnalyticBytesPerSecond : median(rates);
     }
 
     QueueRun tally(const std::string& memory, std::uint64_t mib, bool engine,

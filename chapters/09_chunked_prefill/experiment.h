@@ -39,19 +39,14 @@ inline const std::vector<int> kChunks = {16, 32, 64, 128, 256, 512};
 
 // How steps are filled: chapter 05's rule, batched prefill, or chunks.
 struct StepRule {
-    std::string name;  // "prefill first", "batched prefill", "chunked 64"
-    int chunk = 0;     // chunked prefill's chunk size; 0 for the others
+    std::string name;                              // "prefill first", "chunked 64", ...
+    int chunk = 0;                                 // chunked prefill's chunk size; 0 for the others
+    std::shared_ptr<const StepComposition> steps;  // the rule itself (step_policies.h)
 };
-inline const StepRule kPrefillFirst{"prefill first", 0};
-inline const StepRule kBatchedPrefill{"batched prefill", 0};
+inline const StepRule kPrefillFirst{"prefill first", 0, std::make_shared<PrefillFirst>()};
+inline const StepRule kBatchedPrefill{"batched prefill", 0, std::make_shared<BatchedPrefill>()};
 inline StepRule chunked(int chunk) {
-    return {"chunked " + std::to_string(chunk), chunk};
-}
-
-inline std::unique_ptr<StepComposition> steps_for(const StepRule& rule) {
-    if (rule.chunk > 0) return std::make_unique<ChunkedPrefill>(rule.chunk);
-    if (rule.name == kBatchedPrefill.name) return std::make_unique<BatchedPrefill>();
-    return std::make_unique<PrefillFirst>();
+    return {"chunked " + std::to_string(chunk), chunk, std::make_shared<ChunkedPrefill>(chunk)};
 }
 
 // The chapter's model: `c` (chapter 05's demo model by default) with a
@@ -69,8 +64,8 @@ struct Server {
     Schedule serve(std::span<const Request> requests, const StepRule& rule,
                    Executor& executor) const {
         PagedMemory paged(memory);
-        return run_schedule(requests, book_policies(batch)[kContinuousCache], paged,
-                            *steps_for(rule), executor);
+        return run_schedule(requests, book_policies(batch)[kContinuousCache], paged, *rule.steps,
+                            executor);
     }
 };
 

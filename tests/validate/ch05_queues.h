@@ -40,7 +40,7 @@ inline std::vector<CheckedQueue> ch05_checked_queues(const ValidateOptions& o) {
                  ", " + std::to_string(requests) + " requests";
         c.operating_point = operating_point;
         c.requests = make_workload(w);
-        c.run = [requests = c.requests, policy, budget](Executor& executor) {
+        c.run = [requests = c.requests, policy, budget](Executor& executor, Executor*) {
             return run_schedule(requests, policy, budget, executor);
         };
         const std::uint64_t seed = o.seed;

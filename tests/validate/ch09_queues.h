@@ -13,12 +13,9 @@
 #include <vector>
 
 #include "../../chapters/09_chunked_prefill/experiment.h"
-#include "../../common/core/block_pool.h"
 #include "../../common/core/transformer.h"
 #include "../../common/lab/paged_engine.h"
 #include "../../common/lab/validation.h"
-#include "../../common/serving/cpu_time.h"
-#include "../../common/serving/paged_executor.h"
 
 #include "options.h"
 
@@ -50,7 +47,7 @@ inline std::vector<CheckedQueue> ch09_checked_queues(const ValidateOptions& o) {
             if (!*own) *own = std::make_unique<Transformer>(config, seed);
             model = own->get();
         }
-        return std::make_unique<PagedEngine>(*model, seed, server.memory);
+        return paged_engine(*model, seed, server.memory);
     };
 
     std::vector<CheckedQueue> queues;
@@ -64,7 +61,7 @@ inline std::vector<CheckedQueue> ch09_checked_queues(const ValidateOptions& o) {
                  std::to_string(server.memory.block_size) + ")";
         q.operating_point = rule.chunk == chapter.chunk;
         q.requests = requests;
-        q.run = [server, rule, requests](Executor& executor) {
+        q.run = [server, rule, requests](Executor& executor, Executor*) {
             return server.serve(requests, rule, executor);
         };
         q.engine = engine;
