@@ -167,7 +167,6 @@ inline int report(const Results& r, const OutputOptions& out) {
     const std::uint64_t per_conversation = cache_bytes(price.shape, price.context);
 
     if (emit(out, Json()
-                      .add("chapter", "03_memory_arithmetic")
                       .add("layers", price.shape.layers)
                       .add("heads", price.heads)
                       .add("kv_heads", price.shape.kv_heads)

@@ -196,8 +196,7 @@ inline int report(const Results& r, const OutputOptions& out) {
     const std::string answer_text = loaded.answer_text(r.answer0);
 
     Json json;
-    json.add("chapter", "04_batched_decoding")
-        .add("max_batch", r.max_batch)
+    json.add("max_batch", r.max_batch)
         .add("longest_prompt", r.prompt_len)
         .add("mean_prompt", r.mean_prompt)
         .add("repeats", r.repeats)

@@ -220,8 +220,7 @@ inline std::string preemption_line(const Results& run) {
 
 inline Json to_json(const Results& run, const Plots& plots) {
     Json json;
-    json.add("chapter", "05_queue_simulation")
-        .add("model", run.config.describe())
+    json.add("model", run.config.describe())
         .add("requests", run.work.requests)
         .add("rate", run.work.rate)
         .add("batch", run.batch)

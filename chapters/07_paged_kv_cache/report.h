@@ -64,7 +64,6 @@ inline int report(const Results& r, const OutputOptions& out) {
         " s";
 
     Json json = Json()
-                    .add("chapter", "07_paged_kv_cache")
                     .add("model", s.model.describe())
                     .add("step_cost", step_cost_json(r.pricing))
                     .add("kv_budget_mib", mib)

@@ -56,7 +56,6 @@ inline int report(const Results& r, const OutputOptions& out) {
         " s";
 
     Json json = Json()
-                    .add("chapter", "08_prefix_caching")
                     .add("model", s.model.describe())
                     .add("step_cost", step_cost_json(r.pricing))
                     .add("kv_budget_mib", s.queue.kv_budget_mib)

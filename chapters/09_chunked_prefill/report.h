@@ -92,25 +92,16 @@ inline int report(const Results& r, const OutputOptions& out) {
                                  " s -> " + fixed(after.ttft_median, 1) + " s";
     const StepCost& cost = r.prices.cost;
 
-    std::vector<Json> each;
-    for (const QueueRun& q : r.runs) each.push_back(run_json(q));
     Json json = Json()
-                    .add("chapter", "09_chunked_prefill")
                     .add("model", r.config.describe())
-                    .add("step_cost_source", cost.source)
-                    .add("step_fixed_s", cost.fixed)
-                    .add("step_per_row_s", cost.per_row)
-                    .add("step_per_sequence_s", cost.per_sequence)
-                    .add("step_per_pair_s", cost.per_pair)
-                    .add("step_per_position_s", cost.per_position)
-                    .add("step_fit_error", cost.fit_error)
+                    .add("step_cost", step_cost_json(r.prices))
                     .add("kv_budget_mib", r.kv_budget_mib)
                     .add("block_size", r.block_size)
                     .add("blocks", r.blocks)
                     .add("batch", r.batch)
                     .add("long_prompt", r.long_prompt)
                     .add("chunk", r.chunk)
-                    .add("queue_runs", each)
+                    .add_each("queue_runs", r.runs, run_json)
                     .add("headline_workload", workload)
                     .add("headline_side", "simulator")
                     .add("tbt_p99_prefill_first_s", before.tbt_p99)

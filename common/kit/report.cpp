@@ -150,6 +150,7 @@ std::string fixed(double value, int decimals) {
 Cell::Cell(const char* s) : text(s), json(json_quote(s)) {}
 Cell::Cell(const std::string& s) : text(s), json(json_quote(s)) {}
 Cell::Cell(double value, int decimals) : text(fixed(value, decimals)), json(json_number(value)) {}
+Cell::Cell(const std::string& shown, double value) : text(shown), json(json_number(value)) {}
 Cell::Cell(std::int64_t value) : text(std::to_string(value)), json(std::to_string(value)) {}
 Cell::Cell(std::uint64_t value) : text(with_commas(value)), json(std::to_string(value)) {}
 

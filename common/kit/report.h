@@ -19,6 +19,7 @@ struct Cell {
     Cell(const char* s);
     Cell(const std::string& s);
     Cell(double value, int decimals);  // printed with `decimals`, full precision in JSON
+    Cell(const std::string& shown, double value);  // "+4.2%", "1.25 s": a number in JSON
     Cell(std::int64_t value);
     Cell(std::uint64_t value);
     Cell(int value) : Cell(static_cast<std::int64_t>(value)) {}
@@ -52,6 +53,13 @@ class Json {
     Json& add(const std::string& key, const Json& object);
     Json& add(const std::string& key, const std::vector<Json>& objects);  // an array
     Json& add(const std::string& key, const Table& table);
+    // An array of one object per item: add_each("queues", rows, row_json).
+    template <class Items, class ToJson>
+    Json& add_each(const std::string& key, const Items& items, ToJson to_json) {
+        std::vector<Json> objects;
+        for (const auto& item : items) objects.push_back(to_json(item));
+        return add(key, objects);
+    }
     Json& add_raw(const std::string& key, const std::string& json);
     // Puts `key` first, with `json` as its value, in place of any field of that name.
     Json& add_first(const std::string& key, const std::string& json);

@@ -13,8 +13,9 @@
 #include "../core/kv_cache.h"
 #include "../core/timing.h"
 #include "../kit/files.h"
-#include "../kit/program.h"  // Progress
-#include "../kit/report.h"   // Json
+#include "../kit/program.h"      // Progress
+#include "../kit/queue_flags.h"  // step_cost_json
+#include "../kit/report.h"       // Json
 #include "../kit/saved_results.h"
 #include "../serving/cpu_time.h"
 #include "timed_step.h"
@@ -158,27 +159,21 @@ std::string file_name(const Config& c) {
     return "step_cost-" + name + ".json";
 }
 
+// The prices as every report writes them (step_cost_json), with what they
+// were measured on and each step timed.
 std::string saved_json(const StepCalibration& cal, const Config& c) {
-    Json probes_json;
-    std::vector<Json> probes;
-    for (const StepProbe& p : cal.probes) {
-        Json j;
-        j.add("what", p.what).add("seconds", p.seconds).add("fitted", p.fitted);
-        probes.push_back(j);
-    }
-    Json j;
-    j.add("what", "the step cost of serving/step_cost.h, measured (common/lab/calibration.h)")
-        .add("machine", machine_and_build())
-        .add("model", c.describe())
-        .add("fixed_s", cal.cost.fixed)
-        .add("per_row_s", cal.cost.per_row)
-        .add("per_sequence_s", cal.cost.per_sequence)
-        .add("per_pair_s", cal.cost.per_pair)
-        .add("per_position_s", cal.cost.per_position)
-        .add("max_fit_error", cal.cost.fit_error)
-        .add("calibration_seconds", cal.seconds)
-        .add("probes", probes);
-    return j.str() + "\n";
+    return step_cost_json(cal)
+               .add("machine", machine_and_build())
+               .add("model", c.describe())
+               .add_each("probes", cal.probes,
+                         [](const StepProbe& p) {
+                             return Json()
+                                 .add("what", p.what)
+                                 .add("seconds", p.seconds)
+                                 .add("fitted", p.fitted);
+                         })
+               .str() +
+           "\n";
 }
 
 // The saved file's text, at most 1 MiB. Read directly, not as one of the
