@@ -7,7 +7,7 @@
 
 #include "../core/config.h"
 #include "flags.h"
-#include "machine.h"  // physical_memory_bytes, fits_in_memory
+#include "machine.h"  // beyond_memory
 
 namespace kv {
 
