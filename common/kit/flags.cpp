@@ -18,7 +18,6 @@ namespace kv {
 
 namespace {
 
-// A value as an error quotes it: visible and short (excerpt, report.h).
 std::string quote(const std::string& s) {
     return "'" + excerpt(s) + "'";
 }
@@ -130,8 +129,7 @@ void Flags::add(const std::string& name, double& value, double min, double max,
                  const std::string what = "--" + name + ": ";
                  if (!is_decimal_number(text))
                      throw UsageError(what + "expected a decimal number, got " + quote(text));
-                 // Decimal text cannot fail to parse; too large is out of
-                 // range, too small to be normal (1e-310) is still a number.
+                 // Too large is out of range; too small to be normal is a number.
                  const double v = std::strtod(text.c_str(), nullptr);
                  if (!std::isfinite(v) || v < min || v > max)
                      throw UsageError(what + "must be in " + format_double(min) + ".." +
@@ -143,8 +141,7 @@ void Flags::add(const std::string& name, double& value, double min, double max,
 void Flags::add(const std::string& name, std::string& value, const std::string& help) {
     declare({name, help, value.empty() ? "(none)" : value, "", false,
              [&value, name](const std::string& text) {
-                 // Every string flag names something (a file, a folder, a text);
-                 // an empty one would silently mean "none" or "/".
+                 // An empty one would silently mean "none" or "/".
                  if (text.empty())
                      throw UsageError("--" + name + ": needs a value, got an empty one");
                  value = text;
@@ -249,9 +246,7 @@ bool Flags::parse(int argc, const char* const* argv) {
         } else {
             if (i + 1 >= argc) throw UsageError("--" + name + ": missing value");
             value = argv[++i];
-            // "--save-json --json": a forgotten value would swallow the next
-            // flag (here as a file name). A value that names a flag is refused;
-            // --save-json=--json still gives that name on purpose.
+            // "--save-json --json": a forgotten value would swallow the next flag.
             if (names_a_flag(value))
                 throw UsageError("--" + name + ": expected a value, got the flag " +
                                  excerpt(value) + " (to mean that text, write --" + name + "=" +

@@ -36,8 +36,7 @@ void check_queue(const Config& c, const QueueOptions& q) {
         if (!ok) throw UsageError(message);
     };
     const WorkloadOptions& w = q.workload;
-    // The flags' ranges say 1.. already; a program that sets the members
-    // itself is checked here too.
+    // The flags' ranges say 1.. already; a program that sets the members itself is checked too.
     need(w.requests >= 1, "--requests must be at least 1, got " + std::to_string(w.requests));
     need(w.prompt_min >= 1, "--prompt-min must be at least 1, got " + std::to_string(w.prompt_min));
     need(w.prompt_max >= w.prompt_min, "--prompt-max " + std::to_string(w.prompt_max) +
@@ -62,9 +61,7 @@ void check_queue(const Config& c, const QueueOptions& q) {
          "--prompt-max " + std::to_string(w.prompt_max) + " + --answer-max " +
              std::to_string(w.answer_max) + " - 1 exceeds the model's --max-seq " +
              std::to_string(c.max_seq));
-    // A rate so small that the clock, a double in seconds, could no longer
-    // tell one step from the next: beyond 2^52 microseconds it cannot keep
-    // whole microseconds.
+    // The clock, a double in seconds, keeps whole microseconds up to 2^52 of them.
     if (w.rate > 0) {
         const double last = make_workload(workload_of(q, 1)).back().arrival_s;
         need(std::isfinite(last) && last < 0x1p52 * 1e-6,
@@ -117,8 +114,7 @@ std::string describe_workload(const WorkloadOptions& w, std::span<const Request>
 
 namespace {
 
-// A price in seconds, in the unit that shows three figures: attention's
-// prices are nanoseconds, a step's fixed part milliseconds.
+// A price in seconds, three figures in its own unit: from ns to ms.
 std::string price_text(double seconds) {
     if (seconds == 0) return "0";
     char buf[32];
