@@ -96,31 +96,13 @@ struct Setup {
 
     void check() const {
         check_queue(model, queue);
-        const WorkloadOptions& w = queue.workload;
-        if (block_size > model.max_seq)
-            throw UsageError("--block-size " + std::to_string(block_size) +
-                             " is longer than the model's --max-seq " +
-                             std::to_string(model.max_seq));
         if (tight_budget_mib >= queue.kv_budget_mib)
             throw UsageError("--tight-budget-mib " + std::to_string(tight_budget_mib) +
                              " must be below --kv-budget-mib " +
                              std::to_string(queue.kv_budget_mib));
-        // Each budget is real memory, its blocks counted in an int, and must
-        // hold the longest request alone in whole blocks, or it would wait forever.
-        const std::uint64_t per_block = BlockPool::bytes_per_block(model, block_size);
-        const std::uint64_t need =
-            std::uint64_t(blocks_for(w.prompt_max + w.answer_max - 1, block_size)) * per_block;
-        for (const auto& [flag, mib] : {std::pair{"--kv-budget-mib", queue.kv_budget_mib},
-                                        std::pair{"--tight-budget-mib", tight_budget_mib}}) {
-            const std::string it = std::string(flag) + " " + std::to_string(mib);
-            if ((mib << 20) / per_block > std::uint64_t(std::numeric_limits<int>::max()))
-                throw UsageError(it + " MiB makes more blocks than a block table can count");
-            if (const std::string over = beyond_memory(double(mib << 20), 0.5); !over.empty())
-                throw UsageError(it + " MiB of blocks would be " + over);
-            if ((mib << 20) < need)
-                throw UsageError(it + " cannot hold one request at its longest in blocks of " +
-                                 std::to_string(block_size) + " (" + format_bytes(need) + ")");
-        }
+        const int longest = queue.workload.prompt_max + queue.workload.answer_max - 1;
+        check_blocks(model, "--kv-budget-mib", queue.kv_budget_mib, block_size, longest, true);
+        check_blocks(model, "--tight-budget-mib", tight_budget_mib, block_size, longest, true);
         check_model(model, std::uint64_t(indirection_batch) * std::uint64_t(model.max_seq) * 2);
     }
 

@@ -103,26 +103,8 @@ inline std::string long_prompts(int n) {
     return std::to_string(n) + "-token prompts";
 }
 
-struct Results {
-    Config config;
-    WorkloadOptions work;  // the short prompts; the long ones differ only in length
-    int long_prompt = 0;
-    int batch = 0;
-    int block_size = 0, blocks = 0;
-    std::uint64_t kv_budget_mib = 0;
-    int chunk = 0;           // the headline's chunk size
-    StepCalibration prices;  // the step cost, and where it came from
-    std::vector<StepRule> rules;
-    std::vector<QueueRun> runs;  // (workloads, rules)
-
-    const QueueRun& run(const std::string& workload, const std::string& rule) const {
-        for (const QueueRun& q : runs)
-            if (q.workload == workload && q.rule.name == rule) return q;
-        throw std::logic_error("no run of " + rule + " on " + workload);
-    }
-};
-
-struct Experiment {
+// The chapter's parameters (its flags) and their check.
+struct Setup {
     Config model = chapter_model();  // 512-token prompts need a longer context than chapter 05's
     std::uint64_t seed = 1;          // seed of the weights and the workload
     QueueOptions queue = [] {
@@ -157,17 +139,9 @@ struct Experiment {
             throw UsageError("--long-prompt " + std::to_string(long_prompt) + " + --answer-max " +
                              std::to_string(w.answer_max) + " - 1 exceeds the model's --max-seq " +
                              std::to_string(model.max_seq));
-        if (block_size > model.max_seq)
-            throw UsageError("--block-size " + std::to_string(block_size) +
-                             " is longer than the model's --max-seq " +
-                             std::to_string(model.max_seq));
-        const std::uint64_t pool = pool_blocks();
-        const int longest = std::max(long_prompt, w.prompt_max) + w.answer_max - 1;
-        const std::uint64_t need = std::uint64_t(blocks_for(longest, block_size));
-        if (pool < need || pool > std::uint64_t(std::numeric_limits<int>::max()))
-            throw UsageError("--kv-budget-mib " + std::to_string(queue.kv_budget_mib) + " holds " +
-                             std::to_string(pool) + " blocks of " + std::to_string(block_size) +
-                             " positions; the longest request needs " + std::to_string(need));
+        // The simulator's pool is counted, not allocated.
+        check_blocks(model, "--kv-budget-mib", queue.kv_budget_mib, block_size,
+                     std::max(long_prompt, w.prompt_max) + w.answer_max - 1, false);
     }
 
     Server server() const {
@@ -177,17 +151,29 @@ struct Experiment {
                  .watermark = watermark,
                  .preemption = Preemption::recompute}};
     }
+};
 
+struct Results {
+    Setup setup;             // what ran
+    WorkloadOptions work;    // the short prompts; the long ones differ only in length
+    int blocks = 0;          // in the KV budget
+    StepCalibration prices;  // the step cost, and where it came from
+    std::vector<StepRule> rules;
+    std::vector<QueueRun> runs;  // (workloads, rules)
+
+    const QueueRun& run(const std::string& workload, const std::string& rule) const {
+        for (const QueueRun& q : runs)
+            if (q.workload == workload && q.rule.name == rule) return q;
+        throw std::logic_error("no run of " + rule + " on " + workload);
+    }
+};
+
+struct Experiment : Setup {
     Results run() const {
         Results r;
-        r.config = model;
+        r.setup = *this;
         r.work = workload_of(queue, seed);
-        r.long_prompt = long_prompt;
-        r.batch = queue.batch;
-        r.block_size = block_size;
         r.blocks = int(pool_blocks());
-        r.kv_budget_mib = queue.kv_budget_mib;
-        r.chunk = chunk;
         r.prices = price_steps(model, seed, queue);
         r.rules = {kPrefillFirst, kBatchedPrefill};
         std::vector<int> chunks = kChunks;

@@ -36,8 +36,9 @@ inline Table queue_table(const Results& r, const std::string& workload) {
 // prefill as single points. 09_tradeoff_1 is the short prompts',
 // 09_tradeoff_2 the long prompts'.
 inline std::vector<std::string> tradeoff_plots(const Results& r, const std::string& dir) {
+    const Setup& s = r.setup;
     std::vector<std::string> paths;
-    for (const std::string& workload : {kShortPrompts, long_prompts(r.long_prompt)}) {
+    for (const std::string& workload : {kShortPrompts, long_prompts(s.long_prompt)}) {
         SvgPlot plot(
             "The trade, " + workload + ", " + std::to_string(r.work.requests) + " requests",
             "median time to first token (s)", "p99 time between tokens (ms)");
@@ -79,13 +80,14 @@ inline Json run_json(const QueueRun& q) {
 }
 
 inline int report(const Results& r, const OutputOptions& out) {
-    const std::string workload = long_prompts(r.long_prompt);
+    const Setup& s = r.setup;
+    const std::string workload = long_prompts(s.long_prompt);
     const Summary& before = r.run(workload, kPrefillFirst.name).summary;
-    const Summary& after = r.run(workload, chunked(r.chunk).name).summary;
+    const Summary& after = r.run(workload, chunked(s.chunk).name).summary;
     const std::vector<std::string> plots = tradeoff_plots(r, out.plot_dir);
     std::string plot;
     for (const std::string& p : plots) plot += (plot.empty() ? "" : " ") + p;
-    const std::string headline = "chunked prefill (chunk " + std::to_string(r.chunk) +
+    const std::string headline = "chunked prefill (chunk " + std::to_string(s.chunk) +
                                  "): p99 time between tokens " + fixed(before.tbt_p99 * 1e3, 1) +
                                  " ms -> " + fixed(after.tbt_p99 * 1e3, 1) +
                                  " ms; median time to first token " + fixed(before.ttft_median, 1) +
@@ -93,14 +95,14 @@ inline int report(const Results& r, const OutputOptions& out) {
     const StepCost& cost = r.prices.cost;
 
     Json json = Json()
-                    .add("model", r.config.describe())
+                    .add("model", s.model.describe())
                     .add("step_cost", step_cost_json(r.prices))
-                    .add("kv_budget_mib", r.kv_budget_mib)
-                    .add("block_size", r.block_size)
+                    .add("kv_budget_mib", s.queue.kv_budget_mib)
+                    .add("block_size", s.block_size)
                     .add("blocks", r.blocks)
-                    .add("batch", r.batch)
-                    .add("long_prompt", r.long_prompt)
-                    .add("chunk", r.chunk)
+                    .add("batch", s.queue.batch)
+                    .add("long_prompt", s.long_prompt)
+                    .add("chunk", s.chunk)
                     .add_each("queue_runs", r.runs, run_json)
                     .add("headline_workload", workload)
                     .add("headline_side", "simulator")
@@ -113,13 +115,13 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (emit(out, json)) return 0;
 
     std::cout << "Chapter 09: prefill and decode in one step\n\n"
-              << "model: " << r.config.describe() << "\n"
+              << "model: " << s.model.describe() << "\n"
               << describe_workload(r.work, make_workload(r.work)) << "\n"
-              << "  and the same queue with every prompt " << r.long_prompt << " tokens long\n"
-              << "memory: " << r.kv_budget_mib << " MiB of KV cache in " << r.blocks
-              << " blocks of " << r.block_size
-              << " positions (chapter 07); continuous batching with the cache, batch " << r.batch
-              << "\n"
+              << "  and the same queue with every prompt " << s.long_prompt << " tokens long\n"
+              << "memory: " << s.queue.kv_budget_mib << " MiB of KV cache in " << r.blocks
+              << " blocks of " << s.block_size
+              << " positions (chapter 07); continuous batching with the cache, batch "
+              << s.queue.batch << "\n"
               << "step cost (" << cost.source << "):\n"
               << "  step = " << fixed(cost.fixed * 1e6, 1) << " us + "
               << fixed(cost.per_row * 1e6, 2) << " us x rows + "
@@ -142,7 +144,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "prompt tokens both; most prompt: the most prompt tokens one step carried\n"
               << "plot: " << visible(plot) << "\n\n"
               << "the waits below: the simulator's, " << workload << ", prefill first -> chunked "
-              << r.chunk << "\n"
+              << s.chunk << "\n"
               << headline << "\n";
     return 0;
 }

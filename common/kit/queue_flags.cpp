@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "../core/block_pool.h"
+#include "machine.h"  // beyond_memory
 #include "model_flags.h"
 #include "report.h"  // json_number
 
@@ -76,6 +79,24 @@ void check_queue(const Config& c, const QueueOptions& q) {
                     std::uint64_t(kMostCalibratedBatch) + std::uint64_t(kLargestCalibratedChunk));
     else
         check_model(c, 0);
+}
+
+int check_blocks(const Config& c, const std::string& flag, std::uint64_t mib, int block_size,
+                 int longest, bool allocated) {
+    if (block_size > c.max_seq)
+        throw UsageError("--block-size " + std::to_string(block_size) +
+                         " is longer than the model's --max-seq " + std::to_string(c.max_seq));
+    const std::string budget = flag + " " + std::to_string(mib);
+    const std::uint64_t blocks = (mib << 20) / BlockPool::bytes_per_block(c, block_size);
+    if (blocks > std::uint64_t(std::numeric_limits<int>::max()))
+        throw UsageError(budget + " makes more blocks than a block table can count");
+    if (const int need = blocks_for(longest, block_size); blocks < std::uint64_t(need))
+        throw UsageError(budget + " holds " + std::to_string(blocks) + " blocks of " +
+                         std::to_string(block_size) + " positions; the longest request needs " +
+                         std::to_string(need));
+    if (const std::string over = beyond_memory(double(mib << 20), 0.5); allocated && !over.empty())
+        throw UsageError(budget + " MiB of blocks would be " + over);
+    return int(blocks);
 }
 
 WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed) {

@@ -31,6 +31,14 @@ void add_queue_flags(Flags& flags, QueueOptions& q);
 // Every value checked, the first bad one a UsageError naming its flag.
 void check_queue(const Config& c, const QueueOptions& q);
 
+// A KV budget of `mib` MiB (named by `flag`) in blocks of --block-size
+// positions: its blocks, checked to be countable by a block table (an int),
+// to hold a request of `longest` positions alone (or it would wait forever)
+// and, where the pool is `allocated` for real, to fit in half this
+// machine's memory; the first that fails is a UsageError naming the flags.
+int check_blocks(const Config& c, const std::string& flag, std::uint64_t mib, int block_size,
+                 int longest, bool allocated);
+
 // The requests, drawn with the run's seed.
 WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed);
 
