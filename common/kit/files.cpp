@@ -272,6 +272,16 @@ int stream_named_by(const std::string& path) {
     return -1;
 }
 
+std::string file_name_part(const std::string& text) {
+    std::string name;
+    for (char ch : text)
+        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))
+            name += ch;
+        else if (!name.empty() && name.back() != '-')
+            name += '-';
+    return name;
+}
+
 bool same_file(const std::string& a, const std::string& b) {
     struct stat sa {
     }, sb{};

@@ -126,6 +126,10 @@ void check_output_path(const std::string& path, std::string_view what);
 // exist, else the same absolute path, links in its folders resolved.
 bool same_file(const std::string& a, const std::string& b);
 
+// `text` as part of a file's name: its lowercase letters and digits, every
+// run of anything else one '-' ("dim 256, 6 layers" -> "dim-256-6-layers").
+std::string file_name_part(const std::string& text);
+
 // The descriptor a path names by its text (/dev/stdout 1, /dev/fd/N and
 // /proc/self/fd/N N), or -1.
 int stream_named_by(const std::string& path);

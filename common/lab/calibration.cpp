@@ -148,15 +148,8 @@ std::string program_folder() {
     return slash == std::string::npos ? "" : exe.substr(0, slash);
 }
 
-// The file name for a model: its shape, with only [a-z0-9-] kept.
 std::string file_name(const Config& c) {
-    std::string name;
-    for (char ch : c.describe())
-        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))
-            name += ch;
-        else if (!name.empty() && name.back() != '-')
-            name += '-';
-    return "step_cost-" + name + ".json";
+    return "step_cost-" + file_name_part(c.describe()) + ".json";
 }
 
 // The prices as every report writes them (step_cost_json), with what they

@@ -1,9 +1,6 @@
-// Chapter 09's queues for `make validate`: its operating point (512-token
-// prompts, chunked prefill at 64 prompt tokens a step, 48 requests,
-// continuous batching with the cache on blocks of 16) and, on the same
-// requests, prefill first and batched prefill beside it. The chapter's
-// program runs them in the simulator only; here each also runs on the real
-// engine, on a pool of blocks of its own.
+// Chapter 09's checked queues for make validate: its operating point
+// (512-token prompts, chunked prefill at 64 prompt tokens a step, 48
+// requests) and, on the same requests, prefill first and batched prefill.
 #pragma once
 
 #include <algorithm>
@@ -21,12 +18,9 @@
 
 namespace kv {
 
-// Chapter 09's model is the lab's with a context of 1,024 positions (its
-// 512-token prompts and their answers); the queues' names say so. When the
-// lab hands the engine another context, the queues run on a model of
-// chapter 09's shape with the same seed (the same weights: the context
-// length draws none), built once on first need. Each queue holds the
-// chapter's 48 requests, or the lab's count if that is smaller.
+// Chapter 09's model is the lab's with a context of 1,024 positions; when
+// the lab's engine has another, the queues run on a model of chapter 09's
+// shape with the same seed (the same weights), built once on first need.
 inline std::vector<CheckedQueue> ch09_checked_queues(const ValidateOptions& o) {
     ch09::Experiment chapter;
     chapter.model = ch09::chapter_model(o.model);

@@ -1,12 +1,9 @@
 // make validate: every chapter's checked queues on the real engine and on
-// the simulator (common/lab/validation.h), and one report: for each queue,
-// each measure real against simulated with the simulator's error; then
-// whether each operating point is within the target on all four measures.
-//
-// It is a measurement, not a test: a missed target is reported, and the
-// program still exits 0. Only a queue whose engine and simulator give the
-// first tokens in different orders is an error (exit 1): the scheduler is
-// the same code in both, so that is a bug, not a price.
+// the simulator (common/lab/validation.h), and one report: each measure
+// real against simulated, and whether each operating point is within the
+// target. A measurement, not a test: a missed target still exits 0. Only
+// first tokens in different orders are an error (exit 1): the scheduler is
+// the same code on both sides, so that is a bug, not a price.
 #pragma once
 
 #include <algorithm>
@@ -40,16 +37,9 @@ struct ValidateResults {
     double seconds = 0;                        // wall time of the whole validation
 };
 
-// "05-continuous-cache-128-requests.jsonl": the chapter, then the queue's
-// name with only [a-z0-9-] kept.
+// "05-continuous-cache-128-requests.jsonl"
 inline std::string workload_file_name(const CheckedQueue& q) {
-    std::string name = q.chapter + "-";
-    for (char ch : q.name)
-        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))
-            name += ch;
-        else if (name.back() != '-')
-            name += '-';
-    return name + ".jsonl";
+    return q.chapter + "-" + file_name_part(q.name) + ".jsonl";
 }
 
 // Each queue `runs` times on one engine, with a progress line on a
