@@ -1,12 +1,8 @@
-// Chapter 07's experiment: its parameters, their check, and the run.
-//
-// On the queue every queue chapter shares, continuous batching with the
-// cache: how many conversations fit, reserving the whole context against
-// paging at several block sizes, on a real block pool; the price of the
-// block table, a decode step on paged caches against contiguous ones on the
-// engine; the queue in the simulator under each way of managing memory, at
-// the budget and at a tight one where preemption decides who waits; and
-// the tight queue's first requests on the engine's pool beside the simulator.
+// Chapter 07's experiment, on the queue every queue chapter shares: how
+// many conversations fit, reserving the whole context against paging; the
+// price of the block table on the engine; the queue in the simulator under
+// each way of managing memory, at the budget and at a tight one; and the
+// tight queue's first requests on the engine's pool.
 #pragma once
 
 #include <algorithm>
@@ -232,8 +228,7 @@ struct Experiment : Setup {
         return {memory, mib, engine, int(requests.size()), summarize(s), s.preemptions};
     }
 
-    // In the simulator: reserving the whole context (kReserve), or the block
-    // manager with swaps priced by the bytes they move.
+    // In the simulator: reserving the whole context, or the block manager.
     QueueRun simulate(const Results& r, std::span<const Request> requests, const std::string& name,
                       std::uint64_t mib, double share, Preemption mode) const {
         if (name == kReserve) {

@@ -1,11 +1,7 @@
-// Chapter 08's experiment: its parameters, their check, and the run.
-//
-// The queue every queue chapter shares, its prompts now sharing their start
-// (shared_workload.h), served by continuous batching on blocks (chapter 07):
-// in the simulator without and with the prefix cache, and its first
-// requests with the cache on the real engine's blocks beside the simulator.
-// Apart from the queue, n answers to one prompt on the engine, their blocks
-// counted against the copy-on-write arithmetic.
+// Chapter 08's experiment: the queue, its prompts now sharing their start,
+// on blocks: in the simulator without and with the prefix cache, and its
+// first requests on the real engine's blocks; and n answers to one prompt
+// on the engine, their blocks counted against the copy-on-write arithmetic.
 #pragma once
 
 #include <algorithm>
@@ -164,8 +160,7 @@ struct Experiment : Setup {
         return tally(share, false, requests, s, memory);
     }
 
-    // The same block manager over the engine's pool, whose blocks the
-    // executor fills where the tables say.
+    // The same block manager over the engine's pool, which the executor fills.
     QueueRun run_on_the_engine(std::span<const Request> requests, Transformer& engine) const {
         BlockPool pool(model, block_size, blocks());
         PrefixSharingMemory memory(pool, {.watermark = watermark, .share = true});

@@ -1,15 +1,8 @@
-// Chapter 09's experiment: its parameters, their check, and the run.
-//
-// Chapter 05's queue (its lengths, batch and KV budget) on chapter 07's
-// paged memory, served by continuous batching with the cache. What changes
-// is what each step carries: prefill first, batched prefill, and chunked
-// prefill at several chunk sizes (step_policies.h). Two workloads: chapter
-// 05's short prompts, and the same queue with every prompt 512 tokens
-// long. Every queue runs in the simulator, each step priced by the one
-// step cost (serving/step_cost.h): this machine's, measured once and saved
-// under build/, or counted (--cost-model analytic). How far the simulator
-// is from the real engine on these queues is `make validate`'s question
-// (tests/validate/ch09_queues.h).
+// Chapter 09's experiment: chapter 05's queue on chapter 07's paged
+// memory, by continuous batching with the cache, its steps filled by
+// prefill first, batched prefill, and chunked prefill at several chunk
+// sizes; with chapter 05's short prompts, and with every prompt 512 tokens
+// long. In the simulator: `make validate` runs them on the engine too.
 #pragma once
 
 #include <algorithm>
@@ -49,8 +42,7 @@ inline StepRule chunked(int chunk) {
     return {"chunked " + std::to_string(chunk), chunk, std::make_shared<ChunkedPrefill>(chunk)};
 }
 
-// The chapter's model: `c` (chapter 05's demo model by default) with a
-// context of 1,024 positions, room for a 512-token prompt and its answer.
+// The chapter's model: `c` with room for a 512-token prompt and its answer.
 inline Config chapter_model(Config c = {}) {
     c.max_seq = 1024;
     return c;

@@ -31,10 +31,8 @@ inline Table queue_table(const Results& r, const std::string& workload) {
     return t;
 }
 
-// One plot per workload: p99 time between tokens against the median time
-// to first token, one point per chunk size, prefill first and batched
-// prefill as single points. 09_tradeoff_1 is the short prompts',
-// 09_tradeoff_2 the long prompts'.
+// One plot per workload (09_tradeoff_1: the short prompts): p99 time
+// between tokens against the median time to first token, a point per rule.
 inline std::vector<std::string> tradeoff_plots(const Results& r, const std::string& dir) {
     const Setup& s = r.setup;
     std::vector<std::string> paths;
