@@ -70,8 +70,7 @@ class Progress {
     Progress(const Progress&) = delete;
     Progress& operator=(const Progress&) = delete;
 
-    void update(long done, long total);                           // "label done/total"
-    void update(long done, long total, const std::string& note);  // "label done/total note"
+    void update(long done, long total, const std::string& note = "");  // "label done/total note"
     // Work inside the current item, after the note (PassesShown); the next
     // update() clears it.
     void detail(const std::string& text);
