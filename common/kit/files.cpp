@@ -202,18 +202,23 @@ void InputFile::fail(const std::string& cause, int error) const {
     throw FileError(label_ + ": " + cause, error);
 }
 
-bool InputFile::read(void* out, std::size_t n) {
-    auto* bytes = static_cast<char*>(out);
-    while (n > 0) {
-        const ssize_t got = ::read(fd_, bytes, n);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            fail("cannot read: " + cause_of(errno));
+std::size_t InputFile::read_some(char* to, std::size_t n) {
+    for (;;) {
+        const ssize_t got = ::read(fd_, to, n);
+        if (got >= 0) {
+            at_ += std::uint64_t(got);
+            return std::size_t(got);
         }
+        if (errno != EINTR) fail("cannot read: " + cause_of(errno));
+    }
+}
+
+bool InputFile::read(void* out, std::size_t n) {
+    for (auto* bytes = static_cast<char*>(out); n > 0;) {
+        const std::size_t got = read_some(bytes, n);
         if (got == 0) return false;
         bytes += got;
-        n -= std::size_t(got);
-        at_ += std::uint64_t(got);
+        n -= got;
     }
     return true;
 }
@@ -228,19 +233,13 @@ bool InputFile::skip(std::uint64_t n) {
 std::string InputFile::read_rest() {
     std::string text;
     char block[1 << 16];
-    for (;;) {
-        const ssize_t got = ::read(fd_, block, sizeof block);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            fail("cannot read: " + cause_of(errno));
-        }
-        if (got == 0) return text;
-        at_ += std::uint64_t(got);
+    while (const std::size_t got = read_some(block, sizeof block)) {
         if (at_ > max_bytes_)
             fail("the file holds more than the " + std::to_string(max_bytes_) +
                  " bytes this reader takes");
-        text.append(block, std::size_t(got));
+        text.append(block, got);
     }
+    return text;
 }
 
 std::string read_file(const std::string& path, std::string_view what, std::uint64_t max_bytes) {

@@ -80,6 +80,7 @@ class InputFile {
     [[noreturn]] void fail(const std::string& cause, int error = 0) const;
 
   private:
+    std::size_t read_some(char* to, std::size_t n);  // 0 at the end
     int fd_ = -1;
     std::string label_;  // file_label(what, path)
     std::uint64_t size_ = 0, max_bytes_ = 0, at_ = 0;
