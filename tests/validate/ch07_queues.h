@@ -26,11 +26,7 @@
 namespace kv {
 
 inline std::vector<CheckedQueue> ch07_checked_queues(const ValidateOptions& o) {
-    ch07::Experiment e;  // the chapter's defaults, on the options' model
-    e.model = o.model;
-    e.seed = o.seed;
-    e.queue.workload.requests = o.requests;  // the queue's first requests: its draws go in order
-    e.check();
+    const ch07::Experiment e = chapter_defaults<ch07::Experiment>(o);
     const Policy policy = e.continuous();
     const std::vector<Request> requests = make_workload(workload_of(e.queue, e.seed));
     const std::uint64_t per_block = BlockPool::bytes_per_block(e.model, e.block_size);

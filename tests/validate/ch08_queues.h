@@ -28,11 +28,7 @@
 namespace kv {
 
 inline std::vector<CheckedQueue> ch08_checked_queues(const ValidateOptions& o) {
-    ch08::Experiment e;  // the chapter's defaults, on the options' model
-    e.model = o.model;
-    e.seed = o.seed;
-    e.queue.workload.requests = o.requests;  // the queue's first requests: its draws go in order
-    e.check();
+    const ch08::Experiment e = chapter_defaults<ch08::Experiment>(o);
     const Policy policy = e.continuous();
     const std::vector<Request> requests = e.shared_queue();
     const int block_size = e.block_size, blocks = e.blocks();

@@ -41,4 +41,16 @@ struct ValidateOptions {
     }
 };
 
+// A chapter's experiment with its defaults on the options' model and seed,
+// its queue cut to the options' first requests (its draws go in order).
+template <class Experiment>
+Experiment chapter_defaults(const ValidateOptions& o) {
+    Experiment e;
+    e.model = o.model;
+    e.seed = o.seed;
+    e.queue.workload.requests = o.requests;
+    e.check();
+    return e;
+}
+
 }  // namespace kv
