@@ -241,11 +241,12 @@ StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool agai
     }
     cal.cost.source = "measured on this machine now";
     if (!path.empty()) {
+        cal.path = path;  // the file says where it is
         try {
             write_file(path, saved_json(cal, c), "calibration");
-            cal.path = path;
             cal.cost.source += ", saved in " + path;
         } catch (const FileError&) {
+            cal.path.clear();
             cal.cost.source += " (not saved: " + path + " could not be written)";
         }
     }
