@@ -71,13 +71,13 @@ TEST_CASE("chapter 09's checked queues run the same steps on the engine as in th
         CAPTURE(q.name);
         SimulatedExecutor simulated(analytic_step_cost(ch09::chapter_model(o.model)));
         StepLog simulated_steps(simulated);
-        q.run(simulated_steps);
+        q.run(simulated_steps, nullptr);
         // Twice on the engine: each run on a fresh pool, the same steps and tokens.
         std::vector<std::vector<int>> first;
         for (int run = 0; run < 2; ++run) {
             const std::unique_ptr<Executor> engine = q.engine(lab);
             StepLog engine_steps(*engine);
-            const Schedule s = q.run(engine_steps);
+            const Schedule s = q.run(engine_steps, engine.get());
             CHECK(engine_steps.rows == simulated_steps.rows);
             std::vector<std::vector<int>> t;
             for (const Request& r : s.requests) {

@@ -438,7 +438,7 @@ TEST_CASE("chapter 09's run: every rule on both workloads and the trade its head
     // largest step carries one, batched prefill's a whole batch of them.
     const std::string longer = ch09::long_prompts(512);
     CHECK(r.run(longer, "prefill first").most_prompt == 512);
-    CHECK(r.run(longer, "batched prefill").most_prompt == 512 * r.batch);
+    CHECK(r.run(longer, "batched prefill").most_prompt == 512 * r.setup.queue.batch);
     // The trade: chunks shorten the long prompts' p99 gap and lengthen
     // the median wait; the smaller the chunk, the more so.
     const Summary& first = r.run(longer, "prefill first").summary;

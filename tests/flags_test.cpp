@@ -126,25 +126,13 @@ TEST_CASE("run_program turns any error into exit status 2") {
     CHECK(captured.str() == "t: --x: bad\nt: full\n");
 }
 
-TEST_CASE("fits_in_memory compares with a share of the memory this process may use") {
-    const double have = double(usable_memory().bytes);
-    CHECK(fits_in_memory(0, 0.5));
-    if (have > 0) {
-        CHECK(fits_in_memory(have / 2, 0.5));
-        CHECK_FALSE(fits_in_memory(have / 2 + 4096, 0.5));
-        CHECK(fits_in_memory(have / 4, 0.25));
-        CHECK_FALSE(fits_in_memory(have / 3, 0.25));
-    }
-}
-
 TEST_CASE("timed_runs warms up once and then times each repeat") {
     std::vector<bool> told;
     const std::vector<double> times = timed_runs(3, [&](bool timed) { told.push_back(timed); });
     CHECK(told == std::vector<bool>{false, true, true, true});
-    REQUIRE(times.size() == 3);
-    for (double t : times) CHECK(t >= 0);
+    CHECK(times.size() == 3);  // one time per timed run, none for the warm-up
     int calls = 0;
-    CHECK(median_seconds(4, [&] { ++calls; }) >= 0);
+    median_seconds(4, [&] { ++calls; });
     CHECK(calls == 5);
 }
 
@@ -327,7 +315,7 @@ TEST_CASE("a refusal names the memory limit it compared against; with its share 
           "more than this process's address-space limit (ulimit -v), 400 MiB");
     CHECK(beyond_memory(1e30, 0.5, MemoryLimit{}) == "");  // nothing could be read: no refusal
 
-    // Chapters 03 and 04 quote usable_memory(), the limit fits_in_memory compares with.
+    // Chapters 03 and 04 quote usable_memory(), the limit beyond_memory compares with.
     const MemoryLimit have = usable_memory();
     if (have.bytes == 0) return;
     const std::string limit_text = have.what + ", " + format_bytes(have.bytes);

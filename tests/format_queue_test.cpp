@@ -57,10 +57,10 @@ TEST_CASE("the engine's pool holds each position at the width it is given") {
     const Config c = test::tiny_config();
     Transformer model(c, kSeed);
     for (const NumberFormat f : all_formats()) {
-        const PagedEngine engine(model, kSeed, kPool, f);
+        const std::unique_ptr<PoolEngine> engine = paged_engine(model, kSeed, kPool, f);
         INFO(format_name(f));
-        CHECK(engine.pool().row_format().format == f);
-        CHECK(engine.pool().bytes_per_block() ==
+        CHECK(engine->pool.row_format().format == f);
+        CHECK(engine->pool.bytes_per_block() ==
               std::uint64_t(kPool.block_size) * bytes_per_token(cache_shape_of(c, f)));
     }
 }

@@ -257,4 +257,16 @@ TEST_CASE("make validate's chapter 07 queues run the same steps on the pool as i
         CHECK(row.real.answer_tokens == row.simulated.answer_tokens);
         CHECK(row.real.preemptions == row.simulated.preemptions);
     }
+    // The swap queue's simulator prices its swaps' copies as the chapter
+    // does: the same steps as the step cost alone, each swap added.
+    ValidateOptions demo;  // the book's model, whose caches outgrow the tight budget
+    demo.requests = 200;
+    const CheckedQueue swap = ch07_checked_queues(demo)[2];
+    const StepCost cost = analytic_step_cost(demo.model);
+    SimulatedExecutor step_cost_alone(cost);
+    const Schedule plain = swap.run(step_cost_alone, nullptr);
+    const Schedule priced = swap.simulate(cost);
+    REQUIRE(priced.preemptions > 0);
+    CHECK(priced.preemptions == plain.preemptions);
+    CHECK(priced.end_s > plain.end_s);
 }

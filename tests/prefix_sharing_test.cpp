@@ -341,6 +341,6 @@ TEST_CASE("make validate's chapter 08 queues share blocks on the engine as in th
     }
     // With the prefix cache the same queue computes less: its prefills are shorter.
     SimulatedExecutor priced(analytic_step_cost(o.model));
-    const Schedule off = queues[0].run(priced), on = queues[1].run(priced);
+    const Schedule off = queues[0].run(priced, nullptr), on = queues[1].run(priced, nullptr);
     CHECK(summarize(on).ttft_median < summarize(off).ttft_median);
 }

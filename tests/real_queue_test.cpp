@@ -167,7 +167,7 @@ TEST_CASE_FIXTURE(ScriptedQueue,
     q.name = "continuous, cache, 6 requests";
     q.operating_point = true;
     q.requests = queue;
-    q.run = [this](Executor& executor) { return run_queue(executor); };
+    q.run = [this](Executor& executor, Executor*) { return run_queue(executor); };
     int engines = 0;
     q.engine = [&](Transformer&) -> std::unique_ptr<Executor> {
         ++engines;
@@ -235,7 +235,7 @@ TEST_CASE("an engine that answers in another order than the simulator is caught"
     // answers first, so the order holds; the times do not.
     CheckedQueue q;
     q.requests = queue;
-    q.run = [&](Executor& executor) {
+    q.run = [&](Executor& executor, Executor*) {
         return run_schedule(queue, book_policies(1)[kSerialCache], roomy_budget(c), executor);
     };
     q.engine = [&](Transformer&) -> std::unique_ptr<Executor> {
@@ -244,7 +244,7 @@ TEST_CASE("an engine that answers in another order than the simulator is caught"
     CHECK(check_queue_against_engine(q, model, cost, 1).same_order);
     // A queue whose engine runs another schedule (here: the simulator runs
     // the requests in reverse) disagrees on the order of first tokens.
-    q.run = [&](Executor& executor) {
+    q.run = [&](Executor& executor, Executor*) {
         Policy last_first = book_policies(1)[kSerialCache];
         if (dynamic_cast<SimulatedExecutor*>(&executor))
             last_first.priority = [](const Request& r) { return -double(r.id); };

@@ -123,7 +123,7 @@ TEST_CASE("chapter 05's checked queues are its operating point and the queues wi
     for (int i = 3; i < 6; ++i) CHECK(!queues[std::size_t(i)].operating_point);
     // Each runs the whole queue through the executor it is given.
     SimulatedExecutor simulated(analytic_step_cost(o.model));
-    const Schedule s = queues[2].run(simulated);
+    const Schedule s = queues[2].run(simulated, nullptr);
     for (const Request& r : s.requests) CHECK(r.status == RequestStatus::finished);
     CHECK(workload_file_name(queues[1]) == "05-static-cache-batch-32-128-requests.jsonl");
     // Fewer requests asked for: fewer everywhere.

@@ -1,8 +1,6 @@
 // Chapter 01: naive decoding. Generates one answer by recomputing the whole
-// sequence for every new token, and shows what that costs.
-//
-// The lesson is naive_decoding.h; experiment.h sets its parameters and runs
-// it; report.h prints what it measured.
+// sequence for every new token, and shows what that costs. The lesson is
+// common/core/naive_decoding.h.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

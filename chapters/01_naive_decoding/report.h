@@ -29,7 +29,6 @@ inline int report(const Results& r, const OutputOptions& out) {
     const std::uint64_t parameters = config.parameter_count();
 
     Json json = Json()
-                    .add("chapter", "01_naive_decoding")
                     .add("model", model)
                     .add("parameters", parameters)
                     .add("prompt_len", prompt_len)

@@ -1,9 +1,6 @@
 // Chapter 02: the KV cache. The same answer as chapter 01, computed with a
 // cache: prefill once, then decode one token at a time. Same tokens, same
-// logits, a fraction of the time.
-//
-// The lesson is cached_decoding.h; experiment.h sets its parameters and
-// runs it beside chapter 01's; report.h prints what it measured.
+// logits, a fraction of the time. The lesson is common/core/cached_decoding.h.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

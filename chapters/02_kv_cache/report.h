@@ -37,7 +37,6 @@ inline int report(const Results& r, const OutputOptions& out) {
     const int status = same_tokens ? 0 : 1;
 
     Json json = Json()
-                    .add("chapter", "02_kv_cache")
                     .add("model", model)
                     .add("prompt_len", prompt_len)
                     .add("answer_len", r.answer_len)

@@ -1,23 +1,15 @@
-// Chapter 03: where the cache's bytes sit. The price per token says how
-// many bytes a token costs; this says where KVCache (common/core/kv_cache.h)
-// puts each of them, and so why one token's keys and values are not one
-// piece of memory.
-//
-// KVCache makes two allocations of the same shape, keys_ and values_, each
+// Chapter 03: where the cache's bytes sit, and so why one token's keys and
+// values are not one piece of memory. KVCache (common/core/kv_cache.h)
+// makes two allocations of the same shape, keys_ and values_, each
 //
 //     (layer, position, KV head, number of the head)
 //
 // with the layer outermost: a layer's block holds every position it can
-// hold (its capacity, reserved up front), a position holds its KV heads one
-// after another (the forward pass reads KV head h at h x head size numbers
-// into it), and a head holds head size numbers. So the number d of KV head
-// h at position p of layer l is
-//
-//     ((l x capacity + p) x KV heads + h) x head size + d
-//
-// numbers from the start of its array, and one token, position p, is
-// 2 x layers pieces of KV heads x head size numbers: one in each layer's
-// block of keys_, and the same in values_.
+// hold (its capacity, reserved up front). So number d of KV head h at
+// position p of layer l is ((l x capacity + p) x KV heads + h) x head size
+// + d numbers from the start of its array, and one token is 2 x layers
+// pieces of KV heads x head size numbers: one in each layer's block of
+// keys_, and the same in values_.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,7 @@
 // Chapter 03's experiment: price the cache of any model shape (the flags
-// describe the model being priced, not a model the program runs), and
-// check the formula against the bytes the demo model's cache really holds.
-//
-// The shape flags reuse the names every program shares (--layers, --heads,
-// --kv-heads); their ranges are wide on purpose: the limit is whether the
-// byte counts fit in 64 bits, and check() says so by name.
+// describe the model priced, not one the program runs: their ranges are
+// wide, the limit is whether the byte counts fit in 64 bits), and check the
+// formula against the bytes the demo model's cache really holds.
 #pragma once
 
 #include <cstdint>
@@ -21,19 +18,14 @@
 #include "../../common/core/memory_arithmetic.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
-#include "../../common/kit/machine.h"
 #include "../../common/kit/machine.h"  // page_size, resident_bytes
 #include "../../common/kit/report.h"
 
-// Chapter 03: the formula against the bytes a real cache holds.
-//
-// Two checks on the demo model. First, its KVCache after prefill and after
-// decode steps: the bytes it reports must equal the formula exactly, since
-// it stores nothing but keys and values. Second, the operating system's
-// view: the process's resident memory grows when a cache is allocated and
-// filled, by the formula's bytes rounded up to whole pages, plus the
-// allocator's few bytes of bookkeeping per allocation (resident_bytes() in
-// common/kit/machine.h reads it).
+// The formula against the bytes a real cache holds, on the demo model: its
+// KVCache after prefill and after decode steps must report exactly the
+// formula's bytes; and the process's resident memory grows, when a cache is
+// allocated and filled, by those bytes in whole pages, plus the allocator's
+// bookkeeping.
 namespace kv {
 
 // ------------------------------------------- the KVCache against the formula
@@ -87,17 +79,15 @@ struct ResidentGrowth {
 
 // Allocates a cache of `tokens` positions for `config`'s shape, writes every
 // number of it, and measures how much the process's resident memory grew.
-// Call it before the program allocates and frees much else: a fresh process
-// gets fresh pages from the system, where a used one might recycle pages
-// it already holds, and they would not show as growth.
+// Called first: a fresh process gets fresh pages, where a used one might
+// recycle pages it holds, which would not show as growth.
 inline ResidentGrowth measure_resident_growth(Config config, int tokens) {
     config.max_seq = std::max(config.max_seq, tokens);  // the room changes no per-token price
     ResidentGrowth result{std::uint64_t(tokens), cache_bytes(cache_shape_of(config), tokens), 0,
                           std::nullopt, page_size()};
     const std::optional<std::uint64_t> before = resident_bytes();
     auto cache = std::make_unique<KVCache>(config, tokens);
-    // The constructor zeroes the cache; write it again, as decoding would, so
-    // that every page has certainly been touched.
+    // Written again, as decoding would, so that every page is touched.
     for (int layer = 0; layer < config.n_layers; ++layer)
         for (int pos = 0; pos < tokens; ++pos)
             for (int i = 0; i < cache->kv_dim(); ++i) {
@@ -132,8 +122,7 @@ inline CacheShape with_layout(CacheShape s, std::uint64_t kv_heads, std::uint64_
 
 // Throws UsageError, naming the flags and values, for anything the program
 // could not price: KV heads that do not divide the query heads, a mean
-// longer than the context, or any byte count the tables will print that
-// does not fit in 64 bits (every layout, every width).
+// longer than the context, a byte count of any layout or width past 64 bits.
 inline void check_price_options(const PriceOptions& o) {
     auto n = [](std::uint64_t v) { return std::to_string(v); };
     if (o.heads % o.shape.kv_heads != 0)
@@ -202,7 +191,7 @@ struct Experiment {
 
     Results run() const {
         const Config demo;  // the book's demo model (common/core/config.h)
-        // Resident memory first, while the process is fresh (see measured_cache.h).
+        // Resident memory first, while the process is fresh.
         ResidentGrowth resident = measure_resident_growth(demo, measure_tokens);
         return {price, demo, read_cache_while_decoding(demo, prompt_len, decode_steps, 1), resident,
                 prompt_len + decode_steps};

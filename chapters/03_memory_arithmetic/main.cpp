@@ -1,12 +1,8 @@
-// Chapter 03: what the KV cache costs in memory, and what that caps.
-// Prices the cache of any model shape factor by factor, compares attention
-// layouts and number widths, counts the conversations a memory budget holds,
-// and checks the formula against the bytes the demo model's cache really
-// uses.
-//
-// The lessons are memory_arithmetic.h, cache_layout.h and measured_cache.h;
-// experiment.h sets the parameters and runs them; report.h prints what
-// they give.
+// Chapter 03: what the KV cache costs in memory, and what that caps: the
+// price of any model shape factor by factor, every attention layout and
+// number width, the conversations a budget holds, and the formula against
+// the bytes the demo model's cache uses. The lessons are
+// memory_arithmetic.h (common/core) and cache_layout.h.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

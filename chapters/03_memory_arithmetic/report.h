@@ -1,8 +1,7 @@
 // What chapter 03 prints: the price derived factor by factor, every layout
 // and width, the budget's count, the demo cache against the formula and
 // where it keeps its bytes, the resident memory, and the plot of the price
-// against the context; or all of it as one JSON object. The arithmetic is
-// in memory_arithmetic.h and cache_layout.h; this file only lays it out.
+// against the context; or all of it as one JSON object.
 #pragma once
 
 #include <algorithm>
@@ -126,11 +125,9 @@ inline Json resident_json(const ResidentGrowth& g) {
     return json.add("page_size", g.page_size);
 }
 
-// Cache bytes against context length, one straight line per layout at the
-// chosen width, with the budget as a dashed line. The x axis runs a quarter
-// past the context at which the chosen layout's cache alone fills the
-// budget; a steeper line stops a quarter above the budget, so the budget
-// stays readable.
+// Cache bytes against context length, one line per layout at the chosen
+// width, the budget dashed; the axes run a quarter past where the chosen
+// layout fills the budget, so the budget stays readable.
 inline std::string write_price_plot(const PriceOptions& o, std::uint64_t budget_bytes,
                                     const std::string& path) {
     const double gib = 1073741824.0;
@@ -150,8 +147,8 @@ inline std::string write_price_plot(const PriceOptions& o, std::uint64_t budget_
     return plot.write(path);
 }
 
-// Writes the plot, then the JSON or the text. Returns the exit status: 1
-// if the demo cache disagrees with the formula.
+// Writes the plot, then the JSON or the text. Returns 1 if the demo cache
+// disagrees with the formula.
 inline int report(const Results& r, const OutputOptions& out) {
     const PriceOptions& price = r.price;
     const Config& demo = r.demo;
@@ -167,7 +164,6 @@ inline int report(const Results& r, const OutputOptions& out) {
     const std::uint64_t per_conversation = cache_bytes(price.shape, price.context);
 
     if (emit(out, Json()
-                      .add("chapter", "03_memory_arithmetic")
                       .add("layers", price.shape.layers)
                       .add("heads", price.heads)
                       .add("kv_heads", price.shape.kv_heads)

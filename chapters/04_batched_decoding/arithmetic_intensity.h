@@ -1,23 +1,18 @@
 // What one decode step reads and what it computes, and what the machine
 // allows: arithmetic intensity and the roofline.
 //
-// A processor can do far more arithmetic per second than it can fetch bytes
-// from memory. Whether a step is limited by one or the other depends on its
-// arithmetic intensity, FLOPs per byte read. The weight products of a decode
-// step read every weight matrix once, whatever the batch size B, and do 2
-// FLOPs (a multiply and an add) per weight per sequence: 2 x P x B FLOPs
-// for 4 x P bytes, B/2 FLOPs per byte. Batching raises the intensity of the
-// weight products B-fold. Attention does not share: each sequence reads its
-// own keys and values, so its intensity stays the same at any B.
+// Whether a step is limited by arithmetic or by fetching bytes depends on
+// its arithmetic intensity, FLOPs per byte read. The weight products of a
+// decode step read every weight once, whatever the batch size B, and do 2
+// FLOPs per weight per sequence: 2 x P x B FLOPs for 4 x P bytes, B/2 FLOPs
+// per byte. Batching raises it B-fold; attention does not share (each
+// sequence reads its own keys and values), so its intensity stays the same.
 //
-// The roofline model (Williams, Waterman and Patterson, 2009): the fastest a
-// step can run is the lower of two roofs, the machine's peak arithmetic and
-// its memory bandwidth times the step's intensity. A CPU has more than one
-// memory roof: bytes that sit in the last-level cache arrive faster than
-// bytes from DRAM (which one a working set is read from: common/kit/
-// memory_level.h). The roofs are what the machine allows, not what a kernel
-// reaches: the batch at which the book's kernels stop waiting for weights
-// is set by their own best rate.
+// The roofline model (Williams, Waterman and Patterson, 2009): a step runs
+// at most at the lower of two roofs, the peak arithmetic and the memory
+// bandwidth times its intensity. A CPU has more than one memory roof: the
+// last-level cache is faster than DRAM (common/kit/memory_level.h says
+// which one a working set is read from).
 #pragma once
 
 #include <algorithm>
@@ -30,16 +25,14 @@
 
 namespace kv {
 
-// Bytes of float32 weights one decode step must read, at any batch size:
-// every multiplied weight (Config::multiplied_parameters: the matrices, not
-// the embedding lookup nor the RMSNorm scales).
+// Bytes of float32 weights one decode step reads, at any batch size: the
+// matrices (Config::multiplied_parameters), not the embedding nor the norms.
 inline std::uint64_t weight_bytes_per_step(const Config& c) {
     return checked_mul(c.multiplied_parameters(), sizeof(float), "weight bytes per step");
 }
 
-// The work of one decode step over a batch whose caches are `caches`
-// (before the step: each sequence attends to its cached positions plus the
-// new one).
+// The work of one decode step over a batch whose caches are `caches`, each
+// sequence attending to its cached positions and the new one.
 struct StepArithmetic {
     double weight_bytes = 0;     // every multiplied weight, read once
     double weight_flops = 0;     // 2 x multiplied parameters x B

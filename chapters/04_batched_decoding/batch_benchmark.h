@@ -19,9 +19,8 @@
 
 namespace kv {
 
-// `count` prompts whose lengths are drawn uniformly from 1..longest: the
-// sequences of a ragged batch, each at its own position. Seeded, so the
-// same flags give the same prompts.
+// `count` seeded prompts whose lengths are drawn uniformly from 1..longest:
+// a ragged batch, each sequence at its own position.
 inline std::vector<std::vector<int>> ragged_prompts(int count, int longest, int vocab_size,
                                                     std::uint64_t seed) {
     Rng lengths(seed ^ 0xBA7C4ED0ull);
@@ -42,8 +41,7 @@ struct BatchTiming {
     double tokens_per_second() const { return batch / step_seconds; }
 };
 
-// Sees the logits of every decode step (row i: sequence i), outside the
-// timed part.
+// Sees the logits of every decode step (row i: sequence i), untimed.
 using BatchStepCallback = std::function<void(int step, const Matrix& logits)>;
 // Told as each round of the bench begins (0, 1, ... rounds - 1).
 using RoundCallback = std::function<void(int round, int rounds)>;
@@ -56,11 +54,9 @@ inline std::vector<int> batch_sizes_up_to(int max_batch) {
     return sizes;
 }
 
-// How the timed steps are spread: the batch sizes take turns in rounds.
-// In each round every size warms up with one untimed step (its weights and
-// caches back in the CPU's caches after the other sizes ran), then times
-// its share of the repeats back to back. A burst of other work on the
-// machine then slows a few steps of several sizes, not every step of one.
+// The batch sizes take turns in rounds, each size warming up with one
+// untimed step and then timing its share of the repeats, so that a burst
+// of other work slows a few steps of several sizes, not every step of one.
 inline constexpr int kRounds = 3;
 
 // Decode steps each batch takes for `repeats` timed ones: one more per round.
@@ -68,11 +64,10 @@ inline int decode_steps(int repeats) {
     return repeats + std::min(kRounds, repeats);
 }
 
-// Bytes the bench holds besides the weights, to check them against the
-// machine's memory before allocating: every cache three times over (the
-// prefilled ones, and the copies that batches 1, 2, 4, ... decode at once),
-// the logits kept to compare (sequences x steps x vocab) and the scratch
-// rows of a prefill group. A double: an estimate that cannot overflow.
+// Bytes the bench holds besides the weights, checked before allocating:
+// every cache three times over (prefilled, and the copies the batches
+// decode), the logits kept to compare, a prefill group's scratch rows. A
+// double: an estimate that cannot overflow.
 inline double bench_bytes(const Config& c, int sequences, int longest_prompt, int steps) {
     const double caches =
         3.0 * sequences * double(c.kv_bytes_per_token()) * (longest_prompt + steps);
@@ -91,10 +86,8 @@ class DecodeBench {
     DecodeBench(Transformer& model, const std::vector<std::vector<int>>& prompts, int repeats)
         : model_(model), repeats_(repeats) {
         if (repeats < 1) throw std::invalid_argument("DecodeBench: repeats must be at least 1");
-        // The prefill is not what is timed here, so it runs the cheap way:
-        // several prompts per forward pass, each its own chunk (the caches
-        // come out exactly as from chapter 02's prefill). Groups of 16 keep
-        // the scratch rows bounded.
+        // Untimed, so several prompts per forward pass (the caches come out
+        // as from chapter 02's prefill), in groups of 16 to bound the scratch.
         const std::size_t group = 16;
         prefilled_.reserve(prompts.size());
         for (const std::vector<int>& prompt : prompts)
@@ -182,16 +175,14 @@ class DecodeBench {
     std::vector<int> first_tokens_;   // (sequences) the token each prompt's prefill chose
 };
 
-// The same sequences decoded one at a time with chapter 02's code, kept to
-// compare the batched steps with: the tokens, and the largest logit
-// difference over every step of every batch.
+// The same sequences decoded one at a time with chapter 02's code, to
+// compare every batched step's tokens and logits with.
 class AloneReference {
   public:
     AloneReference(Transformer& model, const std::vector<std::vector<int>>& prompts, int steps)
         : steps_(steps) {
         for (const std::vector<int>& prompt : prompts) {
-            // Chapter 02's generation: step 0 is the prefill, then one
-            // decode step per batched step to compare.
+            // Step 0 is the prefill, then one decode step per batched step.
             std::vector<std::vector<float>>& per_step = logits_.emplace_back();
             answers_.push_back(
                 generate_cached(model, prompt, steps + 1, [&](int step, std::span<const float> l) {

@@ -1,10 +1,8 @@
 // Chapter 04's experiment: one decode step timed for batches of 1, 2, 4,
-// ... ragged sequences, at the demo width and at a width whose weights do
-// not fit in the CPU's cache; every batched step of the demo width checked
-// against the same sequences decoded alone; and this thread's roofs: its
-// peak arithmetic, how fast it reads from DRAM, and how fast it reads a
-// buffer the size of each width's weights where they fit the reported
-// last-level cache (common/kit/memory_level.h decides which roof applies).
+// ... ragged sequences, at the demo width and at a width whose weights miss
+// the CPU's cache; every batched step of the demo width checked against the
+// sequences decoded alone; and this thread's roofs (peak arithmetic, DRAM,
+// and each width's weights read at their size where they may fit a cache).
 #pragma once
 
 #include <cstdint>
@@ -52,8 +50,8 @@ struct Results {
 };
 
 // Throws UsageError, starting with `prefix`, if the model's shape is wrong
-// or its weights plus `other_bytes` would take more than half of the memory
-// this process may use; `what` says what the other bytes are for.
+// or its weights plus `other_bytes` (for `what`) take more than half of the
+// memory this process may use.
 inline void check_fits(const Config& c, double other_bytes, const std::string& prefix,
                        const std::string& what) {
     try {
@@ -91,8 +89,8 @@ struct Experiment {
         const Config config = loaded.model.config();  // a checkpoint brings its own shape
         const bool text_prompt = !model.source.prompt.empty();
         const int longest = text_prompt ? static_cast<int>(loaded.prompt.size()) : prompt_len;
-        // The wide model keeps the checkpoint's heads (stories15M has 6), so
-        // its width must split into them with an even head size: round up.
+        // The wide model keeps a checkpoint's heads: its width rounds up to
+        // split into them with an even head size.
         const int step = 2 * config.n_heads;
         Config wide = config;  // the same model, wider; the feed-forward stays 3 x dim
         wide.dim = model.source.checkpoint.empty() ? wide_dim : (wide_dim + step - 1) / step * step;
@@ -108,8 +106,7 @@ struct Experiment {
         check_fits(config, bench_bytes(config, max_batch, longest, steps), "", bench);
         const CacheSizes caches = cache_sizes();
         const std::uint64_t dram_bytes = dram_probe_bytes(caches);
-        // The DRAM probe's buffer is the largest a probe reads; the probes
-        // are sized by this machine's caches, not by a flag.
+
         check_fits(config, double(dram_bytes), "",
                    "the DRAM read-bandwidth probe reads a buffer of " + format_bytes(dram_bytes) +
                        " (eight times this CPU's last-level cache, 256 MiB to 1 GiB) beside the "
@@ -144,8 +141,7 @@ struct Experiment {
             Transformer wide_model(wide, model.seed);
             widths.push_back({wide, time_batches(wide_model, prompts, sizes)});
         }
-        // The roofs, the best of three runs each; a width's weights are read
-        // once more at their own size if they fit the reported last level.
+        // The roofs; a width's weights are read at their own size if they may fit a cache.
         Roofline roofs;
         roofs.peak_flops = peak_multiply_then_add_flops();
         roofs.dram_bytes_per_second = ReadBandwidthProbe(dram_bytes).bytes_per_second();

@@ -1,7 +1,6 @@
-// What chapter 04 prints: one table row per batch size for each width, its
-// memory roof and ridges, the check against decoding alone, the throughput
-// plot and the roofline plot, and the headline; or all of it as one JSON
-// object.
+// What chapter 04 prints: a table row per batch size for each width, its
+// roofs and ridges, the check against decoding alone, the throughput and
+// roofline plots and the headline; or all of it as one JSON object.
 #pragma once
 
 #include <algorithm>
@@ -22,9 +21,8 @@
 
 namespace kv::ch04 {
 
-// One row per batch size. `roof_bytes_per_second` is the memory roof the
-// width's weights are read from; "roof GFLOP/s" is what the roofline
-// allows at the row's intensity (the lower of the two roofs).
+// One row per batch size; "roof GFLOP/s" is what the roofline allows at the
+// row's intensity with the width's memory roof.
 inline Table batch_table(const std::vector<BatchTiming>& timings, const Roofline& roofs,
                          double roof_bytes_per_second) {
     Table table({"batch", "step (ms)", "per token (ms)", "tokens/s", "speed-up per token",
@@ -49,12 +47,10 @@ inline const BatchTiming& best_throughput(const std::vector<BatchTiming>& timing
     });
 }
 
-// Where these kernels stop waiting for weights and start waiting for
-// arithmetic, from two measured rates: how fast batch 1 streams weights,
-// and the fastest arithmetic of any batch. It is the roofline's ridge with
-// the kernels' own best rate in place of the machine's peak. The weight
-// products do B/2 FLOPs per byte, so the batch at the ridge is about twice
-// the ratio.
+// Where these kernels stop waiting for weights: the roofline's ridge with
+// their own measured rates (batch 1's weight stream, the best arithmetic of
+// any batch) in place of the machine's. At B/2 FLOPs per byte, the batch
+// there is about twice the ratio.
 struct Ridge {
     double bytes_per_second = 0;  // weights streamed at batch 1
     double flops_per_second = 0;  // the best arithmetic rate of any batch
@@ -74,8 +70,8 @@ inline Ridge ridge_point(const std::vector<BatchTiming>& timings) {
     return ridge;
 }
 
-// The table of one width, headed by its weight bytes against the CPU's
-// cache, and followed by its roofline: the machine's ridge and the kernels'.
+// One width's table, headed by its weights against the CPU's cache and
+// followed by the machine's ridge and the kernels'.
 inline void print_width(std::ostream& out, const WidthResult& w, const Results& r) {
     const Config& c = w.config;
     const std::uint64_t bytes = weight_bytes_per_step(c);
@@ -130,12 +126,9 @@ inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths) {
     return plot;
 }
 
-// The roofline on log-log axes, every line from this run's numbers:
-// intensity (the table's FLOPs/byte) across, GFLOP/s up. The peak is a
-// dashed line; each memory roof, bandwidth x intensity, a line of slope 1
-// up to its ridge (a cache's, at the rate read at a width's weights' size,
-// only for a width whose weights were read from it); each width's steps are points, one per batch
-// size: what these kernels attain, under the roofs the machine allows.
+// The roofline on log-log axes from this run's numbers: the peak dashed,
+// each memory roof a line of slope 1 up to its ridge (a cache's only for a
+// width read from it), and each width's steps as points, one per batch.
 inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofline& roofs) {
     SvgPlot plot("Roofline: one decode step against this machine's roofs",
                  "arithmetic intensity (FLOPs per byte read)", "GFLOP/s");
@@ -183,8 +176,8 @@ inline void add_width_json(Json& json, const std::string& prefix, const WidthRes
         .add(prefix + "machine_ridge_flops_per_byte", roofs.ridge(w.memory_roof));
 }
 
-// Writes the plots, then the JSON or the text. Returns the exit status: 1
-// if a batched step chose another token than the sequence alone.
+// Writes the plots, then the JSON or the text. Returns 1 if a batched step
+// chose another token than the sequence alone.
 inline int report(const Results& r, const OutputOptions& out) {
     const LoadedModel& loaded = r.loaded;
     const int status = r.same_tokens ? 0 : 1;
@@ -196,8 +189,7 @@ inline int report(const Results& r, const OutputOptions& out) {
     const std::string answer_text = loaded.answer_text(r.answer0);
 
     Json json;
-    json.add("chapter", "04_batched_decoding")
-        .add("max_batch", r.max_batch)
+    json.add("max_batch", r.max_batch)
         .add("longest_prompt", r.prompt_len)
         .add("mean_prompt", r.mean_prompt)
         .add("repeats", r.repeats)

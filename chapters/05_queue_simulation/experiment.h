@@ -1,11 +1,7 @@
-// Chapter 05's experiment: its parameters, their check, and the run.
-//
-// The parameters are public members with their defaults; add_flags makes
-// each one a flag, check() turns every bad value into one error naming the
-// flag and the value, and run() draws the queue, prices its steps with the
-// one step cost (common/serving/step_cost.h: this machine's, measured once
-// and saved, or counted), replays the queue under the six policies, and
-// records the first requests step by step for the batching timeline.
+// Chapter 05's experiment: its parameters, their check, and the run: draw
+// the queue, price its steps with the one step cost, replay it under the
+// six policies, and record its first requests step by step for the
+// batching timeline.
 #pragma once
 
 #include <algorithm>
@@ -70,9 +66,7 @@ struct RecordedStep {
     std::vector<std::pair<int, Phase>> rows = {};  // (request, what its row did)
 };
 
-// Runs each step on `inner` and writes it down. Nothing here decides
-// anything: the scheduler runs as in the chapter, and this records which
-// rows each step ran (a row's status says prefill, decode or padding).
+// Runs each step on `inner` and writes down which rows it ran, and how.
 class RecordingExecutor : public Executor {
   public:
     RecordingExecutor(Executor& inner, std::vector<RecordedStep>& steps)
@@ -96,8 +90,8 @@ class RecordingExecutor : public Executor {
 };
 
 // `queue` under `policy`, each step priced by `priced`, as stretches: the
-// executor says which rows each step ran and how long it took; the
-// scheduler's events say when each step ended and who was sent back.
+// executor says which rows each step ran and for how long, the scheduler's
+// events when each step ended and who was sent back.
 inline PolicyTimeline record_timeline(std::span<const Request> queue, const Policy& policy,
                                       const MemoryBudget& budget, Executor& priced) {
     std::vector<RecordedStep> steps;
@@ -154,10 +148,9 @@ inline PolicyTimeline record_timeline(std::span<const Request> queue, const Poli
     return out;
 }
 
-// The chapter's picture: the first kTimelineRequests requests of `queue`,
-// static then continuous batching with the cache at kTimelineBatch, memory
-// charged as `budget` says, priced by the analytic step cost of `config`
-// so that the picture is the same on every machine.
+// The chapter's picture: the first requests of `queue`, static then
+// continuous batching with the cache, priced by the analytic step cost so
+// that it is the same on every machine.
 inline std::vector<PolicyTimeline> batching_timelines(std::span<const Request> queue,
                                                       const MemoryBudget& budget,
                                                       const Config& config) {
@@ -171,7 +164,6 @@ inline std::vector<PolicyTimeline> batching_timelines(std::span<const Request> q
 
 // ---------------------------------------------------------- the experiment
 
-// Everything one run found: what the report shows, as text and as JSON.
 struct Results {
     Config config;
     WorkloadOptions work;
@@ -200,9 +192,8 @@ struct Experiment {
                          "charge each request its longest context, or what its cache holds");
     }
 
-    // Every value checked; the first bad one is a UsageError naming its
-    // flag and value. A request whose longest context cannot fit even
-    // alone would wait forever: the whole run is refused at the door.
+    // A request whose longest context cannot fit even alone would wait
+    // forever: the whole run is refused at the door.
     void check() const {
         check_queue(model, queue);
         const MemoryBudget b = budget();

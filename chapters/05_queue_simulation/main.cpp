@@ -1,13 +1,7 @@
-// Chapter 05: a queue of 1,000 requests. Prices each engine step with the
-// one step cost (this machine's, measured once and saved), then replays the
-// queue under six policies (serial, static and continuous batching, each
-// without and with the KV cache) and reports what the people in the queue
-// experienced.
-//
-// The lesson is the serving lesson in common/serving/ (workload.h,
-// memory_budget.h, memory_manager.h, step_plan.h, scheduler.h,
-// step_cost.h, metrics.h); experiment.h sets its parameters and runs it;
-// report.h prints what it found.
+// Chapter 05: a queue of 1,000 requests, replayed under six policies
+// (serial, static and continuous batching, each without and with the KV
+// cache), each step priced by the one step cost, and what the people in the
+// queue experienced. The lesson is the serving lesson, common/serving/.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

@@ -1,6 +1,5 @@
-// Chapter 05's report: the experiment's results as tables, plots and JSON.
-// Each fact is built once (a table, a line, the headline) and goes out as
-// text or as JSON from the same values.
+// Chapter 05's report: the experiment's results as tables, plots and JSON,
+// each fact built once and printed as text or JSON from the same values.
 #pragma once
 
 #include <algorithm>
@@ -61,11 +60,9 @@ inline Table policy_table(const std::vector<Policy>& policies, const std::vector
 
 // ------------------------------------------------------------- the plots
 
-// The distribution of time to first token, one line per run, on a log2
-// axis: the runs may differ by a factor of forty. At most 400 points each.
-// The axis starts at the shortest wait (with arrivals over time, a policy
-// that keeps up waits only milliseconds), but never below a millionth of
-// the longest: waits shorter than that are drawn at the left edge.
+// The distribution of time to first token, one line per run, at most 400
+// points each, on a log2 axis (the runs may differ forty-fold) that starts
+// at the shortest wait but never below a millionth of the longest.
 inline SvgPlot ttft_cdf_plot(const std::string& title, const std::vector<std::string>& names,
                              const std::vector<std::vector<double>>& sorted_ttfts) {
     SvgPlot plot(title, "time to first token (s, log scale)", "fraction of requests");
@@ -111,9 +108,8 @@ inline const char* phase_name(Phase p) {
     return "";
 }
 
-// The batching timeline: one panel per policy, one row per request, every
-// panel on one time axis (milliseconds). A row ends with the request's time
-// to first token.
+// The batching timeline: one panel per policy, one row per request, on one
+// time axis; a row ends with the request's time to first token.
 inline SvgTimeline batching_timeline_plot(const std::vector<PolicyTimeline>& policies,
                                           const std::string& queue_words) {
     SvgTimeline plot("Static against continuous batching: the same " +
@@ -178,8 +174,7 @@ inline Plots write_plots(const Results& run, const std::string& dir) {
 
 // ---------------------------------------------------------- one run
 
-// A step cost that fits its own steps badly: the times deserve a second
-// look (a busy machine, or work the five prices cannot follow).
+// A step cost that fits its own steps this badly deserves a second look.
 inline constexpr double kFitErrorWarning = 0.25;
 inline std::string fit_warning(const Results& run) {
     if (!(run.pricing.cost.fit_error > kFitErrorWarning)) return "";
@@ -198,9 +193,8 @@ inline std::string headline(const Results& run) {
            " with continuous batching";
 }
 
-// Static batching computes answered requests' rows until the batch ends;
-// with --reserve held, caches can outgrow the budget and requests are sent
-// back to the queue. Say how much of each, or nothing.
+// How much padding static batching computed, and how often requests were
+// sent back (--reserve held), or nothing.
 inline std::string preemption_line(const Results& run) {
     std::string pad;
     for (std::size_t i = 0; i < run.policies.size(); ++i)
@@ -220,8 +214,7 @@ inline std::string preemption_line(const Results& run) {
 
 inline Json to_json(const Results& run, const Plots& plots) {
     Json json;
-    json.add("chapter", "05_queue_simulation")
-        .add("model", run.config.describe())
+    json.add("model", run.config.describe())
         .add("requests", run.work.requests)
         .add("rate", run.work.rate)
         .add("batch", run.batch)
@@ -274,7 +267,7 @@ inline void print_report(std::ostream& out, const Results& run, const Plots& plo
     out << "\n" << headline(run) << "\n";
 }
 
-// The plots, then the JSON (with --json) or the text. Returns the exit status.
+// The plots, then the JSON or the text.
 inline int report(const Results& run, const OutputOptions& options) {
     const Plots plots = write_plots(run, options.plot_dir);
     if (!emit(options, to_json(run, plots))) print_report(std::cout, run, plots);

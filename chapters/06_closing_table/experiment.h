@@ -24,8 +24,7 @@ namespace kv::ch06 {
 // A results file is a few kilobytes; anything past this is not one.
 inline constexpr std::uint64_t kMostResultBytes = 16 << 20;
 
-// The chapter that writes each results file the closing table reads, as
-// its JSON names it ("chapter", report.h's with_origin): "ch02" -> "02_kv_cache".
+// The chapter that writes a results file, as its JSON names it: "ch02" -> "02_kv_cache".
 inline std::string chapter_writing(const std::string& file) {
     static const std::map<std::string, std::string> writers = {
         {"ch02", "02_kv_cache"},           {"ch03", "03_memory_arithmetic"},
@@ -38,10 +37,9 @@ inline std::string chapter_writing(const std::string& file) {
 }
 
 // A chapter's saved results, or nothing if the file is not there and not
-// `required` (Part II's chapters may not have run); a file another
-// chapter wrote, or in another results format, is refused (require_origin). Any other fault throws
-// std::runtime_error naming the file (through visible(): one line); only a
-// missing required file gets the hint to run `make run`.
+// `required` (Part II's chapters may not have run). Any fault (another
+// chapter's file or format among them) throws, naming the file; a missing
+// required file with the hint to run `make run`.
 inline std::optional<SavedResults> read_saved(const std::string& path, bool required,
                                               const std::string& chapter) {
     std::string text;

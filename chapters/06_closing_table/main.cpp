@@ -1,9 +1,6 @@
 // The closing table: each figure the book answers to, beside the figure
 // this run measured, read from the files the chapters saved with
 // --save-json (`make run` saves them in build/results/).
-//
-// experiment.h reads the saved figures (saved_results.h parses them);
-// report.h prints them.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

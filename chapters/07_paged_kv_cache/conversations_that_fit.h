@@ -58,8 +58,7 @@ inline FitCount fit_reserving(std::span<const Request> requests, std::uint64_t p
 }
 
 // Paging: a real pool of the blocks `budget_bytes` holds, one block table
-// per conversation, marked filled (reserve, commit) rather than computed:
-// the numbers in the blocks do not change how many there are.
+// per conversation, marked filled rather than computed.
 inline FitCount fit_paged(const Config& config, std::uint64_t budget_bytes, int block_size,
                           std::span<const Request> requests) {
     const std::uint64_t per_block = BlockPool::bytes_per_block(config, block_size);

@@ -1,12 +1,8 @@
-// Chapter 07's experiment: its parameters, their check, and the run.
-//
-// On the queue every queue chapter shares, continuous batching with the
-// cache: how many conversations fit, reserving the whole context against
-// paging at several block sizes, on a real block pool; the price of the
-// block table, a decode step on paged caches against contiguous ones on the
-// engine; the queue in the simulator under each way of managing memory, at
-// the budget and at a tight one where preemption decides who waits; and
-// the tight queue's first requests on the engine's pool beside the simulator.
+// Chapter 07's experiment, on the queue every queue chapter shares: how
+// many conversations fit, reserving the whole context against paging; the
+// price of the block table on the engine; the queue in the simulator under
+// each way of managing memory, at the budget and at a tight one; and the
+// tight queue's first requests on the engine's pool.
 #pragma once
 
 #include <algorithm>
@@ -28,6 +24,7 @@
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/queue_flags.h"
 #include "../../common/kit/report.h"  // format_bytes
+#include "../../common/lab/timed_step.h"
 #include "../../common/serving/cpu_time.h"
 #include "../../common/serving/memory_budget.h"
 #include "../../common/serving/metrics.h"
@@ -95,31 +92,13 @@ struct Setup {
 
     void check() const {
         check_queue(model, queue);
-        const WorkloadOptions& w = queue.workload;
-        if (block_size > model.max_seq)
-            throw UsageError("--block-size " + std::to_string(block_size) +
-                             " is longer than the model's --max-seq " +
-                             std::to_string(model.max_seq));
         if (tight_budget_mib >= queue.kv_budget_mib)
             throw UsageError("--tight-budget-mib " + std::to_string(tight_budget_mib) +
                              " must be below --kv-budget-mib " +
                              std::to_string(queue.kv_budget_mib));
-        // Each budget is real memory, its blocks counted in an int, and must
-        // hold the longest request alone in whole blocks, or it would wait forever.
-        const std::uint64_t per_block = BlockPool::bytes_per_block(model, block_size);
-        const std::uint64_t need =
-            std::uint64_t(blocks_for(w.prompt_max + w.answer_max - 1, block_size)) * per_block;
-        for (const auto& [flag, mib] : {std::pair{"--kv-budget-mib", queue.kv_budget_mib},
-                                        std::pair{"--tight-budget-mib", tight_budget_mib}}) {
-            const std::string it = std::string(flag) + " " + std::to_string(mib);
-            if ((mib << 20) / per_block > std::uint64_t(std::numeric_limits<int>::max()))
-                throw UsageError(it + " MiB makes more blocks than a block table can count");
-            if (const std::string over = beyond_memory(double(mib << 20), 0.5); !over.empty())
-                throw UsageError(it + " MiB of blocks would be " + over);
-            if ((mib << 20) < need)
-                throw UsageError(it + " cannot hold one request at its longest in blocks of " +
-                                 std::to_string(block_size) + " (" + format_bytes(need) + ")");
-        }
+        const int longest = queue.workload.prompt_max + queue.workload.answer_max - 1;
+        check_blocks(model, "--kv-budget-mib", queue.kv_budget_mib, block_size, longest, true);
+        check_blocks(model, "--tight-budget-mib", tight_budget_mib, block_size, longest, true);
         check_model(model, std::uint64_t(indirection_batch) * std::uint64_t(model.max_seq) * 2);
     }
 
@@ -194,53 +173,11 @@ struct Experiment : Setup {
         return r;
     }
 
-  private:
-    // Decode steps of the same batch on contiguous caches and on paged ones,
-    // taking turns so that a slower moment of the machine hits both alike.
-    void time_the_indirection(Results& r, Transformer& engine) const {
-        const std::size_t n = std::size_t(indirection_batch);
-        for (int context : {model.max_seq / 8, model.max_seq / 2, model.max_seq - 1}) {
-            std::vector<KVCache> contiguous(n, KVCache{model});
-            BlockPool pool(model, block_size,
-                           indirection_batch * blocks_for(model.max_seq, block_size));
-            std::vector<PagedKVCache> paged;
-            for (std::size_t i = 0; i < n; ++i) paged.emplace_back(pool, model.max_seq);
-            // Marked filled (reserve, commit): a step costs the same whatever
-            // numbers the caches hold. The paged ones grow a block at a time,
-            // taking turns, so their blocks lie scattered as on a busy server.
-            for (KVCache& c : contiguous) {
-                c.reserve(context);
-                c.commit(context);
-            }
-            for (int filled = 0; filled < context; filled += block_size)
-                for (PagedKVCache& c : paged) {
-                    c.reserve(std::min(block_size, context - filled));
-                    c.commit(std::min(block_size, context - filled));
-                }
-            const int token = 1;
-            std::vector<SequenceInput> inputs[2];
-            for (std::size_t i = 0; i < n; ++i) {
-                inputs[0].push_back({std::span(&token, 1), &contiguous[i]});
-                inputs[1].push_back({std::span(&token, 1), &paged[i]});
-            }
-            std::vector<double> times[2];
-            for (int rep = 0; rep <= kRepeats; ++rep)
-                for (int layout : {0, 1}) {
-                    for (SequenceInput& s : inputs[layout]) s.cache->truncate(context);
-                    const double start = thread_cpu_seconds();
-                    engine.forward(inputs[layout]);  // one decode step, batched
-                    if (rep > 0) times[layout].push_back(thread_cpu_seconds() - start);
-                }
-            r.indirection.push_back({context, median(times[0]), median(times[1])});
-        }
-    }
-
     // The copy rate of a swap: one sequence's blocks out to host memory and back.
     double measure_swap_rate() const {
         BlockPool pool(model, block_size, std::max(1, model.max_seq / block_size));
         PagedKVCache seq(pool, model.max_seq);
-        seq.reserve(pool.blocks() * block_size);
-        seq.commit(pool.blocks() * block_size);
+        mark_filled(seq, pool.blocks() * block_size);
         std::vector<double> rates;
         for (int rep = 0; rep < 5; ++rep) {
             const double start = thread_cpu_seconds();
@@ -252,13 +189,46 @@ struct Experiment : Setup {
         return rates.empty() ? kAnalyticBytesPerSecond : median(rates);
     }
 
+  private:
+    // Decode steps of the same batch on contiguous caches and on paged ones,
+    // taking turns so that a slower moment of the machine hits both alike.
+    void time_the_indirection(Results& r, Transformer& engine) const {
+        const std::size_t n = std::size_t(indirection_batch);
+        for (int context : {model.max_seq / 8, model.max_seq / 2, model.max_seq - 1}) {
+            std::vector<KVCache> contiguous(n, KVCache{model});
+            BlockPool pool(model, block_size,
+                           indirection_batch * blocks_for(model.max_seq, block_size));
+            std::vector<PagedKVCache> paged;
+            for (std::size_t i = 0; i < n; ++i) paged.emplace_back(pool, model.max_seq);
+            // The paged caches grow a block at a time, taking turns, so that
+            // their blocks lie scattered as on a busy server.
+            for (KVCache& c : contiguous) mark_filled(c, context);
+            for (int filled = 0; filled < context; filled += block_size)
+                for (PagedKVCache& c : paged)
+                    mark_filled(c, std::min(block_size, context - filled));
+            const int token = 1;
+            const std::vector<int> bases(n, context);
+            std::vector<SequenceInput> inputs[2];
+            for (std::size_t i = 0; i < n; ++i) {
+                inputs[0].push_back({std::span(&token, 1), &contiguous[i]});
+                inputs[1].push_back({std::span(&token, 1), &paged[i]});
+            }
+            std::vector<double> times[2];
+            for (int rep = 0; rep <= kRepeats; ++rep)
+                for (int layout : {0, 1}) {
+                    const double took = timed_step(engine, inputs[layout], bases);
+                    if (rep > 0) times[layout].push_back(took);
+                }
+            r.indirection.push_back({context, median(times[0]), median(times[1])});
+        }
+    }
+
     QueueRun tally(const std::string& memory, std::uint64_t mib, bool engine,
                    std::span<const Request> requests, const Schedule& s) const {
         return {memory, mib, engine, int(requests.size()), summarize(s), s.preemptions};
     }
 
-    // In the simulator: reserving the whole context (kReserve), or the block
-    // manager with swaps priced by the bytes they move.
+    // In the simulator: reserving the whole context, or the block manager.
     QueueRun simulate(const Results& r, std::span<const Request> requests, const std::string& name,
                       std::uint64_t mib, double share, Preemption mode) const {
         if (name == kReserve) {

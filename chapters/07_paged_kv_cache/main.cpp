@@ -1,11 +1,8 @@
 // Chapter 07: the paged KV cache. The queue's KV memory in blocks: how many
 // more conversations fit, what the block table costs a decode step, and
-// what paging, preemption and a watermark do to the wait.
-//
-// The lesson is conversations_that_fit.h, swap_priced_executor.h and the
-// serving lesson's paged_memory.h and paged_executor.h (on
-// common/core/block_pool.h and paged_kv_cache.h); experiment.h sets its
-// parameters and runs it; report.h prints it.
+// what paging, preemption and a watermark do to the wait. The lesson is
+// conversations_that_fit.h, swap_priced_executor.h and the serving lesson's
+// paged_memory.h and paged_executor.h.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

@@ -1,7 +1,6 @@
 // What chapter 07 prints: how many conversations fit, the price of the
-// block table, the queue under each way of managing memory (and its first
-// requests on the real engine's pool) and the headline; or all of it as one
-// JSON object.
+// block table, the queue under each way of managing memory, and the
+// headline; or all of it as one JSON object.
 #pragma once
 
 #include <iostream>
@@ -64,7 +63,6 @@ inline int report(const Results& r, const OutputOptions& out) {
         " s";
 
     Json json = Json()
-                    .add("chapter", "07_paged_kv_cache")
                     .add("model", s.model.describe())
                     .add("step_cost", step_cost_json(r.pricing))
                     .add("kv_budget_mib", mib)

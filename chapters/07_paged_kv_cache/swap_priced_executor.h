@@ -1,9 +1,8 @@
 // Chapter 07: the simulator, with swaps priced by the bytes they move.
 //
-// A preemption by swap adds work the step cost never sees: the victim's
-// blocks go out to host memory and come back before its next step. Each
-// block moved costs its bytes over the copy rate, charged to the step in
-// which it moves.
+// A swap adds work the step cost never sees: the victim's blocks go out to
+// host memory and come back. Each block moved costs its bytes at the copy
+// rate, charged to the step in which it moves.
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,7 @@
-// Chapter 08's experiment: its parameters, their check, and the run.
-//
-// The queue every queue chapter shares, its prompts now sharing their start
-// (shared_workload.h), served by continuous batching on blocks (chapter 07):
-// in the simulator without and with the prefix cache, and its first
-// requests with the cache on the real engine's blocks beside the simulator.
-// Apart from the queue, n answers to one prompt on the engine, their blocks
-// counted against the copy-on-write arithmetic.
+// Chapter 08's experiment: the queue, its prompts now sharing their start,
+// on blocks: in the simulator without and with the prefix cache, and its
+// first requests on the real engine's blocks; and n answers to one prompt
+// on the engine, their blocks counted against the copy-on-write arithmetic.
 #pragma once
 
 #include <algorithm>
@@ -85,30 +81,14 @@ struct Setup {
     void check() const {
         check_queue(model, queue);
         const WorkloadOptions& w = queue.workload;
-        const std::string mib = "--kv-budget-mib " + std::to_string(queue.kv_budget_mib);
         if (std::int64_t(sharing.system_prompt) + w.prompt_max + w.answer_max - 1 > model.max_seq)
             throw UsageError("--system-prompt " + std::to_string(sharing.system_prompt) +
                              " + --prompt-max " + std::to_string(w.prompt_max) +
                              " + --answer-max " + std::to_string(w.answer_max) +
                              " - 1 exceeds the model's --max-seq " + std::to_string(model.max_seq));
-        if (block_size > model.max_seq)
-            throw UsageError("--block-size " + std::to_string(block_size) +
-                             " is longer than the model's --max-seq " +
-                             std::to_string(model.max_seq));
-        const std::uint64_t pool_blocks =
-            (queue.kv_budget_mib << 20) / BlockPool::bytes_per_block(model, block_size);
-        if (pool_blocks > std::uint64_t(std::numeric_limits<int>::max()))
-            throw UsageError(mib + " makes more blocks than a block table can count");
-        // The longest request alone (a follow-up never runs past --max-seq).
-        const int need = blocks_for(model.max_seq, block_size);
-        if (pool_blocks < std::uint64_t(need))
-            throw UsageError(mib + " holds " + std::to_string(pool_blocks) + " blocks of " +
-                             std::to_string(block_size) + " positions; a request of --max-seq " +
-                             std::to_string(model.max_seq) + " positions needs " +
-                             std::to_string(need));
-        if (const std::string over = beyond_memory(double(queue.kv_budget_mib << 20), 0.5);
-            !over.empty())
-            throw UsageError(mib + " MiB of blocks would be " + over);
+        // A follow-up never runs past --max-seq.
+        check_blocks(model, "--kv-budget-mib", queue.kv_budget_mib, block_size, model.max_seq,
+                     true);
     }
 
     int blocks() const {
@@ -180,8 +160,7 @@ struct Experiment : Setup {
         return tally(share, false, requests, s, memory);
     }
 
-    // The same block manager over the engine's pool, whose blocks the
-    // executor fills where the tables say.
+    // The same block manager over the engine's pool, which the executor fills.
     QueueRun run_on_the_engine(std::span<const Request> requests, Transformer& engine) const {
         BlockPool pool(model, block_size, blocks());
         PrefixSharingMemory memory(pool, {.watermark = watermark, .share = true});

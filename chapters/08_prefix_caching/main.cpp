@@ -1,11 +1,8 @@
 // Chapter 08: sharing the cache. The queue with prompts that share their
 // start: a prefix computed once for many requests, and n answers to one
-// prompt on shared blocks, copied on write.
-//
-// The lesson is prefix_cache.h, prefix_sharing_memory.h,
-// shared_blocks_executor.h and parallel_samples.h (on chapter 07's blocks,
-// common/core/block_pool.h and paged_kv_cache.h); shared_workload.h draws
-// the queue; experiment.h sets its parameters and runs it; report.h prints it.
+// prompt on shared blocks, copied on write. The lesson is prefix_cache.h,
+// prefix_sharing_memory.h, shared_blocks_executor.h and parallel_samples.h;
+// shared_workload.h draws the queue.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

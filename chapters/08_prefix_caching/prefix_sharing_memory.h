@@ -1,11 +1,9 @@
 // Chapter 08: the block manager that shares cached prefixes.
 //
 // Chapter 07's manager counted blocks; this one holds them: a block table
-// per request in a BlockLedger (who owns which block), and a PrefixCache
-// naming every full prompt block once it is computed. The same manager
-// decides in the simulator (over a ledger alone) and on the engine (over
-// its BlockPool, whose blocks the executor fills where the tables say), so
-// both sides make the same decisions from the same code.
+// per request in a BlockLedger, and a PrefixCache naming every full prompt
+// block once it is computed. The same code decides in the simulator (over
+// a ledger alone) and on the engine (over its BlockPool).
 //   admit: the longest cached chain of the prompt's blocks (one more owner
 //     on each), new blocks for the rest; only once nobody is still
 //     prefilling, so that every block computed before its prefill is found.
@@ -61,9 +59,8 @@ class PrefixSharingMemory : public MemoryManager {
     int tables_naming(int b) const { return tables_naming_.at(std::size_t(b)); }
     const PrefixCache* prefix_cache() const { return cache_ ? &*cache_ : nullptr; }
 
-    // Counted at every admission (a preempted request counts again): the
-    // positions its sequence had, and those that came from the cache. The
-    // difference is what its prefills computed.
+    // Counted at every admission: the positions a sequence had, and those
+    // from the cache; the difference is what its prefills computed.
     std::int64_t positions_admitted() const { return admitted_; }
     std::int64_t positions_from_cache() const { return from_cache_; }
     // The same, for first admissions only: the prompts as they arrived.
@@ -151,8 +148,7 @@ class PrefixSharingMemory : public MemoryManager {
         MemoryManager::release(r);
     }
 
-    // Positions of the blocks requests hold (what the prefix cache keeps
-    // beside them is free for the taking).
+    // Positions of the blocks requests hold (the prefix cache's alone are free to take).
     std::uint64_t charged() const override {
         return std::uint64_t(held_) * std::uint64_t(block_size());
     }

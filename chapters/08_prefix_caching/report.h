@@ -1,6 +1,5 @@
-// What chapter 08 prints: the queue without and with the prefix cache (and
-// its first requests on the engine's shared blocks), the blocks n parallel
-// samples need, and the headline; or all of it as one JSON object.
+// What chapter 08 prints: the queue without and with the prefix cache, the
+// blocks n parallel samples need, and the headline; or it all as JSON.
 #pragma once
 
 #include <iostream>
@@ -56,7 +55,6 @@ inline int report(const Results& r, const OutputOptions& out) {
         " s";
 
     Json json = Json()
-                    .add("chapter", "08_prefix_caching")
                     .add("model", s.model.describe())
                     .add("step_cost", step_cost_json(r.pricing))
                     .add("kv_budget_mib", s.queue.kv_budget_mib)

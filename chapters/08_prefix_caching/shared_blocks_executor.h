@@ -3,8 +3,7 @@
 // The block manager (prefix_sharing_memory.h) holds every table, shared
 // prompt blocks among them; the engine only fills blocks where a table says,
 // as vLLM's workers fill the block ids its scheduler sends. A request's
-// cache is a view of its table: positions before r.cached are already there,
-// and its prefill writes from r.cached on, into blocks of its own.
+// cache is a view of its table, written from r.cached on.
 #pragma once
 
 #include <algorithm>
@@ -92,8 +91,7 @@ class SharedBlocksExecutor : public RealExecutor {
                 "SharedBlocksExecutor: the block manager keeps another pool");
     }
 
-    // Prompt positions the engine computed in prefills: what the simulator
-    // counts as prefilled, counted here from the rows the forward pass ran.
+    // Prompt positions the engine computed in prefills, from the rows it ran.
     std::int64_t positions_prefilled() const { return prefilled_; }
 
     double run(const StepPlan& plan) override {

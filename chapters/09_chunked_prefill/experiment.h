@@ -1,15 +1,8 @@
-// Chapter 09's experiment: its parameters, their check, and the run.
-//
-// Chapter 05's queue (its lengths, batch and KV budget) on chapter 07's
-// paged memory, served by continuous batching with the cache. What changes
-// is what each step carries: prefill first, batched prefill, and chunked
-// prefill at several chunk sizes (step_policies.h). Two workloads: chapter
-// 05's short prompts, and the same queue with every prompt 512 tokens
-// long. Every queue runs in the simulator, each step priced by the one
-// step cost (serving/step_cost.h): this machine's, measured once and saved
-// under build/, or counted (--cost-model analytic). How far the simulator
-// is from the real engine on these queues is `make validate`'s question
-// (tests/validate/ch09_queues.h).
+// Chapter 09's experiment: chapter 05's queue on chapter 07's paged
+// memory, by continuous batching with the cache, its steps filled by
+// prefill first, batched prefill, and chunked prefill at several chunk
+// sizes; with chapter 05's short prompts, and with every prompt 512 tokens
+// long. In the simulator: `make validate` runs them on the engine too.
 #pragma once
 
 #include <algorithm>
@@ -39,23 +32,17 @@ inline const std::vector<int> kChunks = {16, 32, 64, 128, 256, 512};
 
 // How steps are filled: chapter 05's rule, batched prefill, or chunks.
 struct StepRule {
-    std::string name;  // "prefill first", "batched prefill", "chunked 64"
-    int chunk = 0;     // chunked prefill's chunk size; 0 for the others
+    std::string name;                              // "prefill first", "chunked 64", ...
+    int chunk = 0;                                 // chunked prefill's chunk size; 0 for the others
+    std::shared_ptr<const StepComposition> steps;  // the rule itself (step_policies.h)
 };
-inline const StepRule kPrefillFirst{"prefill first", 0};
-inline const StepRule kBatchedPrefill{"batched prefill", 0};
+inline const StepRule kPrefillFirst{"prefill first", 0, std::make_shared<PrefillFirst>()};
+inline const StepRule kBatchedPrefill{"batched prefill", 0, std::make_shared<BatchedPrefill>()};
 inline StepRule chunked(int chunk) {
-    return {"chunked " + std::to_string(chunk), chunk};
+    return {"chunked " + std::to_string(chunk), chunk, std::make_shared<ChunkedPrefill>(chunk)};
 }
 
-inline std::unique_ptr<StepComposition> steps_for(const StepRule& rule) {
-    if (rule.chunk > 0) return std::make_unique<ChunkedPrefill>(rule.chunk);
-    if (rule.name == kBatchedPrefill.name) return std::make_unique<BatchedPrefill>();
-    return std::make_unique<PrefillFirst>();
-}
-
-// The chapter's model: `c` (chapter 05's demo model by default) with a
-// context of 1,024 positions, room for a 512-token prompt and its answer.
+// The chapter's model: `c` with room for a 512-token prompt and its answer.
 inline Config chapter_model(Config c = {}) {
     c.max_seq = 1024;
     return c;
@@ -69,8 +56,8 @@ struct Server {
     Schedule serve(std::span<const Request> requests, const StepRule& rule,
                    Executor& executor) const {
         PagedMemory paged(memory);
-        return run_schedule(requests, book_policies(batch)[kContinuousCache], paged,
-                            *steps_for(rule), executor);
+        return run_schedule(requests, book_policies(batch)[kContinuousCache], paged, *rule.steps,
+                            executor);
     }
 };
 
@@ -108,26 +95,8 @@ inline std::string long_prompts(int n) {
     return std::to_string(n) + "-token prompts";
 }
 
-struct Results {
-    Config config;
-    WorkloadOptions work;  // the short prompts; the long ones differ only in length
-    int long_prompt = 0;
-    int batch = 0;
-    int block_size = 0, blocks = 0;
-    std::uint64_t kv_budget_mib = 0;
-    int chunk = 0;           // the headline's chunk size
-    StepCalibration prices;  // the step cost, and where it came from
-    std::vector<StepRule> rules;
-    std::vector<QueueRun> runs;  // (workloads, rules)
-
-    const QueueRun& run(const std::string& workload, const std::string& rule) const {
-        for (const QueueRun& q : runs)
-            if (q.workload == workload && q.rule.name == rule) return q;
-        throw std::logic_error("no run of " + rule + " on " + workload);
-    }
-};
-
-struct Experiment {
+// The chapter's parameters (its flags) and their check.
+struct Setup {
     Config model = chapter_model();  // 512-token prompts need a longer context than chapter 05's
     std::uint64_t seed = 1;          // seed of the weights and the workload
     QueueOptions queue = [] {
@@ -162,17 +131,9 @@ struct Experiment {
             throw UsageError("--long-prompt " + std::to_string(long_prompt) + " + --answer-max " +
                              std::to_string(w.answer_max) + " - 1 exceeds the model's --max-seq " +
                              std::to_string(model.max_seq));
-        if (block_size > model.max_seq)
-            throw UsageError("--block-size " + std::to_string(block_size) +
-                             " is longer than the model's --max-seq " +
-                             std::to_string(model.max_seq));
-        const std::uint64_t pool = pool_blocks();
-        const int longest = std::max(long_prompt, w.prompt_max) + w.answer_max - 1;
-        const std::uint64_t need = std::uint64_t(blocks_for(longest, block_size));
-        if (pool < need || pool > std::uint64_t(std::numeric_limits<int>::max()))
-            throw UsageError("--kv-budget-mib " + std::to_string(queue.kv_budget_mib) + " holds " +
-                             std::to_string(pool) + " blocks of " + std::to_string(block_size) +
-                             " positions; the longest request needs " + std::to_string(need));
+        // The simulator's pool is counted, not allocated.
+        check_blocks(model, "--kv-budget-mib", queue.kv_budget_mib, block_size,
+                     std::max(long_prompt, w.prompt_max) + w.answer_max - 1, false);
     }
 
     Server server() const {
@@ -182,17 +143,29 @@ struct Experiment {
                  .watermark = watermark,
                  .preemption = Preemption::recompute}};
     }
+};
 
+struct Results {
+    Setup setup;             // what ran
+    WorkloadOptions work;    // the short prompts; the long ones differ only in length
+    int blocks = 0;          // in the KV budget
+    StepCalibration prices;  // the step cost, and where it came from
+    std::vector<StepRule> rules;
+    std::vector<QueueRun> runs;  // (workloads, rules)
+
+    const QueueRun& run(const std::string& workload, const std::string& rule) const {
+        for (const QueueRun& q : runs)
+            if (q.workload == workload && q.rule.name == rule) return q;
+        throw std::logic_error("no run of " + rule + " on " + workload);
+    }
+};
+
+struct Experiment : Setup {
     Results run() const {
         Results r;
-        r.config = model;
+        r.setup = *this;
         r.work = workload_of(queue, seed);
-        r.long_prompt = long_prompt;
-        r.batch = queue.batch;
-        r.block_size = block_size;
         r.blocks = int(pool_blocks());
-        r.kv_budget_mib = queue.kv_budget_mib;
-        r.chunk = chunk;
         r.prices = price_steps(model, seed, queue);
         r.rules = {kPrefillFirst, kBatchedPrefill};
         std::vector<int> chunks = kChunks;

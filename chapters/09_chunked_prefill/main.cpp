@@ -1,11 +1,7 @@
 // Chapter 09: prefill and decode in one step. Chapter 05's queue with its
-// steps filled three ways: each prompt alone (chapter 05), every prompt in
-// one pass, and decode rows beside chunks of prompts under a chunk size;
-// what each does to the time to first token and the time between tokens.
-//
-// The lesson is step_policies.h (on the serving lesson's step seam,
-// common/serving/step_plan.h, priced by common/serving/step_cost.h);
-// experiment.h sets the parameters and runs it; report.h prints it.
+// steps filled three ways: each prompt alone, every prompt in one pass, and
+// decode rows beside chunks of prompts; what each does to the time to first
+// token and the time between tokens. The lesson is step_policies.h.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

@@ -31,13 +31,12 @@ inline Table queue_table(const Results& r, const std::string& workload) {
     return t;
 }
 
-// One plot per workload: p99 time between tokens against the median time
-// to first token, one point per chunk size, prefill first and batched
-// prefill as single points. 09_tradeoff_1 is the short prompts',
-// 09_tradeoff_2 the long prompts'.
+// One plot per workload (09_tradeoff_1: the short prompts): p99 time
+// between tokens against the median time to first token, a point per rule.
 inline std::vector<std::string> tradeoff_plots(const Results& r, const std::string& dir) {
+    const Setup& s = r.setup;
     std::vector<std::string> paths;
-    for (const std::string& workload : {kShortPrompts, long_prompts(r.long_prompt)}) {
+    for (const std::string& workload : {kShortPrompts, long_prompts(s.long_prompt)}) {
         SvgPlot plot(
             "The trade, " + workload + ", " + std::to_string(r.work.requests) + " requests",
             "median time to first token (s)", "p99 time between tokens (ms)");
@@ -79,38 +78,30 @@ inline Json run_json(const QueueRun& q) {
 }
 
 inline int report(const Results& r, const OutputOptions& out) {
-    const std::string workload = long_prompts(r.long_prompt);
+    const Setup& s = r.setup;
+    const std::string workload = long_prompts(s.long_prompt);
     const Summary& before = r.run(workload, kPrefillFirst.name).summary;
-    const Summary& after = r.run(workload, chunked(r.chunk).name).summary;
+    const Summary& after = r.run(workload, chunked(s.chunk).name).summary;
     const std::vector<std::string> plots = tradeoff_plots(r, out.plot_dir);
     std::string plot;
     for (const std::string& p : plots) plot += (plot.empty() ? "" : " ") + p;
-    const std::string headline = "chunked prefill (chunk " + std::to_string(r.chunk) +
+    const std::string headline = "chunked prefill (chunk " + std::to_string(s.chunk) +
                                  "): p99 time between tokens " + fixed(before.tbt_p99 * 1e3, 1) +
                                  " ms -> " + fixed(after.tbt_p99 * 1e3, 1) +
                                  " ms; median time to first token " + fixed(before.ttft_median, 1) +
                                  " s -> " + fixed(after.ttft_median, 1) + " s";
     const StepCost& cost = r.prices.cost;
 
-    std::vector<Json> each;
-    for (const QueueRun& q : r.runs) each.push_back(run_json(q));
     Json json = Json()
-                    .add("chapter", "09_chunked_prefill")
-                    .add("model", r.config.describe())
-                    .add("step_cost_source", cost.source)
-                    .add("step_fixed_s", cost.fixed)
-                    .add("step_per_row_s", cost.per_row)
-                    .add("step_per_sequence_s", cost.per_sequence)
-                    .add("step_per_pair_s", cost.per_pair)
-                    .add("step_per_position_s", cost.per_position)
-                    .add("step_fit_error", cost.fit_error)
-                    .add("kv_budget_mib", r.kv_budget_mib)
-                    .add("block_size", r.block_size)
+                    .add("model", s.model.describe())
+                    .add("step_cost", step_cost_json(r.prices))
+                    .add("kv_budget_mib", s.queue.kv_budget_mib)
+                    .add("block_size", s.block_size)
                     .add("blocks", r.blocks)
-                    .add("batch", r.batch)
-                    .add("long_prompt", r.long_prompt)
-                    .add("chunk", r.chunk)
-                    .add("queue_runs", each)
+                    .add("batch", s.queue.batch)
+                    .add("long_prompt", s.long_prompt)
+                    .add("chunk", s.chunk)
+                    .add_each("queue_runs", r.runs, run_json)
                     .add("headline_workload", workload)
                     .add("headline_side", "simulator")
                     .add("tbt_p99_prefill_first_s", before.tbt_p99)
@@ -122,13 +113,13 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (emit(out, json)) return 0;
 
     std::cout << "Chapter 09: prefill and decode in one step\n\n"
-              << "model: " << r.config.describe() << "\n"
+              << "model: " << s.model.describe() << "\n"
               << describe_workload(r.work, make_workload(r.work)) << "\n"
-              << "  and the same queue with every prompt " << r.long_prompt << " tokens long\n"
-              << "memory: " << r.kv_budget_mib << " MiB of KV cache in " << r.blocks
-              << " blocks of " << r.block_size
-              << " positions (chapter 07); continuous batching with the cache, batch " << r.batch
-              << "\n"
+              << "  and the same queue with every prompt " << s.long_prompt << " tokens long\n"
+              << "memory: " << s.queue.kv_budget_mib << " MiB of KV cache in " << r.blocks
+              << " blocks of " << s.block_size
+              << " positions (chapter 07); continuous batching with the cache, batch "
+              << s.queue.batch << "\n"
               << "step cost (" << cost.source << "):\n"
               << "  step = " << fixed(cost.fixed * 1e6, 1) << " us + "
               << fixed(cost.per_row * 1e6, 2) << " us x rows + "
@@ -151,7 +142,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "prompt tokens both; most prompt: the most prompt tokens one step carried\n"
               << "plot: " << visible(plot) << "\n\n"
               << "the waits below: the simulator's, " << workload << ", prefill first -> chunked "
-              << r.chunk << "\n"
+              << s.chunk << "\n"
               << headline << "\n";
     return 0;
 }

@@ -1,26 +1,20 @@
 // Chapter 09: what one step carries, two more ways.
 //
-// Chapter 05's steps (PrefillFirst) run each newcomer's prompt alone, in
-// one pass, and every request already answering waits for it: its next
-// token comes one whole prefill later. A long prompt is a long stall in
-// every stream. Two other rules fill chapter 05's step seam (step_plan.h):
+// Chapter 05's steps (PrefillFirst) run each newcomer's prompt alone, and
+// every request already answering waits for it: a long prompt is a long
+// stall in every stream. Two other rules fill chapter 05's step seam:
 //   BatchedPrefill: every admitted prompt in one pass, then decode. The
-//     weights are read once for all of them, so the newcomers together
-//     cost less than one after another, but the running requests still
-//     wait for the whole pass.
+//     weights are read once for all of them, but the running requests
+//     still wait for the whole pass.
 //   ChunkedPrefill: every step carries a decode row for each running
-//     request and then at most C prompt tokens (a chunk size): the oldest
-//     prompt first, a chunk of it if it does not fit, the next prompt in
-//     what is left. No stream ever waits for more than C prompt tokens, and
-//     a prompt longer than C is spread over several steps. This is the idea
-//     of Sarathi-Serve's "stall-free batching" and of vLLM's chunked
-//     prefill, with one difference: their token budget counts the decode
-//     rows too, while C counts prompt tokens only, so a step here carries
-//     at most batch + C tokens (exercise 3 builds the budget that counts
-//     both).
+//     request, then at most C prompt tokens, the oldest prompt first, a
+//     chunk of it if it does not fit. No stream waits for more than C
+//     prompt tokens. This is Sarathi-Serve's "stall-free batching" and
+//     vLLM's chunked prefill, except that their token budget counts the
+//     decode rows too (exercise 3 builds that one).
 // The forward pass already takes rows of several sequences, each from its
-// own position (chapter 04): a step that mixes decode rows and prompt
-// chunks is one call, and gives each row the logits it would get alone.
+// own position (chapter 04), so a mixed step is one call, and gives each
+// row the logits it would get alone.
 #pragma once
 
 #include <algorithm>
@@ -54,8 +48,6 @@ class ChunkedPrefill : public StepComposition {
     explicit ChunkedPrefill(int chunk) : chunk_(std::max(1, chunk)) {}
 
     void compose(std::span<Request* const> batch, bool cache, StepPlan& plan) const override {
-        // Without the cache a prompt restarts at position 0 every step, and a
-        // chunk of it would never finish.
         if (!cache) throw std::invalid_argument("chunked prefill needs the KV cache");
         plan.rows.clear();
         plan.cache = cache;

@@ -34,9 +34,7 @@ inline Table answer_table(const Results& r, bool long_context) {
 
 // A time printed with its unit (the README check then knows it varies), a number in JSON.
 inline Cell timed(double value, const char* unit) {
-    Cell c(value, 2);
-    c.text += unit;
-    return c;
+    return Cell(fixed(value, 2) + unit, value);
 }
 
 inline Table memory_table(const Results& r) {

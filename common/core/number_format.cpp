@@ -27,12 +27,6 @@ const char* format_name(NumberFormat format) {
     return "?";
 }
 
-std::optional<NumberFormat> format_named(std::string_view name) {
-    for (NumberFormat f : all_formats())
-        if (name == format_name(f)) return f;
-    return std::nullopt;
-}
-
 std::vector<NumberFormat> all_formats() {
     return {NumberFormat::float32, NumberFormat::bfloat16, NumberFormat::float16,
             NumberFormat::int8};

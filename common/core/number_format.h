@@ -22,8 +22,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <string_view>
 #include <vector>
 
 #include "config.h"
@@ -33,8 +31,7 @@ namespace kv {
 enum class NumberFormat { float32, bfloat16, float16, int8 };
 
 const char* format_name(NumberFormat format);  // "float32", "bfloat16", "float16", "int8"
-std::optional<NumberFormat> format_named(std::string_view name);
-std::vector<NumberFormat> all_formats();  // widest first
+std::vector<NumberFormat> all_formats();       // widest first
 
 // One scale per block of 32 numbers of one head, stored as float16: the
 // block of llama.cpp's q8_0 (a 16-bit scale and 32 int8s, 8.5 bits per

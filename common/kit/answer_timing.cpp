@@ -11,9 +11,7 @@ namespace kv {
 AnswerTiming time_answer(Transformer& model, int repeats, const Generator& generate) {
     AnswerTiming result;
     std::vector<std::vector<double>> per_step;  // (step, repeat)
-    // A long prompt's prefill, or a long answer without the cache, takes
-    // minutes: the run, the tokens so far and the pass on stderr, on a
-    // terminal only.
+    // A long prompt, or a long answer without the cache, takes minutes.
     Progress progress("timing the answer: run");
     const PassesShown passes(model, progress);
     long run = 0;

@@ -25,11 +25,9 @@ struct AnswerTiming {
 // pass has got (PassesShown).
 AnswerTiming time_answer(Transformer& model, int repeats, const Generator& generate);
 
-// While it lives, each forward pass of `model` over many tokens (a long
-// prompt's prefill; every step without the cache in a long answer) shows
-// how far it has got, after the line's own note:
+// While it lives, each forward pass of `model` over many tokens shows on a
+// terminal how far it has got, after the line's own note:
 //     timing the answer: run 1/6 (a warm-up) 0 tokens, a pass of 60,000 tokens: layer 3/6
-// Only on a terminal: elsewhere the model is left as it was, unwatched.
 class PassesShown {
   public:
     PassesShown(Transformer& model, Progress& progress);

@@ -1,15 +1,12 @@
 // A fingerprint of many floats in one short string, so that two runs (two
-// builds, two compilers, two machines) can be shown to have computed the
-// same numbers to the last bit without printing them all: chapter 02's
-// JSON carries one over every logit of its cached answer, and
-// tests/check_same_tokens.sh compares it across builds.
+// builds, compilers or machines) can be shown to have computed the same
+// numbers to the last bit: chapter 02's JSON carries one over every logit
+// of its cached answer, and tests/check_same_tokens.sh compares it.
 //
-// The hash is FNV-1a, 64 bits (Fowler, Noll and Vo): start from the offset
-// basis; for each byte, xor it in, then multiply by the FNV prime. A float
-// goes in as the four bytes of its bit pattern, least significant first,
-// whatever the machine's byte order, so -0 and +0 differ, and so does any
-// one bit. It is not a cryptographic hash: it only has to tell honest runs
-// apart, and an accidental collision is one chance in 2^64.
+// FNV-1a, 64 bits: for each byte, xor it in, then multiply by the FNV
+// prime. A float goes in as its bit pattern, least significant byte first
+// on every machine, so any one bit differs (-0 from +0 too). Not a
+// cryptographic hash: it only has to tell honest runs apart.
 #pragma once
 
 #include <bit>

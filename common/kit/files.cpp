@@ -36,9 +36,8 @@ std::string cause_of(int error) {
 // ------------------------------------------- files beside their targets, and signals
 //
 // The handler reads a fixed table: no allocation, no locks, only unlink().
-// A slot's path is written first and marked used after; it is marked free
-// only after its file is renamed or removed, so the handler may at worst try
-// to remove a name that is already gone, which does nothing.
+// A slot is marked used after its path is written and free after its file
+// is renamed or removed: at worst the handler removes a name already gone.
 
 constexpr int kSlots = 64;                // files beside their targets at one time
 constexpr std::size_t kSlotBytes = 4096;  // PATH_MAX: no longer name can be created
@@ -48,17 +47,15 @@ volatile std::sig_atomic_t slot_used[kSlots];
 void remove_files_beside_and_stop(int signal_number) {
     for (int i = 0; i < kSlots; ++i)
         if (slot_used[i]) ::unlink(slot_path[i]);
-    // The signal's own end: its default action, taken as soon as this
-    // handler returns (the signal is blocked while it runs).
+    // Its default action, taken when this handler returns.
     ::signal(signal_number, SIG_DFL);
     ::raise(signal_number);
 }
 
 }  // namespace
 
-// Asked again at every file (four sigaction calls), not once per process:
-// a signal whose action is back to its default (a child process that reset
-// it) gets the handler again.
+// Asked at every file, not once: a signal back at its default gets the
+// handler again.
 void handle_signals_while_writing() {
     auto at_default = [](int signal_number) {
         struct sigaction now {};
@@ -77,8 +74,7 @@ void handle_signals_while_writing() {
 
 namespace {
 
-// Puts `path` in the table; its slot, or -1 if the table is full (OutputFile
-// then refuses to write: 64 files at once is far more than a chapter writes).
+// Puts `path` in the table; its slot, or -1 if the table is full.
 int hold_beside(const std::string& path) {
     handle_signals_while_writing();
     if (path.size() >= kSlotBytes) return -1;
@@ -115,8 +111,7 @@ class SignalsHeld {
     sigset_t before_;
 };
 
-// "/a/b/../c" -> "/a/c", relative to the working folder, links in the
-// folders that exist resolved: the same name for the same place.
+// "/a/b/../c" -> "/a/c", absolute, links in existing folders resolved.
 std::string normal_path(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code error;
@@ -126,9 +121,7 @@ std::string normal_path(const std::string& path) {
 }
 
 // A symbolic link at `path` that another user planted in a shared sticky
-// folder: the cause to refuse it, or "" if it may be followed. Linux's rule
-// (fs.protected_symlinks): a link in a sticky, world-writable folder is
-// followed only by its owner, or if it belongs to the folder's owner.
+// folder (files.h): the cause to refuse it, or "" if it may be followed.
 std::string planted_link(const std::string& path) {
     struct stat link {};
     if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) return "";
@@ -181,7 +174,7 @@ std::string file_label(std::string_view what, const std::string& path) {
 InputFile::InputFile(const std::string& path, std::string_view what, std::uint64_t max_bytes)
     : label_(file_label(what, path)), max_bytes_(max_bytes) {
     if (path.empty()) fail("the file name is empty");
-    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+    // O_NONBLOCK: a FIFO is refused below, not waited on.
     fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd_ < 0) {
         const int e = errno;
@@ -192,7 +185,7 @@ InputFile::InputFile(const std::string& path, std::string_view what, std::uint64
     if (!S_ISREG(st.st_mode)) fail(kind_of(st.st_mode) + ", not a regular file");
     size_ = std::uint64_t(st.st_size);
     if (RunFiles* run = RunFiles::current())
-        run->read_from({st.st_dev, st.st_ino, true, normal_path(path), label_});
+        run->inputs_.push_back({st.st_dev, st.st_ino, true, normal_path(path), label_});
     if (size_ > max_bytes_)
         fail("the file has " + std::to_string(size_) + " bytes, more than the " +
              std::to_string(max_bytes_) + " this reader takes");
@@ -209,18 +202,23 @@ void InputFile::fail(const std::string& cause, int error) const {
     throw FileError(label_ + ": " + cause, error);
 }
 
-bool InputFile::read(void* out, std::size_t n) {
-    auto* bytes = static_cast<char*>(out);
-    while (n > 0) {
-        const ssize_t got = ::read(fd_, bytes, n);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            fail("cannot read: " + cause_of(errno));
+std::size_t InputFile::read_some(char* to, std::size_t n) {
+    for (;;) {
+        const ssize_t got = ::read(fd_, to, n);
+        if (got >= 0) {
+            at_ += std::uint64_t(got);
+            return std::size_t(got);
         }
+        if (errno != EINTR) fail("cannot read: " + cause_of(errno));
+    }
+}
+
+bool InputFile::read(void* out, std::size_t n) {
+    for (auto* bytes = static_cast<char*>(out); n > 0;) {
+        const std::size_t got = read_some(bytes, n);
         if (got == 0) return false;
         bytes += got;
-        n -= std::size_t(got);
-        at_ += std::uint64_t(got);
+        n -= got;
     }
     return true;
 }
@@ -235,19 +233,13 @@ bool InputFile::skip(std::uint64_t n) {
 std::string InputFile::read_rest() {
     std::string text;
     char block[1 << 16];
-    for (;;) {
-        const ssize_t got = ::read(fd_, block, sizeof block);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            fail("cannot read: " + cause_of(errno));
-        }
-        if (got == 0) return text;
-        at_ += std::uint64_t(got);
+    while (const std::size_t got = read_some(block, sizeof block)) {
         if (at_ > max_bytes_)
             fail("the file holds more than the " + std::to_string(max_bytes_) +
                  " bytes this reader takes");
-        text.append(block, std::size_t(got));
+        text.append(block, got);
     }
+    return text;
 }
 
 std::string read_file(const std::string& path, std::string_view what, std::uint64_t max_bytes) {
@@ -277,6 +269,16 @@ int stream_named_by(const std::string& path) {
         return fd;
     }
     return -1;
+}
+
+std::string file_name_part(const std::string& text) {
+    std::string name;
+    for (char ch : text)
+        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))
+            name += ch;
+        else if (!name.empty() && name.back() != '-')
+            name += '-';
+    return name;
 }
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -326,9 +328,8 @@ OutputFile::OutputFile(const std::string& path, std::string_view what)
         const fs::path real = fs::canonical(fs::path(path), error);
         if (!error) target_ = real.string();
     }
-    // The file beside the target: mkstemp makes a new one (O_CREAT | O_EXCL),
-    // so a name guessed in advance and planted as a link leads nowhere, and
-    // its name is short, so a target named with all 255 bytes still has room.
+    // mkstemp makes a new file (O_EXCL): a name planted in advance leads
+    // nowhere, and a short one leaves room beside a 255-byte target name.
     const fs::path folder = fs::path(target_).parent_path();
     beside_ = (folder / ".kv-part-XXXXXX").string();
     fd_ = ::mkstemp(beside_.data());
@@ -340,10 +341,8 @@ OutputFile::OutputFile(const std::string& path, std::string_view what)
     slot_ = hold_beside(beside_);
     if (slot_ < 0) fail("more files written at once than a signal's cleanup can list (64)");
     ::fcntl(fd_, F_SETFD, FD_CLOEXEC);
-    // mkstemp gives 0600. A file replaced keeps its permissions (a private
-    // 0600 file must not become readable by all); a new one gets what
-    // open(..., 0666) would give, the permissions the umask leaves.
-    // (Reading the umask sets it: these programs run one thread.)
+    // mkstemp gives 0600: a file replaced keeps its own, a new one gets
+    // what the umask leaves (reading it sets it: one thread runs here).
     mode_t mode = st.st_mode & 07777;
     if (!replaces) {
         const mode_t umask = ::umask(0);
@@ -353,11 +352,9 @@ OutputFile::OutputFile(const std::string& path, std::string_view what)
     if (::fchmod(fd_, mode) != 0) fail("cannot set permissions: " + cause_of(errno));
 }
 
-// A standard stream named by its path: written through this program's own
-// descriptor (a copy of it), where the stream is now, so that a shell's
-// `>> log` appends and a pipe gets the bytes in order. Writing to the
-// stream's file by its name instead would start at its first byte, or
-// (renamed over) replace it.
+// A standard stream named by its path: written through a copy of this
+// program's own descriptor, so that a shell's `>> log` appends and a pipe
+// gets the bytes in order.
 void OutputFile::open_stream(int stream) {
     if (stream == 0) fail("standard input, which is read, not written", EINVAL);
     fd_ = ::fcntl(stream, F_DUPFD_CLOEXEC, 3);
@@ -371,13 +368,9 @@ void OutputFile::open_stream(int stream) {
     handle_signals_while_writing();  // SIGXFSZ: a stream into a file has the limit too
 }
 
-// Not a regular file: /dev/null, a terminal, a pipe. Renaming
-// over a device would replace it, so it is written where it is. A FIFO is
-// opened with O_NONBLOCK: with a program reading it, the open succeeds at
-// once; with none, it fails (ENXIO) instead of waiting for a reader that
-// may never come, and the message says so. Refusing every FIFO would be
-// simpler, but would refuse `--save-json /dev/stdout | jq` and
-// `--save-json >(jq .)` too, which are pipes with a reader.
+// Not a regular file (/dev/null, a terminal, a pipe): written where it is.
+// O_NONBLOCK opens a FIFO with a reader at once (`--save-json >(jq .)`) and
+// fails with ENXIO, said so, where none would ever come.
 void OutputFile::open_in_place(mode_t mode) {
     fd_ = ::open(target_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd_ < 0) {
@@ -386,7 +379,7 @@ void OutputFile::open_in_place(mode_t mode) {
             fail("a FIFO (named pipe) that no program is reading: nothing would take the bytes", e);
         fail("cannot open: " + cause_of(e), e);
     }
-    // Writes block as usual from here on (a slow reader is waited for).
+    // Writes block as usual from here on.
     const int flags = ::fcntl(fd_, F_GETFL);
     if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
     handle_signals_while_writing();
@@ -433,14 +426,14 @@ void OutputFile::write(std::string_view bytes) {
 
 void OutputFile::commit() {
     if (fd_ < 0) fail("committed twice");
-    // A full disk may show only now: a regular file is synced, then closed, both checked.
+    // A full disk may show only now: synced, then closed, both checked.
     if (!beside_.empty() && ::fsync(fd_) != 0) fail("cannot write: " + cause_of(errno));
     const int closed = ::close(fd_);
     fd_ = -1;
     if (closed != 0) fail("cannot write: " + cause_of(errno));
     if (beside_.empty()) return;
     if (RunFiles* run = RunFiles::current()) {  // renamed with the run's other files
-        run->finished({std::exchange(beside_, std::string()), target_, label_, slot_});
+        run->finished_.push_back({std::exchange(beside_, std::string()), target_, label_, slot_});
         slot_ = -1;
         return;
     }
@@ -473,10 +466,6 @@ RunFiles* RunFiles::current() {
     return current_run;
 }
 
-void RunFiles::read_from(const Known& input) {
-    inputs_.push_back(input);
-}
-
 // An output whose target this run reads, or writes already, is refused.
 void RunFiles::check_output(const std::string& path, const std::string& label) {
     Known out;
@@ -504,10 +493,6 @@ void RunFiles::check_output(const std::string& path, const std::string& label) {
                                 ", which this run writes; each output needs a file of its own",
                             EINVAL);
     outputs_.push_back(out);
-}
-
-void RunFiles::finished(Finished file) {
-    finished_.push_back(std::move(file));
 }
 
 void RunFiles::commit() {
@@ -543,10 +528,6 @@ void write_file(const std::string& path, const std::string& text, std::string_vi
     OutputFile out(path, what);
     out.write(text);
     out.commit();
-}
-
-void write_file(const std::string& path, const std::string& text) {
-    write_file(path, text, "");
 }
 
 // --------------------------------------------------------- standard output

@@ -13,47 +13,34 @@
 #include <iostream>
 #include <sstream>
 #include <string_view>
+#include <type_traits>
 
 namespace kv {
 
 namespace {
 
-// A value as an error quotes it: visible and short (excerpt, report.h).
 std::string quote(const std::string& s) {
     return "'" + excerpt(s) + "'";
 }
 
-// Whole numbers: an optional minus sign, then digits only ("12", not "12k" or "1e3").
-void require_whole_number(const std::string& name, const std::string& text) {
+// A whole number in min..max: an optional minus sign, then digits only
+// ("12", not "12k" or "1e3").
+template <class T>
+T parse_whole(const std::string& name, const std::string& text, T min, T max) {
     bool ok = !text.empty() && text != "-";
     for (std::size_t i = 0; i < text.size(); ++i)
-        if (!std::isdigit(static_cast<unsigned char>(text[i])) && !(i == 0 && text[i] == '-'))
-            ok = false;
+        ok =
+            ok && (std::isdigit(static_cast<unsigned char>(text[i])) || (i == 0 && text[i] == '-'));
     if (!ok) throw UsageError("--" + name + ": expected a whole number, got " + quote(text));
-}
-
-[[noreturn]] void out_of_range(const std::string& name, const std::string& text,
-                               const std::string& min, const std::string& max) {
-    throw UsageError("--" + name + ": must be in " + min + ".." + max + ", got " + excerpt(text));
-}
-
-std::int64_t parse_signed(const std::string& name, const std::string& text, std::int64_t min,
-                          std::int64_t max) {
-    require_whole_number(name, text);
     errno = 0;
-    const long long v = std::strtoll(text.c_str(), nullptr, 10);
-    if (errno == ERANGE || v < min || v > max)
-        out_of_range(name, text, std::to_string(min), std::to_string(max));
-    return v;
-}
-
-std::uint64_t parse_unsigned(const std::string& name, const std::string& text, std::uint64_t min,
-                             std::uint64_t max) {
-    require_whole_number(name, text);
-    errno = 0;
-    const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-    if (text[0] == '-' || errno == ERANGE || v < min || v > max)
-        out_of_range(name, text, std::to_string(min), std::to_string(max));
+    T v;
+    if constexpr (std::is_signed_v<T>)
+        v = std::strtoll(text.c_str(), nullptr, 10);
+    else
+        v = text[0] == '-' ? max : std::strtoull(text.c_str(), nullptr, 10);
+    if (errno == ERANGE || v < min || v > max || (!std::is_signed_v<T> && text[0] == '-'))
+        throw UsageError("--" + name + ": must be in " + std::to_string(min) + ".." +
+                         std::to_string(max) + ", got " + excerpt(text));
     return v;
 }
 
@@ -111,7 +98,7 @@ void Flags::add(const std::string& name, int& value, std::int64_t min, std::int6
                 const std::string& help) {
     declare({name, help, std::to_string(value), std::to_string(min) + ".." + std::to_string(max),
              false, [&value, name, min, max](const std::string& text) {
-                 value = static_cast<int>(parse_signed(name, text, min, max));
+                 value = static_cast<int>(parse_whole(name, text, min, max));
              }});
 }
 
@@ -119,7 +106,7 @@ void Flags::add(const std::string& name, std::uint64_t& value, std::uint64_t min
                 const std::string& help) {
     declare({name, help, std::to_string(value), std::to_string(min) + ".." + std::to_string(max),
              false, [&value, name, min, max](const std::string& text) {
-                 value = parse_unsigned(name, text, min, max);
+                 value = parse_whole(name, text, min, max);
              }});
 }
 
@@ -130,8 +117,7 @@ void Flags::add(const std::string& name, double& value, double min, double max,
                  const std::string what = "--" + name + ": ";
                  if (!is_decimal_number(text))
                      throw UsageError(what + "expected a decimal number, got " + quote(text));
-                 // Decimal text cannot fail to parse; too large is out of
-                 // range, too small to be normal (1e-310) is still a number.
+                 // Too large is out of range; too small to be normal is a number.
                  const double v = std::strtod(text.c_str(), nullptr);
                  if (!std::isfinite(v) || v < min || v > max)
                      throw UsageError(what + "must be in " + format_double(min) + ".." +
@@ -143,8 +129,7 @@ void Flags::add(const std::string& name, double& value, double min, double max,
 void Flags::add(const std::string& name, std::string& value, const std::string& help) {
     declare({name, help, value.empty() ? "(none)" : value, "", false,
              [&value, name](const std::string& text) {
-                 // Every string flag names something (a file, a folder, a text);
-                 // an empty one would silently mean "none" or "/".
+                 // An empty one would silently mean "none" or "/".
                  if (text.empty())
                      throw UsageError("--" + name + ": needs a value, got an empty one");
                  value = text;
@@ -249,9 +234,7 @@ bool Flags::parse(int argc, const char* const* argv) {
         } else {
             if (i + 1 >= argc) throw UsageError("--" + name + ": missing value");
             value = argv[++i];
-            // "--save-json --json": a forgotten value would swallow the next
-            // flag (here as a file name). A value that names a flag is refused;
-            // --save-json=--json still gives that name on purpose.
+            // "--save-json --json": a forgotten value would swallow the next flag.
             if (names_a_flag(value))
                 throw UsageError("--" + name + ": expected a value, got the flag " +
                                  excerpt(value) + " (to mean that text, write --" + name + "=" +

@@ -9,18 +9,15 @@
 //
 // Both "--name value" and "--name=value" work. Anything wrong (unknown flag,
 // missing value, not a number, out of range, an empty string) throws
-// UsageError with one line naming the flag and the value. A value given as
-// the next argument that is itself a flag ("--save-json --json") is refused
-// naming both, rather than taken as a file name; "--save-json=--json" is how
-// a value that looks like a flag is given on purpose.
+// UsageError with one line naming the flag and the value. A value that is
+// itself a flag ("--save-json --json") is refused, not taken as a file
+// name; "--save-json=--json" gives it on purpose.
 //
-// Numbers are decimal, for whole-number and floating-point flags alike:
-// whole numbers are digits with an optional minus sign ("12", "-3"); other
-// numbers may add a decimal point and an exponent ("0.5", "2e-3", "1E6").
-// Hexadecimal ("0x10"), a plus sign ("+5"), a bare point (".5", "5."),
-// "inf", "nan" and spaces are refused, so 0x10 never means 16 to one flag
-// and an error to another. Any decimal value inside a flag's range is
-// accepted, however small ("1e-310").
+// Numbers are decimal: an optional minus sign and digits, and for other
+// than whole-number flags a decimal point and an exponent ("2e-3").
+// Hexadecimal, a plus sign, a bare point (".5", "5."), "inf", "nan" and
+// spaces are refused, so 0x10 never means 16 to one flag and an error to
+// another.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +30,7 @@
 
 namespace kv {
 
-// The decimal numbers the flags accept (above); also used for numbers in
-// the book's own text files (chapter 05's cost model).
+// The decimal numbers the flags accept (above).
 bool is_decimal_number(std::string_view text);
 
 struct UsageError : std::invalid_argument {
@@ -59,16 +55,14 @@ class Flags {
                     const std::vector<std::string>& choices, const std::string& help);
 
     // Marks a declared string flag as naming a file the program reads, or
-    // one it writes. parse() then refuses, naming both flags, an output that
-    // names the same file (same_file, files.h) as an input ("an output may
-    // not replace an input") or as another output ("each output needs a file
-    // of its own"); a standard stream or a device may be named by several.
+    // one it writes: parse() refuses an output that is the same file
+    // (same_file, files.h) as an input or another output; a standard stream
+    // or a device may be named by several.
     void reads_file(const std::string& name);
     void writes_file(const std::string& name);
 
-    // Keeps a declared flag out of --help: it is still accepted (a program
-    // that draws no plot takes the --plot-dir every program is given, as
-    // tests/check_programs.sh does, but does not offer it).
+    // Keeps a declared flag out of --help; it is still accepted (--plot-dir
+    // of a program that draws no plot).
     void unlist(const std::string& name);
 
     // Returns false when --help was asked for (the help is then on stdout).

@@ -60,10 +60,6 @@ MemoryLimit usable_memory() {
     return limit;
 }
 
-bool fits_in_memory(double bytes, double fraction) {
-    return beyond_memory(bytes, fraction).empty();
-}
-
 std::string beyond_memory(double bytes, double fraction) {
     return beyond_memory(bytes, fraction, usable_memory());
 }

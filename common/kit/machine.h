@@ -20,17 +20,12 @@ struct MemoryLimit {
 };
 MemoryLimit usable_memory();
 
-// The one check of "will it fit": whether `bytes` stay within `fraction`
-// of the memory this process may use (usable_memory(); 1/2: at most half).
-// True where nothing can be read, so an unknown machine never refuses a run.
-bool fits_in_memory(double bytes, double fraction);
-
-// The same check, said for a refusal: "" when `bytes` fit, otherwise the
-// limit compared against, named with its share and size, as in
-//
-//     "more than half of this process's address-space limit (ulimit -v), 390 MiB"
-//
-// so that a message never quotes physical memory when a lower limit refused.
+// The one check of "will it fit": "" when `bytes` stay within `fraction`
+// of the memory this process may use (usable_memory(); 1/2: at most half),
+// or where nothing can be read; otherwise the limit, with its share and
+// size, as a refusal quotes it (never physical memory when a lower limit
+// refused): "more than half of this process's address-space limit
+// (ulimit -v), 390 MiB".
 std::string beyond_memory(double bytes, double fraction);
 std::string beyond_memory(double bytes, double fraction, const MemoryLimit& have);
 

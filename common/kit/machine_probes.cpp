@@ -61,21 +61,12 @@ namespace {
 
 // One chain is one vector register of the widest kind the build targets,
 // and there are as many chains as the register file holds with room to
-// spare, so that every chain stays in a register for the whole loop. (The
-// probe used to run 16 chains of 16 floats in every build: one zmm register
-// each with AVX-512, but two ymm with AVX2 and four xmm with SSE2, 32 and 64
-// registers where 16 exist, so the chains lived on the stack and the probe
-// timed loads and stores as much as arithmetic.)
-//
-// How many chains: each step of a chain waits for the step before it, a
-// fused multiply-add's latency (4 cycles on recent Intel and AMD cores), and
-// two ports each start one a cycle, so at least 4 x 2 = 8 chains must be in
-// flight to keep both ports busy. A multiply then an add is two dependent
-// instructions, twice the latency and twice the work per step, which needs
-// no more chains. With 32 vector registers (AVX-512's zmm0-31, ARM64's
-// v0-v31) 16 chains leave 16 registers free, and cover an ARM64 core with
-// four pipes too (4 x 4); with 16 registers (AVX2's ymm, SSE2's xmm) 12
-// chains, plus the two constants a and b, leave two for the compiler.
+// spare: a chain that does not fit in a register lives on the stack, and the
+// probe would time loads and stores as much as arithmetic. Each step of a
+// chain waits for the one before (a fused multiply-add's latency, about 4
+// cycles) and two ports each start one a cycle, so at least 8 chains keep
+// both busy: 16 where there are 32 vector registers (AVX-512, ARM64), 12
+// where there are 16 (AVX2, SSE2), leaving room for the constants a and b.
 #if defined(__AVX512F__)
 constexpr int kLanes = 16;      // floats in one zmm register
 constexpr int kRegisters = 32;  // zmm0-zmm31
@@ -108,10 +99,9 @@ inline ProbeLanes fused(ProbeLanes a, ProbeLanes b, ProbeLanes c) {
 #endif
 }
 
-// Clang, tuned for a core where it prefers 256-bit vectors (as -march=native
-// is on some Intel cores), splits a 16-float vector into two ymm halves unless the
-// function says it wants zmm: 16 multiply-then-add chains became 32 halves,
-// which with a and b need 34 of the 32 registers, and three spilled.
+// Clang splits a 16-float vector into two ymm halves on cores where it
+// prefers 256-bit vectors, and the halves would not fit in the registers,
+// unless the function asks for zmm.
 template <bool Fused>
 #if defined(__clang__) && defined(__AVX512F__)
 __attribute__((noinline, min_vector_width(512)))
@@ -119,11 +109,9 @@ __attribute__((noinline, min_vector_width(512)))
 __attribute__((noinline))
 #endif
 float chains(long iterations) {
-    // The starting values come through a volatile, so the compiler cannot
-    // run the chains at compile time. It did: chain 1 started at 1, which
-    // 1 * 0.999 + 0.001 rounds back to, and GCC 12 (-march=native) left
-    // that chain out of the multiply-then-add loop: 15 chains of work
-    // counted as 16.
+    // The starting values come through a volatile, so that the compiler
+    // can neither run the chains at compile time nor drop one whose value
+    // it can prove never changes.
     volatile float first = 2.0f;
     ProbeLanes acc[kChains];
     for (int i = 0; i < kChains; ++i) acc[i] = ProbeLanes{} + (first + float(i));
@@ -178,16 +166,11 @@ double peak_multiply_then_add_flops(int repeats, long iterations) {
 namespace {
 
 // The sum of n floats (n a multiple of kFloatsPerStep), read as eight
-// streams at once: accumulator a sums the a-th eighth of the buffer, one
-// vector register (ProbeLanes, the width chains() uses above) a step. Eight
-// streams keep as many cache-line misses in flight as the kernels do (a
-// batch-1 decode walks 8 weight rows side by side): a single front-to-back
-// stream can read DRAM slower than the decode streams its weights, and the
-// bench would refuse the row as above a measured limit. Eight accumulators also cover the adds'
-// latency (4 cycles, two a cycle), and with the value each load brings they take 9 to 16 registers:
-// every build's register file holds them.
-//
-// The order of the additions does not matter here: only the time is used.
+// streams at once, one register a step each: as many cache-line misses in
+// flight as a batch-1 decode, which walks 8 weight rows side by side (one
+// stream reads DRAM slower than the decode does). Eight accumulators also
+// cover the adds' latency and fit every build's registers. Only the time is
+// used, so the order of the additions does not matter.
 constexpr int kStreams = 8;
 constexpr std::size_t kFloatsPerStep = kStreams * kLanes;  // one register from each stream
 

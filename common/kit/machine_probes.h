@@ -3,13 +3,8 @@
 // DRAM. A decode step is bound by one of them; `make bench` (tests/bench/)
 // prints how close the book's engine comes to each.
 //
-// Every probe is timed in this thread's CPU time (CLOCK_THREAD_CPUTIME_ID),
-// not wall-clock time: on a shared machine the operating system may take
-// the core away in the middle of a measurement, and wall-clock time would
-// count that pause as work. Time on the CPU counts only what the thread
-// did, so a probe and a kernel timed the same way can be compared even
-// under load. (What load does to the caches and the memory bus is still
-// in the numbers: run the probes several times and keep the best.)
+// Every probe is timed in this thread's CPU time, which leaves out the
+// moments the core ran other work, and keeps its best run.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +16,8 @@ namespace kv {
 
 // The data caches one core sees, in bytes, as Linux reports them under
 // /sys/devices/system/cpu/cpu0/cache (0 where that cannot be read). Under a
-// hypervisor the last level may be the whole host's, shared with other
-// machines: measure before trusting it (a ReadBandwidthProbe of the working
-// set's size, the rule in memory_level.h).
+// hypervisor the last level may be the whole host's: memory_level.h
+// measures before trusting it.
 struct CacheSizes {
     std::uint64_t l1d = 0;
     std::uint64_t l2 = 0;
@@ -33,26 +27,22 @@ CacheSizes cache_sizes();
 
 // Float32 FLOP/s of independent chains acc = acc * a + b, over `iterations`
 // steps: the best of `repeats` runs. Each chain is one vector register of
-// the build's width (16 floats with AVX-512, 8 with AVX2, 4 with SSE2 or
-// NEON), and there are as many chains as keep every one in a register and
-// both arithmetic ports busy (16 with 32 registers, 12 with 16; the .cpp
-// says why), so a step is 2 x chains x lanes FLOP: 512 with AVX-512, 192
-// with AVX2, 96 with SSE2, 128 with NEON.
-//   fused:    one fused multiply-add per step, where the build targets an
-//             instruction for it (AVX-512, AVX2 with FMA, ARM64); in a build
-//             without one (the x86-64 baseline, SSE2) it returns the
-//             separate rate, and has_fused_multiply_add() says so.
+// the build's width, as many chains as keep both arithmetic ports busy (the
+// .cpp says why).
+//   fused:    one fused multiply-add per step where the build targets an
+//             instruction for it (has_fused_multiply_add()); else the
+//             separate rate.
 //   separate: a multiply, then an add, rounded twice: the arithmetic the
 //             book's kernels do (-ffp-contract=off, common/core/kernels.h).
 double peak_fused_flops(int repeats = 3, long iterations = 20'000'000);
 double peak_multiply_then_add_flops(int repeats = 3, long iterations = 20'000'000);
 bool has_fused_multiply_add();
 
-// Bytes per second one thread reads by summing a buffer of `bytes`, over
-// and over, as eight streams with one vector register each (the .cpp says
-// why). Made at a working set's own size, it says how fast that working set
-// is read: from a cache if it fits one, else from DRAM. The buffer is allocated and
-// touched once, when the probe is made, so each measurement is reads only.
+// Bytes per second one thread reads by summing a buffer of `bytes` over and
+// over, as eight streams (the .cpp says why). Made at a working set's own
+// size, it says how fast that working set is read: from a cache if it fits
+// one, else from DRAM. The buffer is allocated and touched once, when the
+// probe is made, so each measurement is reads only.
 class ReadBandwidthProbe {
   public:
     explicit ReadBandwidthProbe(std::uint64_t bytes);
@@ -67,9 +57,8 @@ class ReadBandwidthProbe {
 };
 
 // The working set of the DRAM probe: eight times the last-level cache, at
-// least 256 MiB and at most 1 GiB, so that nothing is left in any cache from
-// the pass before. (A cache's probe needs no size of its own: it reads a
-// buffer the size of the working set it is for, memory_level.h.)
+// least 256 MiB and at most 1 GiB, so that nothing of the pass before is
+// left in any cache.
 std::uint64_t dram_probe_bytes(const CacheSizes& caches);
 
 }  // namespace kv

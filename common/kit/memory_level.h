@@ -1,21 +1,13 @@
 // Where a working set is read from: the last-level cache or DRAM. One rule
-// for the whole book: `make bench` (tests/bench/) picks each row's memory
-// roof with it, chapter 04 each width's.
+// for the book: `make bench` picks each row's memory roof with it, chapter
+// 04 each width's. A working set larger than the last-level cache Linux
+// reports is read from DRAM. One that fits is read, as a buffer of its own
+// size, by the read probe (machine_probes.h): if that ran faster than DRAM
+// by more than a fifth, the working set counts as read from the cache.
 //
-// The rule measures instead of assuming. A working set larger than the
-// last-level cache Linux reports is read from DRAM. One that fits is read,
-// as a buffer of its own size, by the read probe (machine_probes.h): if that
-// read ran clearly faster than DRAM, by more than a fifth (1.2 x), the
-// working set counts as read from the last-level cache, and its roof is the
-// rate measured at its size; otherwise it is read from DRAM.
-//
-// Why measure: the reported size says little about what one core gets. A
-// virtual machine may report the whole host's last-level cache; a chiplet
-// reports its own, shared by its cores. No fixed share of the reported size
-// is right on every machine, and a wrong one either prices a cached row
-// against DRAM (then refused as above its roof) or a DRAM-bound one against
-// a cache it does not fit. A read of the row's own size answers for the
-// machine it runs on.
+// It measures because the reported size says little about what one core
+// gets (a virtual machine may report the whole host's cache, a chiplet its
+// own, shared), and no fixed share of it is right on every machine.
 #pragma once
 
 #include <cstdint>
@@ -36,10 +28,9 @@ inline bool read_faster_than_dram(double rate, double dram_rate) {
     return rate > 1.2 * dram_rate;
 }
 
-// Whether a working set is read from the last-level cache (true) or from
-// DRAM (false): it fits the reported last level, and a read of a buffer of
-// its size (`rate_at_its_size`; anything if it does not fit, it is not
-// looked at) ran clearly faster than DRAM.
+// Whether a working set is read from the last-level cache: it fits the
+// reported size, and a read of its size (`rate_at_its_size`, not looked at
+// if it does not fit) ran clearly faster than DRAM.
 inline bool reads_from_last_level(std::uint64_t working_set_bytes,
                                   std::uint64_t reported_last_level_bytes, double rate_at_its_size,
                                   double dram_rate) {
@@ -48,10 +39,9 @@ inline bool reads_from_last_level(std::uint64_t working_set_bytes,
 }
 
 // The memory roof of that working set: the rate measured at its size if it
-// is read from the last-level cache; DRAM's otherwise, or the read of its
-// size if that one ran faster (by less than a fifth: too little to call it
-// a cache, but this machine was seen to read that working set that fast,
-// so a step that does is no failed measurement).
+// is read from the last-level cache; else DRAM's, or the read of its size if
+// that ran faster (too little to call it a cache, but this machine did read
+// it that fast).
 inline double memory_roof(std::uint64_t working_set_bytes, std::uint64_t reported_last_level_bytes,
                           double rate_at_its_size, double dram_rate) {
     if (reads_from_last_level(working_set_bytes, reported_last_level_bytes, rate_at_its_size,

@@ -70,12 +70,9 @@ void check_model(const Config& config, std::uint64_t cache_tokens, std::uint64_t
     } catch (const std::exception& e) {
         throw UsageError(e.what());
     }
-    if (!fits_in_memory(double(need.total), 0.5)) {
-        const MemoryLimit have = usable_memory();
-        throw UsageError("this model needs " + need.describe() + ", more than half of " +
-                         have.what + ", " + format_bytes(have.bytes) +
+    if (const std::string over = beyond_memory(double(need.total), 0.5); !over.empty())
+        throw UsageError("this model needs " + need.describe() + ", " + over +
                          "; choose smaller --dim, --layers, --ffn, --vocab or --max-seq");
-    }
 }
 
 }  // namespace kv

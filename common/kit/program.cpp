@@ -61,10 +61,6 @@ void Progress::show() {
     out_ << "\r" << text << std::string(width_ - text.size(), ' ') << std::flush;
 }
 
-void Progress::update(long done, long total) {
-    update(done, total, std::string());
-}
-
 void Progress::update(long done, long total, const std::string& note) {
     if (!enabled_) return;
     const bool new_count = done != done_ || total != total_;

@@ -12,13 +12,10 @@
 
 namespace kv {
 
-// Names a large allocation while it is being made:
+// Names a large allocation while it is being made, so that run_program can
+// say what a std::bad_alloc was allocating:
 //
 //     const Allocating note("the KV cache of " + std::to_string(n) + " positions");
-//     KVCache cache(config, n);
-//
-// If the allocation fails (std::bad_alloc), the note is remembered as the
-// exception leaves its scope, and run_program says what was being allocated.
 class Allocating {
   public:
     explicit Allocating(std::string what);
@@ -26,8 +23,7 @@ class Allocating {
     Allocating(const Allocating&) = delete;
     Allocating& operator=(const Allocating&) = delete;
 
-    // What the innermost note said when an exception last left it, and
-    // forgets it; "" if none.
+    // The innermost note an exception last left, forgotten once read; "" if none.
     static std::string failed();
 
   private:
@@ -36,8 +32,7 @@ class Allocating {
 };
 
 // Runs body(); any exception becomes "program: message" on stderr and exit
-// status 2. Otherwise returns body's own status. Standard output is then
-// flushed and checked: anything lost (`ch03 > /dev/full`) is an error too.
+// status 2, and so does standard output lost (`ch03 > /dev/full`).
 template <class Body>
 int run_program(const char* program, Body&& body) {
     Allocating::failed();            // nothing from before this program
@@ -60,11 +55,10 @@ int run_program(const char* program, Body&& body) {
     }
 }
 
-// Progress for long runs: rewritten in place on stderr, and only when stderr
-// is a terminal, so logs and pipes stay clean. Nothing shows for the first
-// second, so quick runs do not flicker. A new count shows at once; a new
-// note or detail at most every tenth of a second, so that a loop may update
-// as often as it likes (the line shown is then the latest when it shows).
+// Progress for long runs: rewritten in place on stderr, only when stderr is
+// a terminal, and nothing for the first second. A new count shows at once; a
+// new note or detail at most every tenth of a second, so a loop may update
+// as often as it likes.
 class Progress {
   public:
     explicit Progress(std::string label);
@@ -76,16 +70,13 @@ class Progress {
     Progress(const Progress&) = delete;
     Progress& operator=(const Progress&) = delete;
 
-    void update(long done, long total);                           // "label done/total"
-    void update(long done, long total, const std::string& note);  // "label done/total note"
-    // Work inside the current item, shown after the note (how far a long
-    // forward pass has got: PassesShown, answer_timing.h); the next update()
-    // clears it.
+    void update(long done, long total, const std::string& note = "");  // "label done/total note"
+    // Work inside the current item, after the note (PassesShown); the next
+    // update() clears it.
     void detail(const std::string& text);
 
     bool on_terminal() const { return enabled_; }
-    // Whether a new note or detail would show now. A hot loop asks before
-    // it builds one.
+    // Whether a new note or detail would show now: a hot loop asks first.
     bool due() const;
 
   private:

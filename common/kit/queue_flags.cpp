@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "../core/block_pool.h"
+#include "machine.h"  // beyond_memory
 #include "model_flags.h"
 #include "report.h"  // json_number
 
@@ -36,8 +39,7 @@ void check_queue(const Config& c, const QueueOptions& q) {
         if (!ok) throw UsageError(message);
     };
     const WorkloadOptions& w = q.workload;
-    // The flags' ranges say 1.. already; a program that sets the members
-    // itself is checked here too.
+    // The flags' ranges say 1.. already; a program that sets the members itself is checked too.
     need(w.requests >= 1, "--requests must be at least 1, got " + std::to_string(w.requests));
     need(w.prompt_min >= 1, "--prompt-min must be at least 1, got " + std::to_string(w.prompt_min));
     need(w.prompt_max >= w.prompt_min, "--prompt-max " + std::to_string(w.prompt_max) +
@@ -62,9 +64,7 @@ void check_queue(const Config& c, const QueueOptions& q) {
          "--prompt-max " + std::to_string(w.prompt_max) + " + --answer-max " +
              std::to_string(w.answer_max) + " - 1 exceeds the model's --max-seq " +
              std::to_string(c.max_seq));
-    // A rate so small that the clock, a double in seconds, could no longer
-    // tell one step from the next: beyond 2^52 microseconds it cannot keep
-    // whole microseconds.
+    // The clock, a double in seconds, keeps whole microseconds up to 2^52 of them.
     if (w.rate > 0) {
         const double last = make_workload(workload_of(q, 1)).back().arrival_s;
         need(std::isfinite(last) && last < 0x1p52 * 1e-6,
@@ -84,6 +84,24 @@ void check_queue(const Config& c, const QueueOptions& q) {
                     std::uint64_t(kMostCalibratedBatch) + std::uint64_t(kLargestCalibratedChunk));
     else
         check_model(c, 0);
+}
+
+int check_blocks(const Config& c, const std::string& flag, std::uint64_t mib, int block_size,
+                 int longest, bool allocated) {
+    if (block_size > c.max_seq)
+        throw UsageError("--block-size " + std::to_string(block_size) +
+                         " is longer than the model's --max-seq " + std::to_string(c.max_seq));
+    const std::string budget = flag + " " + std::to_string(mib);
+    const std::uint64_t blocks = (mib << 20) / BlockPool::bytes_per_block(c, block_size);
+    if (blocks > std::uint64_t(std::numeric_limits<int>::max()))
+        throw UsageError(budget + " makes more blocks than a block table can count");
+    if (const int need = blocks_for(longest, block_size); blocks < std::uint64_t(need))
+        throw UsageError(budget + " holds " + std::to_string(blocks) + " blocks of " +
+                         std::to_string(block_size) + " positions; the longest request needs " +
+                         std::to_string(need));
+    if (const std::string over = beyond_memory(double(mib << 20), 0.5); allocated && !over.empty())
+        throw UsageError(budget + " MiB of blocks would be " + over);
+    return int(blocks);
 }
 
 WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed) {
@@ -122,8 +140,7 @@ std::string describe_workload(const WorkloadOptions& w, std::span<const Request>
 
 namespace {
 
-// A price in seconds, in the unit that shows three figures: attention's
-// prices are nanoseconds, a step's fixed part milliseconds.
+// A price in seconds, three figures in its own unit: from ns to ms.
 std::string price_text(double seconds) {
     if (seconds == 0) return "0";
     char buf[32];

@@ -28,17 +28,21 @@ struct QueueOptions {
 // --answer-dist --rate --batch --kv-budget-mib --cost-model --calibrate
 void add_queue_flags(Flags& flags, QueueOptions& q);
 
-// Every value checked, the first bad one a UsageError naming its flag:
-// lengths in order, the longest request within the model's context, a
-// rate the clock can keep, and, with --cost-model measured, room for the
-// calibration's caches.
+// Every value checked, the first bad one a UsageError naming its flag.
 void check_queue(const Config& c, const QueueOptions& q);
+
+// A KV budget of `mib` MiB (named by `flag`) in blocks of --block-size
+// positions: its blocks, checked to be countable by a block table (an int),
+// to hold a request of `longest` positions alone (or it would wait forever)
+// and, where the pool is `allocated` for real, to fit in half this
+// machine's memory; the first that fails is a UsageError naming the flags.
+int check_blocks(const Config& c, const std::string& flag, std::uint64_t mib, int block_size,
+                 int longest, bool allocated);
 
 // The requests, drawn with the run's seed.
 WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed);
 
-// The step cost the simulator prices with: counted, or this machine's
-// (saved under build/ once, measured again with --calibrate).
+// The step cost the simulator prices with: counted, or this machine's.
 StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOptions& q);
 
 // "workload: 1,000 requests all at time 0 (seed 1); prompts uniform in
@@ -46,13 +50,13 @@ StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOpti
 // (mean 44.5, longest 192)": the options and what the draw gave.
 std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests);
 
-// The step cost as a report shows it: where its prices came from (measured
-// now, reused from build/calibration/..., or counted) and, when measured,
-// how well the formula fits the steps it timed; then the formula with its
-// five prices. Two lines, each ending in a newline.
+// The step cost as a report shows it, two lines: where its prices came from
+// and, when measured, how well the formula fits the steps it timed; then the
+// formula with its five prices.
 std::string step_cost_text(const StepCalibration& pricing);
 
-// The same as numbers: seconds, and the fit error as a fraction.
+// The same as numbers (seconds; the fit error a fraction): the one writer
+// of the prices, also of the saved calibration.
 Json step_cost_json(const StepCalibration& pricing);
 
 }  // namespace kv

@@ -35,48 +35,46 @@ std::size_t utf8_sequence(const std::string& s, std::size_t i) {
     return 0;
 }
 
+std::string hex_byte(const char* prefix, unsigned char byte) {
+    static const char* hex = "0123456789abcdef";
+    return prefix + std::string{hex[byte >> 4], hex[byte & 15]};
+}
+
+// `s` with each ASCII character written by `ascii`, a byte that is not
+// valid UTF-8 by `invalid` (as \xNN if none), the C1 controls as \u00NN if
+// `c1`, and the rest of valid UTF-8 as it is.
+template <class Ascii>
+std::string escaped(const std::string& s, Ascii ascii, const char* invalid, bool c1) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size();) {
+        const auto u = static_cast<unsigned char>(s[i]);
+        const std::size_t n = utf8_sequence(s, i);
+        if (n == 0)
+            out += invalid ? std::string(invalid) : hex_byte("\\x", u);
+        else if (n == 2 && c1 && u == 0xC2 && static_cast<unsigned char>(s[i + 1]) <= 0x9F)
+            out += hex_byte("\\u00", static_cast<unsigned char>(s[i + 1]));
+        else if (n > 1)
+            out.append(s, i, n);
+        else
+            out += ascii(s[i]);
+        i += n == 0 ? 1 : n;
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string json_quote(const std::string& s) {
+    auto ascii = [](char c) -> std::string {
+        if (c == '"' || c == '\\') return std::string{'\\', c};
+        if (c == '\n') return "\\n";
+        if (c == '\t') return "\\t";
+        const auto u = static_cast<unsigned char>(c);
+        return u < 0x20 ? hex_byte("\\u00", u) : std::string(1, c);
+    };
     std::string out = "\"";
-    for (std::size_t i = 0; i < s.size();) {
-        const char ch = s[i];
-        const std::size_t n = utf8_sequence(s, i);
-        if (n == 0) {  // not UTF-8: U+FFFD in its place (report.h)
-            out += "\\ufffd";
-            ++i;
-            continue;
-        }
-        if (n > 1) {
-            out.append(s, i, n);
-            i += n;
-            continue;
-        }
-        ++i;
-        switch (ch) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (static_cast<unsigned char>(ch) < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(ch));
-                    out += buf;
-                } else {
-                    out += ch;
-                }
-        }
-    }
-    return out + "\"";
+    out += escaped(s, ascii, "\\ufffd", false);
+    return out += '"';
 }
 
 std::string json_number(double value) {
@@ -87,41 +85,14 @@ std::string json_number(double value) {
 }
 
 std::string visible(const std::string& s) {
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (std::size_t i = 0; i < s.size();) {
-        const char c = s[i];
+    auto ascii = [](char c) -> std::string {
+        if (c == '\n') return "\\n";
+        if (c == '\r') return "\\r";
+        if (c == '\t') return "\\t";
         const auto u = static_cast<unsigned char>(c);
-        const std::size_t n = utf8_sequence(s, i);
-        if (n == 0) {  // not UTF-8: the byte as it is, escaped
-            out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-            ++i;
-            continue;
-        }
-        if (n == 2 && u == 0xC2 && static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
-            const auto cp = static_cast<unsigned char>(s[i + 1]);  // a C1 control
-            out += std::string("\\u00") + hex[cp >> 4] + hex[cp & 15];
-            i += 2;
-            continue;
-        }
-        if (n > 1) {
-            out.append(s, i, n);
-            i += n;
-            continue;
-        }
-        ++i;
-        if (c == '\n')
-            out += "\\n";
-        else if (c == '\r')
-            out += "\\r";
-        else if (c == '\t')
-            out += "\\t";
-        else if (u < 0x20 || u == 0x7F)
-            out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-        else
-            out += c;
-    }
-    return out;
+        return u < 0x20 || u == 0x7F ? hex_byte("\\x", u) : std::string(1, c);
+    };
+    return escaped(s, ascii, nullptr, true);
 }
 
 std::string excerpt(const std::string& s, std::size_t most) {
@@ -150,6 +121,7 @@ std::string fixed(double value, int decimals) {
 Cell::Cell(const char* s) : text(s), json(json_quote(s)) {}
 Cell::Cell(const std::string& s) : text(s), json(json_quote(s)) {}
 Cell::Cell(double value, int decimals) : text(fixed(value, decimals)), json(json_number(value)) {}
+Cell::Cell(const std::string& shown, double value) : text(shown), json(json_number(value)) {}
 Cell::Cell(std::int64_t value) : text(std::to_string(value)), json(std::to_string(value)) {}
 Cell::Cell(std::uint64_t value) : text(with_commas(value)), json(std::to_string(value)) {}
 

@@ -19,6 +19,7 @@ struct Cell {
     Cell(const char* s);
     Cell(const std::string& s);
     Cell(double value, int decimals);  // printed with `decimals`, full precision in JSON
+    Cell(const std::string& shown, double value);  // "+4.2%", "1.25 s": a number in JSON
     Cell(std::int64_t value);
     Cell(std::uint64_t value);
     Cell(int value) : Cell(static_cast<std::int64_t>(value)) {}
@@ -52,6 +53,13 @@ class Json {
     Json& add(const std::string& key, const Json& object);
     Json& add(const std::string& key, const std::vector<Json>& objects);  // an array
     Json& add(const std::string& key, const Table& table);
+    // An array of one object per item: add_each("queues", rows, row_json).
+    template <class Items, class ToJson>
+    Json& add_each(const std::string& key, const Items& items, ToJson to_json) {
+        std::vector<Json> objects;
+        for (const auto& item : items) objects.push_back(to_json(item));
+        return add(key, objects);
+    }
     Json& add_raw(const std::string& key, const std::string& json);
     // Puts `key` first, with `json` as its value, in place of any field of that name.
     Json& add_first(const std::string& key, const std::string& json);
@@ -61,44 +69,34 @@ class Json {
     std::vector<std::pair<std::string, std::string>> fields_;
 };
 
-// A JSON string, always valid JSON (RFC 8259: UTF-8 text). Quotes and
-// backslashes are escaped, control characters written \n, \t or \u00XX.
-// Text that is not valid UTF-8 (a path is bytes, and may hold any) has each
-// byte that is not part of a valid sequence replaced by U+FFFD, the
-// replacement character, written as the escape \ufffd: the JSON stays valid
-// and readable, and says where a byte was lost; the byte itself is not kept
-// (visible() below shows it, as \xNN, in the text report and in errors).
+// A JSON string, always valid JSON (RFC 8259: UTF-8 text): quotes and
+// backslashes escaped, control characters written \n, \t or \u00XX, and
+// each byte that is not valid UTF-8 (a path may hold any) written \ufffd,
+// the replacement character.
 std::string json_quote(const std::string& s);
 std::string json_number(double value);  // shortest text that reads back exactly; null if not finite
 
-// Where a results file came from. Every results object a chapter writes
-// (--json, --save-json) opens with these two fields:
-//     "results_format": 1, "chapter": "02_kv_cache", ...
-// The format's number goes up whenever a key a reader relies on changes its
-// name, unit or meaning; a reader (saved_results.h) refuses any other
-// format and any other chapter than the one it asked for.
+// Where a results file came from: every results object a chapter writes
+// opens with "results_format": 1, "chapter": "02_kv_cache". The format goes
+// up whenever a key a reader relies on changes its name, unit or meaning;
+// saved_results.h refuses any other format and chapter than it asked for.
 inline constexpr const char* kResultsFormatKey = "results_format";
 inline constexpr const char* kResultsChapterKey = "chapter";
 inline constexpr int kResultsFormat = 1;
 // `results` with the two fields first ("chapter" replaced if it was there).
 Json with_origin(const Json& results, const std::string& chapter);
 
-// Text made safe to print on one line of a terminal: control characters
-// written as escapes (\n, \r, \t, \x1b), so that a message stays one line
-// and "a\r" does not look like "a"; the C1 controls (U+0080 to U+009F, some
-// of which a terminal takes as the start of an escape sequence) as \u0080
-// to \u009f; and bytes that are not valid UTF-8 as \xNN. Valid UTF-8 text
-// (a name in any script) is printed as it is. Every path or text a program
-// prints that came from outside goes through it: error messages and the
-// text reports alike.
+// Text made safe to print on one line of a terminal, for every path or
+// text from outside that a program prints: control characters as escapes
+// (\n, \r, \x1b), the C1 controls (which a terminal may take as an escape
+// sequence) as \u0080 to \u009f, bytes that are not valid UTF-8 as \xNN;
+// valid UTF-8 text as it is.
 std::string visible(const std::string& s);
 
 // visible(s), at most about `most` characters: a longer text keeps its
-// beginning and its end around "...", and says how many bytes it had
-// ("123...789 (100,000 bytes)"), so that an error line stays short whatever
-// it quotes. Input values (numbers, flag values, keys) are quoted with
-// kMostQuoted; paths with kMostQuotedPath, where the start and the end of a
-// long path are both worth seeing.
+// beginning and end around "..." and says how many bytes it had
+// ("123...789 (100,000 bytes)"). Values are quoted with kMostQuoted, paths
+// with kMostQuotedPath.
 inline constexpr std::size_t kMostQuoted = 60;
 inline constexpr std::size_t kMostQuotedPath = 512;
 std::string excerpt(const std::string& s, std::size_t most = kMostQuoted);

@@ -2,20 +2,16 @@
 //
 // The closing table must show the numbers the chapters measured in this
 // run, not numbers typed again by hand, so it reads each chapter's JSON
-// file. It needs the top-level numbers and strings (a headline), and the
-// rows of a top-level table (an array of objects, as report.h writes a
-// Table), each row read like a file of its own. The whole file must be one
-// JSON object (RFC 8259): everything else, nested objects and arrays,
-// strings and their escapes, true, false and null, is checked and skipped.
-// A number is JSON's
-// own grammar only: an optional minus, digits without a leading zero, an
-// optional fraction and exponent; NaN, Infinity, 0x10, +5, .5 and 5. are
-// not numbers, and nothing may follow the object but spaces.
+// file: its top-level numbers and strings, and the rows of its top-level
+// tables (arrays of objects, as report.h writes a Table), each row read
+// like a file of its own. The whole file must be one JSON object (RFC
+// 8259): everything else in it is checked and skipped. A number is JSON's
+// own grammar only: NaN, Infinity, 0x10, +5, .5 and 5. are not numbers,
+// and nothing may follow the object but spaces.
 #pragma once
 
 #include <cctype>
 #include <cmath>
-#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <stdexcept>
@@ -29,12 +25,10 @@ namespace kv {
 
 class SavedResults {
   public:
-    // Nesting deeper than this is refused rather than followed.
-    static constexpr int kDeepest = 64;
+    static constexpr int kDeepest = 64;  // nesting deeper than this is refused
 
-    // The results held by `text`, read from `path` (experiment.h reads
-    // the file); throws std::runtime_error naming the file if it is not
-    // one JSON object.
+    // The results held by `text`, read from `path`; throws
+    // std::runtime_error naming the file if it is not one JSON object.
     static SavedResults parse(const std::string& path, std::string_view text) {
         return parse(path, text, true);
     }
@@ -42,82 +36,51 @@ class SavedResults {
     // The top-level number under `key`; throws if it is absent, not a
     // number, or too large for a double.
     double number(const std::string& key) const {
-        auto it = fields_.find(key);
-        if (it == fields_.end()) throw std::runtime_error(path_ + " has no \"" + key + "\"");
-        if (it->second.kind != Kind::number)
-            throw std::runtime_error(path_ + ": \"" + key + "\" is not a number");
-        const double v = std::strtod(it->second.text.c_str(), nullptr);
+        const std::string& text = field(key, Kind::number, " is not a number").text;
+        const double v = std::strtod(text.c_str(), nullptr);
         if (!std::isfinite(v))
-            throw std::runtime_error(path_ + ": \"" + key + "\" = " + excerpt(it->second.text) +
+            throw std::runtime_error(path_ + ": \"" + key + "\" = " + excerpt(text) +
                                      " is too large for a double");
         return v;
     }
-
-    // number(key), which must also be above zero (a time, a size).
-    double positive_number(const std::string& key) const {
-        const double v = number(key);
-        if (!(v > 0))
-            throw std::runtime_error(path_ + ": \"" + key + "\" must be above zero, got " +
-                                     excerpt(fields_.at(key).text));
-        return v;
+    double positive_number(const std::string& key) const {  // a time, a size
+        return checked(
+            key, [](double v) { return v > 0; }, "must be above zero");
     }
-
-    // number(key), which must also be zero or more (a count, a size).
-    double non_negative_number(const std::string& key) const {
-        const double v = number(key);
-        if (!(v >= 0))
-            throw std::runtime_error(path_ + ": \"" + key + "\" must not be below zero, got " +
-                                     excerpt(fields_.at(key).text));
-        return v;
+    double non_negative_number(const std::string& key) const {  // a count
+        return checked(
+            key, [](double v) { return v >= 0; }, "must not be below zero");
     }
-
-    // number(key), which must also lie from `low` to `high` (a share, a
-    // percentage, a size that may be zero).
     double number_between(const std::string& key, double low, double high) const {
-        const double v = number(key);
-        if (!(v >= low && v <= high))
-            throw std::runtime_error(path_ + ": \"" + key + "\" must be from " + number_text(low) +
-                                     " to " + number_text(high) + ", got " +
-                                     excerpt(fields_.at(key).text));
-        return v;
+        return checked(
+            key, [&](double v) { return v >= low && v <= high; },
+            "must be from " + number_text(low) + " to " + number_text(high));
     }
 
     // Checks where the file came from (report.h, with_origin): its
-    // "results_format" must be kResultsFormat and its "chapter" `chapter`.
-    // Throws std::runtime_error naming the file, what it says and what was
-    // expected: a file of another chapter (or the closing table's own
-    // output saved under a chapter's name) would be read with that
-    // chapter's keys and units, and a file of another format with keys
-    // whose meaning may have changed.
+    // "results_format" must be kResultsFormat and its "chapter" `chapter`,
+    // or it would be read with another chapter's keys, or with keys whose
+    // meaning may have changed. The error says what the file says.
     void require_origin(const std::string& chapter) const {
-        const std::string expected =
-            "chapter \"" + chapter + "\" in results format " + std::to_string(kResultsFormat);
-        // What the file says under `key`: "\"chapter\": \"05_queue_simulation\"".
         auto says = [&](const std::string& key) {
-            std::string said;
             const auto it = fields_.find(key);
-            if (it == fields_.end()) {
-                said.append("no \"").append(key).append("\"");
-            } else {
-                said.append("\"").append(key).append("\": ");
-                if (it->second.kind == Kind::string)
-                    said.append("\"").append(excerpt(it->second.text)).append("\"");
-                else if (it->second.kind == Kind::number)
-                    said.append(excerpt(it->second.text));
-                else
-                    said.append("not a number or a string");
-            }
-            return said;
+            if (it == fields_.end()) return "no \"" + key + "\"";
+            const Value& v = it->second;
+            return "\"" + key + "\": " +
+                   (v.kind == Kind::string   ? "\"" + excerpt(v.text) + "\""
+                    : v.kind == Kind::number ? excerpt(v.text)
+                                             : std::string("not a number or a string"));
         };
-        auto it = fields_.find(kResultsFormatKey);
-        const bool format_ok = it != fields_.end() && it->second.kind == Kind::number &&
-                               it->second.text == std::to_string(kResultsFormat);
-        auto ch = fields_.find(kResultsChapterKey);
-        const bool chapter_ok =
-            ch != fields_.end() && ch->second.kind == Kind::string && ch->second.text == chapter;
-        if (format_ok && chapter_ok) return;
+        auto is = [&](const std::string& key, Kind kind, const std::string& text) {
+            const auto it = fields_.find(key);
+            return it != fields_.end() && it->second.kind == kind && it->second.text == text;
+        };
+        if (is(kResultsFormatKey, Kind::number, std::to_string(kResultsFormat)) &&
+            is(kResultsChapterKey, Kind::string, chapter))
+            return;
         throw std::runtime_error(path_ + ": written as " + says(kResultsFormatKey) + ", " +
-                                 says(kResultsChapterKey) + "; expected " + expected);
+                                 says(kResultsChapterKey) + "; expected chapter \"" + chapter +
+                                 "\" in results format " + std::to_string(kResultsFormat));
     }
 
     bool has(const std::string& key) const { return fields_.count(key) > 0; }
@@ -126,25 +89,15 @@ class SavedResults {
         return it != fields_.end() && it->second.kind == Kind::number;
     }
 
-    // The top-level string under `key`, escapes decoded (\uXXXX kept as
-    // written); throws if it is absent or not a string.
+    // The top-level string under `key`, escapes decoded (\uXXXX kept as written).
     const std::string& text(const std::string& key) const {
-        auto it = fields_.find(key);
-        if (it == fields_.end()) throw std::runtime_error(path_ + " has no \"" + key + "\"");
-        if (it->second.kind != Kind::string)
-            throw std::runtime_error(path_ + ": \"" + key + "\" is not a string");
-        return it->second.text;
+        return field(key, Kind::string, " is not a string").text;
     }
 
-    // The rows of the top-level table under `key`, an array of objects;
-    // each row's errors name the file, the table and the row ("r.json:
-    // \"fit\" row 2"). Throws if it is absent or not an array of objects.
+    // The rows of the top-level table under `key`; each row's errors name
+    // the file, the table and the row ("r.json: \"fit\" row 2").
     const std::vector<SavedResults>& rows(const std::string& key) const {
-        auto it = fields_.find(key);
-        if (it == fields_.end()) throw std::runtime_error(path_ + " has no \"" + key + "\"");
-        if (it->second.kind != Kind::rows)
-            throw std::runtime_error(path_ + ": \"" + key + "\" is not a table of rows");
-        return it->second.rows;
+        return field(key, Kind::rows, " is not a table of rows").rows;
     }
 
   private:
@@ -155,43 +108,49 @@ class SavedResults {
         std::vector<SavedResults> rows;  // an array of objects, each read as a file
     };
 
-    // Rows are read from the file's own top-level arrays only, not from a
-    // row's arrays: a row's numbers and strings are all the table needs.
+    // A row keeps its numbers and strings, not tables of its own.
     static SavedResults parse(const std::string& path, std::string_view text, bool keep_rows) {
         SavedResults r;
         r.path_ = path;
         r.text_ = text;
         r.keep_rows_ = keep_rows;
-        r.parse_object_at_top();
+        r.skip_space();
+        if (r.peek() != '{') r.fail("expected '{'");
+        r.parse_object(1, true);
+        r.skip_space();
+        if (r.pos_ != text.size()) r.fail("text after the object");
         r.text_ = {};
         return r;
     }
 
-    // "0", "100", "1": the bounds number_between() names.
-    static std::string number_text(double v) {
+    const Value& field(const std::string& key, Kind kind, const char* otherwise) const {
+        const auto it = fields_.find(key);
+        if (it == fields_.end()) throw std::runtime_error(path_ + " has no \"" + key + "\"");
+        if (it->second.kind != kind)
+            throw std::runtime_error(path_ + ": \"" + key + "\"" + otherwise);
+        return it->second;
+    }
+
+    template <class Ok>
+    double checked(const std::string& key, Ok ok, const std::string& rule) const {
+        const double v = number(key);
+        if (!ok(v))
+            throw std::runtime_error(path_ + ": \"" + key + "\" " + rule + ", got " +
+                                     excerpt(fields_.at(key).text));
+        return v;
+    }
+
+    static std::string number_text(double v) {  // "0", "100", "0.5"
         std::string s = std::to_string(v);
         while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.'))
             s.pop_back();
         return s;
     }
 
-    void parse_object_at_top() {
-        skip_space();
-        if (peek() != '{') fail("expected '{'");
-        parse_object(1, true);
-        skip_space();
-        if (pos_ != text_.size()) fail("text after the object");
-    }
-
     // At '{'. Top-level fields are kept; nested ones only checked.
     void parse_object(int depth, bool top) {
-        if (depth > kDeepest) fail("nested more than " + std::to_string(kDeepest) + " deep");
-        expect('{');
-        skip_space();
-        if (peek() == '}') {
-            ++pos_;
-            return;
-        }
+        enter(depth, '{');
+        if (peek() == '}') return void(++pos_);
         for (;;) {
             skip_space();
             const std::string key = parse_string();
@@ -206,122 +165,75 @@ class SavedResults {
                 v.kind = Kind::string;
                 v.text = parse_string();
             } else if (top && keep_rows_ && peek() == '[') {
-                v.kind = read_rows(depth + 1, key, v.rows) ? Kind::rows : Kind::other;
+                v.kind = parse_array(depth + 1, key, &v.rows) ? Kind::rows : Kind::other;
             } else {
                 parse_value(depth);
             }
-            if (top) {
-                if (fields_.count(key)) fail("the key \"" + excerpt(key) + "\" appears twice");
-                fields_[key] = v;
-            }
+            if (top && !fields_.emplace(key, v).second)
+                fail("the key \"" + excerpt(key) + "\" appears twice");
             skip_space();
-            if (peek() == ',') {
-                ++pos_;
-                continue;
-            }
-            expect('}');
-            return;
+            if (peek() != ',') return expect('}');
+            ++pos_;
         }
     }
 
-    void parse_array(int depth) {
-        if (depth > kDeepest) fail("nested more than " + std::to_string(kDeepest) + " deep");
-        expect('[');
-        skip_space();
-        if (peek() == ']') {
-            ++pos_;
-            return;
-        }
-        for (;;) {
-            skip_space();
-            parse_value(depth);
-            skip_space();
-            if (peek() == ',') {
-                ++pos_;
-                continue;
-            }
-            expect(']');
-            return;
-        }
-    }
-
-    // At a top-level '['; checks the array like parse_array() and keeps its
-    // elements as rows if every one is an object. Returns whether they were.
-    bool read_rows(int depth, const std::string& key, std::vector<SavedResults>& rows) {
-        if (depth > kDeepest) fail("nested more than " + std::to_string(kDeepest) + " deep");
-        expect('[');
-        skip_space();
-        if (peek() == ']') {
-            ++pos_;
-            return true;
-        }
+    // At '['. With `rows`, keeps the elements as rows if every one is an
+    // object (then returns true), each read again as a file of its own.
+    bool parse_array(int depth, const std::string& key = {},
+                     std::vector<SavedResults>* rows = nullptr) {
+        enter(depth, '[');
+        if (peek() == ']') return ++pos_, true;
         bool all_objects = true;
         for (;;) {
             skip_space();
             const std::size_t start = pos_;
             const bool object = peek() == '{';
             parse_value(depth);
-            if (object && all_objects) {
-                // Read again as a file of its own: its keys are its fields,
-                // and a key twice in one row is refused, naming the row.
-                std::string row_path = path_;
-                row_path += ": \"" + key + "\" row " + std::to_string(rows.size() + 1);
-                rows.push_back(parse(row_path, text_.substr(start, pos_ - start), false));
-            } else {
+            if (rows && object && all_objects) {
+                const std::string row =
+                    path_ + ": \"" + key + "\" row " + std::to_string(rows->size() + 1);
+                rows->push_back(parse(row, text_.substr(start, pos_ - start), false));
+            } else if (rows) {
                 all_objects = false;
-                rows.clear();
+                rows->clear();
             }
             skip_space();
-            if (peek() == ',') {
-                ++pos_;
-                continue;
-            }
-            expect(']');
-            return all_objects;
+            if (peek() != ',') return expect(']'), all_objects;
+            ++pos_;
         }
     }
 
     void parse_value(int depth) {
         const char c = peek();
         if (c == '{') return parse_object(depth + 1, false);
-        if (c == '[') return parse_array(depth + 1);
-        if (c == '"') {
-            parse_string();
-            return;
-        }
-        if (c == '-' || is_digit(c)) {
-            parse_number();
-            return;
-        }
+        if (c == '[') return void(parse_array(depth + 1));
+        if (c == '"') return void(parse_string());
+        if (c == '-' || is_digit(c)) return void(parse_number());
         for (std::string_view word : {"true", "false", "null"})
-            if (text_.substr(pos_, word.size()) == word) {
-                pos_ += word.size();
-                return;
-            }
+            if (text_.substr(pos_, word.size()) == word) return void(pos_ += word.size());
         fail("expected a JSON value");
     }
 
     // JSON's number grammar exactly; returns the number's text.
     std::string parse_number() {
         const std::size_t start = pos_;
-        if (peek_or_end() == '-') ++pos_;
-        if (peek_or_end() == '0') {
-            ++pos_;
-        } else if (is_digit(peek_or_end())) {
+        auto digits = [&](const char* what) {
+            if (!is_digit(peek_or_end())) fail(std::string("expected a digit") + what);
             while (is_digit(peek_or_end())) ++pos_;
-        } else {
-            fail("expected a digit");
-        }
+        };
+        if (peek_or_end() == '-') ++pos_;
+        if (peek_or_end() == '0')
+            ++pos_;
+        else
+            digits("");
         if (peek_or_end() == '.') {
             ++pos_;
-            if (!is_digit(peek_or_end())) fail("expected a digit after the decimal point");
-            while (is_digit(peek_or_end())) ++pos_;
+            digits(" after the decimal point");
         }
         if (peek_or_end() == 'e' || peek_or_end() == 'E') {
             ++pos_;
             if (peek_or_end() == '+' || peek_or_end() == '-') ++pos_;
-            if (!is_digit(peek_or_end())) fail("expected a digit in the exponent");
-            while (is_digit(peek_or_end())) ++pos_;
+            digits(" in the exponent");
         }
         const char after = peek_or_end();
         if (after != '\0' && after != ',' && after != '}' && after != ']' && !is_space(after))
@@ -342,49 +254,32 @@ class SavedResults {
                 out += c;
                 continue;
             }
+            const std::string_view escapes = "\"\\/bfnrt", meanings = "\"\\/\b\f\n\r\t";
             const char e = peek();
-            ++pos_;
-            switch (e) {
-                case '"':
-                    out += '"';
-                    break;
-                case '\\':
-                    out += '\\';
-                    break;
-                case '/':
-                    out += '/';
-                    break;
-                case 'b':
-                    out += '\b';
-                    break;
-                case 'f':
-                    out += '\f';
-                    break;
-                case 'n':
-                    out += '\n';
-                    break;
-                case 'r':
-                    out += '\r';
-                    break;
-                case 't':
-                    out += '\t';
-                    break;
-                case 'u':
-                    for (int i = 0; i < 4; ++i, ++pos_)
-                        if (!std::isxdigit(static_cast<unsigned char>(peek())))
-                            fail("expected four hex digits after \\u");
-                    out += "\\u" + std::string(text_.substr(pos_ - 4, 4));
-                    break;
-                default:
-                    --pos_;
-                    fail("an unknown escape in a string");
+            if (const std::size_t i = escapes.find(e); i != std::string_view::npos) {
+                out += meanings[i];
+                ++pos_;
+            } else if (e == 'u') {
+                for (int i = 0; i < 4; ++i)
+                    if (!std::isxdigit(static_cast<unsigned char>(peek_at(pos_ + 1 + i))))
+                        fail("expected four hex digits after \\u");
+                out.append(text_.substr(pos_ - 1, 6));
+                pos_ += 5;
+            } else {
+                fail("an unknown escape in a string");
             }
         }
     }
 
+    void enter(int depth, char open) {
+        if (depth > kDeepest) fail("nested more than " + std::to_string(kDeepest) + " deep");
+        expect(open);
+        skip_space();
+    }
     static bool is_digit(char c) { return c >= '0' && c <= '9'; }
     static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-    char peek_or_end() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+    char peek_at(std::size_t i) const { return i < text_.size() ? text_[i] : '\0'; }
+    char peek_or_end() const { return peek_at(pos_); }
     char peek() const {
         if (pos_ >= text_.size()) fail("unexpected end");
         return text_[pos_];

@@ -24,19 +24,11 @@ namespace {
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                          "#9467bd", "#8c564b", "#e377c2"};
 
-// The shared pieces (svg_parts.h), under the short names this file uses.
-std::string num(double v) {
-    return svg_number(v);
-}
-std::string label(double v) {
-    return svg_tick_label(v);
-}
-std::string escape(const std::string& s) {
-    return svg_escape(s);
-}
-double tick_step(double span) {
-    return svg_tick_step(span);
-}
+// The shared pieces (svg_parts.h), under short names.
+auto& num = svg_number;
+auto& label = svg_tick_label;
+auto& escape = svg_escape;
+auto& tick_step = svg_tick_step;
 
 }  // namespace
 

@@ -1,11 +1,8 @@
-// Bars on a time axis, written as an SVG file: the book's timelines (one
-// answer's steps in chapter 02; a queue's requests under static and under
-// continuous batching in chapter 05), with no plotting library.
-//
-// A timeline is a stack of panels. Each panel has a heading, rows of bars
-// and its own time axis at its foot; with a shared axis (the default) every
-// panel runs over the same times, so that two panels compare at a glance.
-// Each bar has a kind, whose colour and name the legend shows.
+// Bars on a time axis, written as an SVG file: chapter 05's queue under
+// static and under continuous batching, with no plotting library. A stack
+// of panels, each with a heading, rows of bars and a time axis at its foot
+// (shared by every panel unless set otherwise); each bar has a kind, whose
+// colour and name the legend shows.
 #pragma once
 
 #include <cstddef>
@@ -36,12 +33,11 @@ class SvgTimeline {
     int add_kind(std::string name, std::string color);
     // Starts a panel; rows added next go into it.
     void add_panel(std::string heading);
-    // A row in the newest panel (one with no heading is opened if there is
-    // none). Throws std::invalid_argument for a bar that starts below 0,
-    // ends before it starts, is not finite, or has a kind never added.
+    // A row in the newest panel (opened without a heading if none). Throws
+    // std::invalid_argument for a bar below 0, backwards, not finite, or of
+    // a kind never added.
     void add_row(TimelineRow row);
-    // true (the default): every panel on one axis; false: each on its own,
-    // from 0 to its own last bar.
+    // false: each panel on its own axis, from 0 to its own last bar.
     void set_shared_axis(bool on) { shared_axis_ = on; }
     // A line of text under the panels.
     void add_caption(std::string line) { captions_.push_back(std::move(line)); }
@@ -50,8 +46,8 @@ class SvgTimeline {
     // Writes the file (kit/files.h: whole or not at all) and returns its path.
     std::string write(const std::string& path) const;
 
-    // Where the drawing puts things, for the tests: the time at the right
-    // end of a panel's axis, and the x (pixels) of time t in that panel.
+    // For the tests: the time at the right end of a panel's axis, and the x
+    // (pixels) of time t in that panel.
     double axis_end(std::size_t panel) const;
     double x_of(std::size_t panel, double t) const;
     std::size_t panel_count() const { return panels_.size(); }

@@ -13,8 +13,9 @@
 #include "../core/kv_cache.h"
 #include "../core/timing.h"
 #include "../kit/files.h"
-#include "../kit/program.h"  // Progress
-#include "../kit/report.h"   // Json
+#include "../kit/program.h"      // Progress
+#include "../kit/queue_flags.h"  // step_cost_json
+#include "../kit/report.h"       // Json
 #include "../kit/saved_results.h"
 #include "../serving/cpu_time.h"
 #include "timed_step.h"
@@ -147,38 +148,25 @@ std::string program_folder() {
     return slash == std::string::npos ? "" : exe.substr(0, slash);
 }
 
-// The file name for a model: its shape, with only [a-z0-9-] kept.
 std::string file_name(const Config& c) {
-    std::string name;
-    for (char ch : c.describe())
-        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))
-            name += ch;
-        else if (!name.empty() && name.back() != '-')
-            name += '-';
-    return "step_cost-" + name + ".json";
+    return "step_cost-" + file_name_part(c.describe()) + ".json";
 }
 
+// The prices as every report writes them (step_cost_json), with what they
+// were measured on and each step timed.
 std::string saved_json(const StepCalibration& cal, const Config& c) {
-    Json probes_json;
-    std::vector<Json> probes;
-    for (const StepProbe& p : cal.probes) {
-        Json j;
-        j.add("what", p.what).add("seconds", p.seconds).add("fitted", p.fitted);
-        probes.push_back(j);
-    }
-    Json j;
-    j.add("what", "the step cost of serving/step_cost.h, measured (common/lab/calibration.h)")
-        .add("machine", machine_and_build())
-        .add("model", c.describe())
-        .add("fixed_s", cal.cost.fixed)
-        .add("per_row_s", cal.cost.per_row)
-        .add("per_sequence_s", cal.cost.per_sequence)
-        .add("per_pair_s", cal.cost.per_pair)
-        .add("per_position_s", cal.cost.per_position)
-        .add("max_fit_error", cal.cost.fit_error)
-        .add("calibration_seconds", cal.seconds)
-        .add("probes", probes);
-    return j.str() + "\n";
+    return step_cost_json(cal)
+               .add("machine", machine_and_build())
+               .add("model", c.describe())
+               .add_each("probes", cal.probes,
+                         [](const StepProbe& p) {
+                             return Json()
+                                 .add("what", p.what)
+                                 .add("seconds", p.seconds)
+                                 .add("fitted", p.fitted);
+                         })
+               .str() +
+           "\n";
 }
 
 // The saved file's text, at most 1 MiB. Read directly, not as one of the
@@ -253,11 +241,12 @@ StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool agai
     }
     cal.cost.source = "measured on this machine now";
     if (!path.empty()) {
+        cal.path = path;  // the file says where it is
         try {
             write_file(path, saved_json(cal, c), "calibration");
-            cal.path = path;
             cal.cost.source += ", saved in " + path;
         } catch (const FileError&) {
+            cal.path.clear();
             cal.cost.source += " (not saved: " + path + " could not be written)";
         }
     }

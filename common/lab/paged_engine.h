@@ -1,32 +1,44 @@
 // The lab: the real engine on a pool of blocks it owns, for one run of a
 // checked queue (validation.h): a fresh pool every run, its caches empty,
 // each step timed by the thread's CPU time as the lab times every real step.
-// The pool stores its keys and values in `format` (chapter 10).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "../core/block_pool.h"
 #include "../core/transformer.h"
 #include "../serving/cpu_time.h"
+#include "../serving/memory_manager.h"
 #include "../serving/paged_executor.h"
 #include "../serving/paged_memory.h"
 
 namespace kv {
 
-class PagedEngine : public Executor {
-  public:
-    PagedEngine(Transformer& model, std::uint64_t seed, const PagedMemoryOptions& o,
-                NumberFormat format = NumberFormat::float32)
-        : pool_(model.config(), o.block_size, o.blocks, format),
-          executor_(model, seed, pool_, o.preemption, StepClock::thread_cpu) {}
-    double run(const StepPlan& plan) override { return executor_.run(plan); }
-    void release(const Request& r) override { executor_.release(r); }
-    const BlockPool& pool() const { return pool_; }
+// Members in the order they are made and the reverse of their end: the
+// executor and the block manager hold references into the pool.
+struct PoolEngine : Executor {
+    PoolEngine(const Config& c, int block_size, int blocks,
+               NumberFormat format = NumberFormat::float32)
+        : pool(c, block_size, blocks, format) {}
+    double run(const StepPlan& plan) override { return executor->run(plan); }
+    void release(const Request& r) override { executor->release(r); }
 
-  private:
-    BlockPool pool_;  // declared before executor_, which holds a reference to it
-    PagedExecutor executor_;
+    BlockPool pool;
+    std::unique_ptr<MemoryManager> memory;  // set when the manager's tables name the pool's
+                                            // blocks (chapter 08): the run must use this one
+    std::unique_ptr<Executor> executor;     // the engine on the pool
 };
+
+// Chapter 07's engine: a block table per request, blocks taken from the pool.
+// The pool stores its keys and values in `format` (chapter 10).
+inline std::unique_ptr<PoolEngine> paged_engine(Transformer& model, std::uint64_t seed,
+                                                const PagedMemoryOptions& o,
+                                                NumberFormat format = NumberFormat::float32) {
+    auto engine = std::make_unique<PoolEngine>(model.config(), o.block_size, o.blocks, format);
+    engine->executor = std::make_unique<PagedExecutor>(model, seed, engine->pool, o.preemption,
+                                                       StepClock::thread_cpu);
+    return engine;
+}
 
 }  // namespace kv

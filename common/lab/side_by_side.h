@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <numeric>
 #include <span>
 #include <vector>
@@ -50,8 +51,8 @@ inline SideBySide run_side_by_side(Transformer& model, std::uint64_t seed,
     PagedMemory simulated_memory(o), engine_memory(o);
     SimulatedExecutor simulated(cost);
     r.simulated = run_schedule(requests, policy, simulated_memory, PrefillFirst{}, simulated);
-    PagedEngine engine(model, seed, o, format);
-    r.engine = run_schedule(requests, policy, engine_memory, PrefillFirst{}, engine);
+    const std::unique_ptr<PoolEngine> engine = paged_engine(model, seed, o, format);
+    r.engine = run_schedule(requests, policy, engine_memory, PrefillFirst{}, *engine);
     return r;
 }
 

@@ -15,12 +15,12 @@ CheckedRow check_queue_against_engine(const CheckedQueue& q, Transformer& model,
         if (on_run) on_run(run);
         const std::unique_ptr<Executor> engine = q.engine(model);
         fastest.start_run(*engine);
-        q.run(fastest);
+        q.run(fastest, engine.get());
     }
     fastest.replay();
-    const Schedule real = q.run(fastest);
+    const Schedule real = q.run(fastest, nullptr);
     SimulatedExecutor simulated(cost);
-    const Schedule sim = q.run(simulated);
+    const Schedule sim = q.simulate ? q.simulate(cost) : q.run(simulated, nullptr);
     CheckedRow row{q.chapter, q.name, q.operating_point, summarize(real), summarize(sim)};
     row.same_order = first_token_order(real) == first_token_order(sim);
     row.run_spread = fastest.run_spread();

@@ -29,9 +29,15 @@ struct CheckedQueue {
     std::vector<Request> requests;  // the workload, as run_schedule takes it
     // Runs the queue once through `executor`, with fresh memory bookkeeping
     // (its policy, memory manager and step composition are the chapter's).
-    std::function<Schedule(Executor& executor)> run;
+    // `engine` is the fresh engine `executor` times, or null (the simulator,
+    // the replay of the engine's fastest steps): a run whose block manager
+    // lives in the engine (PoolEngine::memory, chapter 08's) takes it there.
+    std::function<Schedule(Executor& executor, Executor* engine)> run;
     // A fresh real executor for one run on `model`: its caches start empty.
     std::function<std::unique_ptr<Executor>(Transformer& model)> engine;
+    // The simulator's run when a step costs more than the step cost says
+    // (chapter 07's swaps copy bytes); none: run() through a SimulatedExecutor.
+    std::function<Schedule(const StepCost& cost)> simulate;
 };
 
 // What the simulator said against what the engine did, for one queue.

@@ -1,20 +1,15 @@
 // Chapter 05: the memory budget, how many requests fit at once.
 //
-// Every running request holds its KV cache, priced with chapter 03's
-// arithmetic (memory_arithmetic.h): bytes_per_token of the model's cache
-// shape for every position. A server gives the caches a fixed budget and
-// admits a request only if its cache will fit. It charges each request in
-// one of chapter 03's two ways (memory_manager.h keeps the accounts):
-//   full (whole_context): the longest context the request may reach,
-//         prompt + answer cap - 1 positions, from admission to the end.
-//         Nothing can run out later, but most of the reservation sits
-//         empty: answers are usually far shorter than the cap.
-//   held (tokens_held): only the positions its cache holds now. More
-//         requests fit, but the caches grow by one position per decode
-//         step, and when the next step would not fit, the newest request is
-//         preempted: its cache is dropped and it goes back to the queue, to
-//         be prefilled again (prompt and answer so far) when there is room.
-//         The oldest request is never preempted, so the queue always moves.
+// Every running request holds its KV cache, chapter 03's bytes_per_token
+// for every position. A server gives the caches a fixed budget and admits a
+// request only if its cache will fit, charging it one of two ways
+// (memory_manager.h keeps the accounts):
+//   full (whole_context): the longest context it may reach, prompt + answer
+//         cap - 1 positions, from admission on. Nothing runs out later, but
+//         most of it sits empty: answers are usually far shorter than the cap.
+//   held (tokens_held): only the positions its cache holds now. More fit,
+//         but when the caches outgrow the budget the newest request is
+//         preempted: its cache dropped, back to the queue, prefilled again.
 #pragma once
 
 #include <algorithm>
@@ -60,9 +55,7 @@ inline const Request* first_that_never_fits(std::span<const Request> requests,
     return nullptr;
 }
 
-// How many requests fit at once. Charged their longest context: the fewest
-// (all as long as the longest) and for an average request. Charged what
-// they hold: an average request at its last step, when it holds the most.
+// How many requests fit at once.
 struct Concurrency {
     std::uint64_t fewest = 0;  // full: budget / the longest context of any request
     double average = 0;        // full: budget / the mean longest context

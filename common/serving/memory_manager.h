@@ -1,21 +1,16 @@
 // Chapter 05: the memory manager, who may hold how much KV cache.
 //
-// The scheduler asks it four questions and tells it three things:
-//   may this request join now (can_admit), and does the next step fit
-//   (can_grow)? When the step does not fit, which row makes room (victim)?
-//   Could this request ever run (fits_alone)?
-//   this request joined (admit), the step ran (grow), it left (release).
-// It keeps the accounts, never the keys and values themselves: those live
-// in the executor's caches. Chapter 05 has two managers, chapter 03's two
-// ways of charging a request:
+// The scheduler asks it whether a request may join now (can_admit), whether
+// the next step fits (can_grow), which row makes room when it does not
+// (victim) and whether a request could ever run (fits_alone); and tells it
+// who joined (admit), that the step ran (grow) and who left (release). It
+// keeps the accounts, never the keys and values (the executor's caches).
+// Chapter 05 has chapter 03's two ways of charging a request:
 //   WholeContextReservation (full): its longest context, prompt + answer
-//     cap - 1 positions, from admission to the end. Nothing can run out
-//     later, and nothing is ever preempted.
+//     cap - 1 positions, from admission on: nothing is ever preempted.
 //   TokensHeld (held): the positions its cache holds now. More requests
 //     fit, but when the next step would not, a request must make room.
-// Chapter 07 adds a paged manager (blocks of B positions, a block table per
-// request, a watermark, preemption by recompute or swap) and chapter 08 one
-// that shares cached prefixes (cached_prefix): both as subclasses here.
+// Chapters 07 and 08 add paged and prefix-sharing managers as subclasses.
 #pragma once
 
 #include <cstdint>
@@ -32,12 +27,10 @@ class MemoryManager {
   public:
     virtual ~MemoryManager() = default;
 
-    // Could r run at all, alone on an empty server? One that could not
-    // would wait forever, so the scheduler refuses the whole queue.
+    // Could r run alone on an empty server? If not, it would wait forever.
     virtual bool fits_alone(const Request& r) const = 0;
-    // Positions at the start of r's sequence whose keys and values are
-    // already cached (chapter 08 shares prefixes between requests); its
-    // prefill starts after them. None here.
+    // Positions at the start of r's sequence already cached, where its
+    // prefill starts (chapter 08 shares prefixes). None here.
     virtual int cached_prefix(const Request&) const { return 0; }
     // May r join now beside `batch` (the admitted requests, in join order),
     // holding its whole sequence so far, r.length() positions?
@@ -47,8 +40,7 @@ class MemoryManager {
         r.held = r.length();
         held_ += std::uint64_t(r.held);
     }
-    // Do the positions the next step adds fit? When they do not, the
-    // scheduler sends a request back (victim) and asks again.
+    // Do the positions the next step adds fit?
     virtual bool can_grow(const StepPlan& plan) const = 0;
     // The step is about to run: its rows' new positions are taken.
     virtual void grow(const StepPlan& plan) {
@@ -63,10 +55,8 @@ class MemoryManager {
         held_ -= std::uint64_t(r.held);
         r.held = 0;
     }
-    // Which row of the batch makes room when the next step does not fit.
-    // Rule: a padding row if there is one (its request is answered), the
-    // newest first; else the newest request. The scheduler never asks with
-    // one row left, so the oldest always finishes.
+    // Which row makes room when the next step does not fit. Rule: a padding
+    // row if there is one, the newest first; else the newest request.
     virtual std::size_t victim(std::span<Request* const> batch) const {
         for (std::size_t i = batch.size(); i-- > 0;)
             if (batch[i]->status == RequestStatus::finished) return i;

@@ -3,12 +3,10 @@
 // time to first token (TTFT): from arrival until the first answer token,
 //   the wait a user feels before anything happens;
 // end-to-end latency: from arrival until the last answer token;
-// time per output token: how fast the answer streams once it has started;
 // time between tokens (TBT): each gap between two tokens of one answer,
 //   the stutter a reader of a streamed answer sees (a mean hides it);
 // throughput: answer tokens per second for the whole server;
-// mean batch: how many requests a decode step served, on average (static
-//   batching also computes padding rows, answered requests still in the batch).
+// mean batch: requests a decode step served, on average.
 #pragma once
 
 #include <algorithm>

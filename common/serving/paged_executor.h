@@ -1,13 +1,10 @@
 // Chapter 07: the real engine on a paged KV cache.
 //
-// Chapter 05's real executor, with each request's cache made as a block
-// table into one BlockPool instead of one array sized for its longest
-// context. Blocks are taken as a sequence grows (the forward pass reserves
-// them) and given back when it leaves. A request preempted by swap has its
-// blocks copied out to host memory first (swap_out) and copied back into
-// fresh blocks when it runs again (swap_in), so it resumes where it
-// stopped without recomputing anything. The executor counts the bytes it
-// moves; the time they take is in its wall clock, like every other step.
+// Chapter 05's real executor, each request's cache a block table into one
+// BlockPool: blocks are taken as a sequence grows and given back when it
+// leaves. A request preempted by swap has its blocks copied out to host
+// memory (swap_out) and back into fresh blocks when it runs again
+// (swap_in); the copies' time is in the step's, like any other work.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +39,8 @@ class PagedExecutor : public RealExecutor {
     }
 
   protected:
-    // A block table with room for the request's longest context; a
-    // request coming back from a swap gets its blocks back first.
+    // A block table for the request's longest context; back from a swap,
+    // its blocks are copied in first.
     std::unique_ptr<KVStore> make_cache(const Request& r) override {
         auto cache = std::make_unique<PagedKVCache>(pool_, r.prompt_len + r.answer_cap - 1);
         if (std::size_t(r.id) < swapped_.size() && swapped_[std::size_t(r.id)].positions > 0) {

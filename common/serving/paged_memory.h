@@ -1,24 +1,18 @@
 // Chapter 07: the block manager, chapter 05's memory manager in blocks.
 //
 // The budget is a pool of blocks of B positions. A request holds the blocks
-// its sequence needs, blocks_for(positions, B), taken one at a time as it grows
-// and all given back when it finishes; nothing is reserved for an answer
-// that may never come. Three rules decide who runs:
-//   admit: a waiting request joins if its sequence's blocks fit and leave
-//     at least the watermark's share of the pool free. Without a
-//     watermark, a newcomer may take the last free block, and the very
-//     next step, in which the running requests grow, must preempt someone.
-//   grow: before a step, the blocks its new positions need must be free;
-//     when they are not, the newest request is preempted (chapter 05's
-//     victim), and the step is composed again without it.
-//   preempt: either by recompute (its blocks are dropped and it prefills
-//     again, prompt and answer so far, when it rejoins), or by swap (its
-//     blocks are copied to host memory and back when it rejoins: no
-//     recomputation, but bytes over the bus both ways).
-// This is the bookkeeping only, in counts of blocks, shared by the
-// simulator and the real engine: the engine's executor takes its blocks
-// from a real BlockPool of the same size, and the tests hold the two
-// counts equal at every step.
+// its sequence needs, taken one at a time as it grows and given back when
+// it finishes: nothing is reserved for an answer that may never come.
+//   admit: a request joins if its blocks fit and leave the watermark's
+//     share of the pool free (without one, the next step, in which the
+//     running requests grow, may have to preempt someone at once).
+//   grow: the blocks a step's new positions need must be free; when they
+//     are not, the newest request is preempted (chapter 05's victim).
+//   preempt: by recompute (its blocks are dropped; it prefills again when
+//     it rejoins) or by swap (its blocks are copied to host memory and back:
+//     no recomputation, but bytes over the bus both ways).
+// Counts of blocks only, shared by the simulator and the real engine, whose
+// executor takes real blocks from a BlockPool of the same size.
 #pragma once
 
 #include <cstdint>
@@ -58,16 +52,12 @@ class PagedMemory : public MemoryManager {
     std::int64_t blocks_swapped_out() const { return swapped_out_; }
     std::int64_t blocks_swapped_in() const { return swapped_in_; }
 
-    // A request that could never run alone: its longest context needs more
-    // blocks than the whole pool.
     bool fits_alone(const Request& r) const override {
         return blocks_for(r.prompt_len + r.answer_cap - 1) <= o_.blocks;
     }
 
     // Swap: a request coming back finds its computed positions in host
-    // memory; they are copied in, not prefilled again. (Chapter 05's seam
-    // means "positions whose keys and values need not be computed"; here
-    // they come back from host memory, in chapter 08 from a shared prefix.)
+    // memory; they are copied in, not prefilled again.
     int cached_prefix(const Request& r) const override {
         return std::size_t(r.id) < swapped_.size() ? swapped_[std::size_t(r.id)] : 0;
     }
@@ -102,9 +92,8 @@ class PagedMemory : public MemoryManager {
         }
     }
 
-    // A finished request gives its blocks back. A preempted one (still
-    // answering) does too; by swap, its computed positions wait in host
-    // memory; by recompute, they are lost and will be computed again.
+    // Every request gives its blocks back; a preempted one's computed
+    // positions wait in host memory (swap) or are lost (recompute).
     void release(Request& r) override {
         if (r.status != RequestStatus::finished) {
             int& coming = at(swapping_in_, r.id);

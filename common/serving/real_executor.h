@@ -1,14 +1,12 @@
 // Chapter 05: the real executor, the scheduler driving the real engine.
 //
 // It runs each step plan through the transformer's one forward pass: with
-// the cache, every row continues its request's own KV cache (a prefill is
-// chapter 02's, a decode step chapter 04's batched step); without it, a
-// pass that recomputes every row's sequence from its first token (chapter
-// 01's naive step, for a batch). The tokens it produces join the request's
-// record. Its clock is the wall clock (what a user would see) or, for
-// validation, the thread's CPU time (cpu_time.h): each step returns the
-// time since the previous one returned, so the scheduler's own
-// bookkeeping between steps is counted too.
+// the cache, every row continues its request's own KV cache; without it,
+// every row's sequence is recomputed from its first token (chapter 01's
+// naive step, for a batch). The tokens it produces join the request's
+// record. Each step returns the time since the previous one returned, on
+// the wall clock or the thread's CPU time (cpu_time.h), so the scheduler's
+// own bookkeeping between steps is counted too.
 #pragma once
 
 #include <chrono>
@@ -36,8 +34,7 @@ inline std::vector<int> request_prompt(const Request& r, int vocab_size, std::ui
 }
 
 // Without the cache: every sequence recomputed from its first token in one
-// forward pass, its weight products over all rows at once, each sequence
-// into a scratch cache thrown away afterwards. Row i holds sequence i's logits.
+// forward pass, into scratch caches thrown away. Row i: sequence i's logits.
 inline const Matrix& naive_batch_step(Transformer& model,
                                       std::span<const std::vector<int>> sequences) {
     std::vector<KVCache> scratch;
@@ -71,25 +68,21 @@ class RealExecutor : public Executor {
         return lap();
     }
 
-    // r left the batch: its cache is freed (after a preemption it is built
-    // again by its next prefill).
+    // r left the batch: its cache is freed.
     void release(const Request& r) override {
         if (std::size_t(r.id) < caches_.size()) caches_[std::size_t(r.id)].reset();
     }
 
   protected:
-    // A request's cache, made when its first prefill runs: here one array
-    // with room for everything it may come to hold, as the budget's "full"
-    // charge assumes. Chapter 07 makes block tables into a pool instead.
+    // A request's cache, made at its first prefill: one array for its
+    // longest context. Chapter 07 makes block tables into a pool instead.
     virtual std::unique_ptr<KVStore> make_cache(const Request& r) {
         return std::make_unique<KVCache>(model_.config(), r.prompt_len + r.answer_cap - 1);
     }
 
   private:
-    // Every row continues its own cache; a prefill starts a new one
-    // (make_cache). A padding row (answered, but its row still
-    // runs) feeds its last cached token again at the same position, which
-    // rewrites the same key and value: work, and no change.
+    // Every row continues its own cache. A padding row feeds its last cached
+    // token again at the same position: work, and no change.
     const Matrix& cached_step(const StepPlan& plan) {
         inputs_.clear();
         for (const StepRow& row : plan.rows) {

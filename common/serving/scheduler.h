@@ -4,25 +4,20 @@
 // first served unless the policy gives a priority) and a batch of admitted
 // requests, and its turn is four named steps:
 //   1. admit: waiting requests join the batch, if the policy allows it now,
-//      there is a free slot and the memory manager has room; each one's
-//      prefill then produces its first answer token;
+//      there is a free slot and the memory manager has room;
 //   2. make room: when the next step would not fit in memory, send the
 //      newest request back to the queue;
-//   3. decode: one step in which every running request produces one more
-//      token (what a step carries is the step composition's choice,
-//      step_plan.h; the memory rules are the memory manager's,
-//      memory_manager.h);
+//   3. decode: the step runs (what it carries is step_plan.h's choice) and
+//      its tokens come out;
 //   4. retire: finished requests leave, freeing their slot and their cache.
-// Static batching differs in two ways: requests join only an empty batch,
-// and a finished request's row stays in the batch as padding, still
-// computed at every step and still holding its cache (which no longer
-// grows), until the batch's longest answer is done: the batch is one block
-// of B rows from start to end. Continuous batching lets the finished leave
-// and the waiting join at every step.
-// It never does any work itself: it asks an Executor to, and the executor
-// says how many seconds that took. The simulated executor answers from the
-// step cost (step_cost.h); the real one (real_executor.h) runs the transformer and reads
-// the wall clock. Same loop, so the two compare like with like.
+// Static batching lets requests join only an empty batch, and keeps a
+// finished request's row as padding, still computed at every step, until
+// the batch's longest answer is done. Continuous batching lets the finished
+// leave and the waiting join at every step.
+// The scheduler never does the work: an Executor runs each step and says how
+// many seconds it took, priced by the step cost (the simulator) or timed on
+// the real engine (real_executor.h). Same loop, so the two compare like with
+// like.
 #pragma once
 
 #include <algorithm>
@@ -45,23 +40,21 @@
 
 namespace kv {
 
-// Which waiting request goes next: the lowest priority value first, ties
-// in arrival order. The book's policies leave it empty: first come, first
-// served. The exercises try others.
+// Which waiting request goes next: the lowest value first, ties in arrival
+// order. The book's policies leave it empty (first come, first served); the
+// exercises try others.
 using QueuePriority = double (*)(const Request&);
 
 struct Policy {
-    std::string name;  // as printed: "continuous, cache"
-    int batch = 1;     // most requests running at once; 1 is serial
-    bool continuous =
-        false;          // join at every step (continuous) or only into an empty batch (static)
-    bool cache = true;  // keep each request's KV cache, or recompute every step from token 0
+    std::string name;                  // as printed: "continuous, cache"
+    int batch = 1;                     // most requests running at once; 1 is serial
+    bool continuous = false;           // join at every step, or only into an empty batch (static)
+    bool cache = true;                 // keep each request's KV cache, or recompute from token 0
     QueuePriority priority = nullptr;  // none: first come, first served
 };
 
-// The book's six policies: serial, static and continuous batching, each
-// without and with the KV cache. Serial is a batch of one. The headline
-// compares three of them, at these places in the list:
+// The book's six policies: serial (a batch of one), static and continuous
+// batching, each without and with the KV cache; the headline's three at:
 inline constexpr int kSerialNoCache = 0, kSerialCache = 3, kStaticCache = 4, kContinuousCache = 5;
 inline std::vector<Policy> book_policies(int batch) {
     return {{"serial, no cache", 1, false, false},        {"static, no cache", batch, false, false},
@@ -81,12 +74,10 @@ class Executor {
     virtual void release(const Request&) {}
 };
 
-// Prices each step by the one formula (step_cost.h) and does none of the
-// work: the simulator.
+// The simulator: each step priced by the one formula (step_cost.h), none
+// of the work done. It keeps its own copy of the prices.
 class SimulatedExecutor : public Executor {
   public:
-    // Keeps its own copy of the prices: an executor made from a temporary
-    // StepCost stays valid.
     explicit SimulatedExecutor(StepCost cost) : cost_(std::move(cost)) {}
     double run(const StepPlan& plan) override { return cost_.seconds(plan); }
 
@@ -97,8 +88,7 @@ class SimulatedExecutor : public Executor {
 // ----------------------------------------------------------- the record
 
 struct Schedule {
-    std::vector<Request> requests;  // (requests) every record as the run left it, indexed like the
-                                    // workload
+    std::vector<Request> requests;  // (requests) every record as the run left it
     double end_s = 0;               // the clock when the last request finished
     std::int64_t prefills = 0;      // including prefills again after a preemption
     std::int64_t decode_steps = 0;
@@ -170,12 +160,10 @@ class Scheduler {
     }
 
   private:
-    // 1. Admit. Rule: continuous batching fills free slots at every turn;
-    //    static batching only a batch that has not started decoding (it
-    //    fills an empty one). First come first served, or the policy's
-    //    priority, and the head of the queue is never overtaken: when it
-    //    does not fit, nobody joins. Into an empty batch it always joins
-    //    (the constructor made sure it fits alone).
+    // 1. Admit. Rule: continuous batching fills free slots at every turn,
+    //    static batching only a batch that has not started decoding. The
+    //    head of the queue is never overtaken: when it does not fit, nobody
+    //    joins. Into an empty batch it always fits (the constructor checked).
     void admit() {
         if (!policy_.continuous && static_batch_closed_) return;
         while (int(batch_.size()) < policy_.batch) {
@@ -192,11 +180,10 @@ class Scheduler {
         }
     }
 
-    // 2. Make room. Rule: the step's new positions must fit in memory.
-    //    Until they do, the memory manager's victim leaves the batch: a
-    //    padding row simply goes (its request is answered); a request goes
-    //    back to the queue, to be prefilled again, prompt and answer so far.
-    //    One row always stays, so the oldest always finishes.
+    // 2. Make room. Rule: until the step's new positions fit in memory, the
+    //    memory manager's victim leaves the batch: a padding row simply
+    //    goes; a request goes back to the queue, to be prefilled again. One
+    //    row always stays, so the oldest always finishes.
     void make_room() {
         while (!memory_.can_grow(plan_) && batch_.size() > 1) {
             const auto at = batch_.begin() + long(memory_.victim(batch_));
@@ -215,9 +202,8 @@ class Scheduler {
     }
 
     // 3. Decode (the step has run). Rule: each row's tokens are now cached;
-    //    a row whose whole sequence is then cached produces its next token:
-    //    a finished prefill its first (or, after a preemption, its next),
-    //    a decode row one more. A padding row produces nothing.
+    //    a row whose whole sequence is then cached produces its next token.
+    //    A padding row produces nothing.
     void decode(double seconds) {
         const double began = now_;
         now_ += seconds;
@@ -256,9 +242,8 @@ class Scheduler {
     }
 
     // 4. Retire. Rule: a request whose last token is out is finished.
-    //    Continuous batching lets it leave now, the others keeping their
-    //    join order; static batching keeps its row as padding until the
-    //    whole batch is answered (end_static_batch_if_answered).
+    //    Continuous batching lets it leave now; static batching keeps its
+    //    row as padding until the whole batch is answered.
     void retire() {
         bool any = false;
         for (const StepRow& row : plan_.rows) {
@@ -274,9 +259,7 @@ class Scheduler {
         if (any && policy_.continuous) std::erase_if(batch_, is_finished);
     }
 
-    // Static batching: the batch leaves together once every row is
-    // answered (after its last decode step, or when every answer was one
-    // token and nobody else joined).
+    // Static batching: the batch leaves together once every row is answered.
     void end_static_batch_if_answered() {
         if (!std::all_of(batch_.begin(), batch_.end(), is_finished)) return;
         for (Request* r : batch_) leave(*r);
@@ -291,9 +274,8 @@ class Scheduler {
             now_ = s_.requests[next_].arrival_s;
     }
 
-    // The waiting: arrived requests, and preempted ones sent back. Lowest
-    // (priority, id) first; without a priority, id (arrival order) alone,
-    // so a preempted request goes back to the head of the queue.
+    // Lowest (priority, id) first; without a priority, arrival order, so a
+    // preempted request goes back to the head of the queue.
     void wait(const Request& r) {
         waiting_.push({policy_.priority ? policy_.priority(r) : double(r.id), r.id});
     }

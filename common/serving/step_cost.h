@@ -1,24 +1,18 @@
 // The serving lesson: what one engine step costs, in seconds.
 //
-// The scheduler hands an executor one step at a time (step_plan.h): a
-// prefill, a decode step, a recomputation without the cache, or a mix of
-// prompt chunks and decode rows. One formula prices every one of them,
-// from what the forward pass does:
+// Every step (step_plan.h: a prefill, a decode step, a recomputation, a
+// mix of prompt chunks and decode rows) is priced by one formula, from what
+// the forward pass does:
 //   it reads the weights once, however many rows it carries (fixed);
 //   every row (token) goes through the layers' weights (per row);
-//   every sequence in it gets one row of logits, the output projection
-//     (per sequence);
-//   every row attends to the positions before it and itself: a row of n
-//     tokens after `first` cached ones attends to n first + n (n + 1) / 2
-//     pairs (per pair);
-//   and every sequence's keys and values, first + n positions, are brought
-//     in from memory for its rows (per position): a decode row reads each
-//     position for one pair, a chunk of 64 tokens reads it once for 64.
+//   every sequence gets one row of logits, the output projection (per
+//     sequence);
+//   a row of n tokens after `first` cached ones attends to n first +
+//     n (n + 1) / 2 (query, position) pairs (per pair);
+//   and reads its sequence's keys and values, first + n positions, from
+//     memory once for all its rows (per position).
 //   step = fixed + per_row x rows + per_sequence x sequences
 //          + per_pair x pairs + per_position x positions
-// A decode step of B sequences is B rows, B sequences and context + B
-// pairs; a prefill of L tokens is L rows, 1 sequence and L (L + 1) / 2
-// pairs; a step without the cache recomputes each sequence from position 0.
 // The five prices are counted (analytic_step_cost, below: the same on every
 // machine) or fitted to this machine's engine (common/lab/calibration.h).
 // The simulator prices a step by this formula and nothing else.
@@ -86,16 +80,14 @@ struct StepCost {
 // ------------------------------------------------------------- analytic
 
 // Round numbers for one laptop core, not a measurement: the analytic prices
-// exist to be exact and the same everywhere, so that tests can check the
-// scheduler to the last bit. Shapes, not speeds, are what they get right.
+// are the same everywhere, so that tests check the scheduler to the last bit.
 inline constexpr double kAnalyticFlopsPerSecond = 40e9;  // multiply-adds count as 2
 inline constexpr double kAnalyticBytesPerSecond = 40e9;  // from memory to the core
 
-// Prices a step by the arithmetic it does plus the bytes it must read.
-// Adding the two assumes no overlap (an upper bound at these rates);
-// chapter 04's roofline takes the larger, assuming perfect overlap (a lower
-// bound); one real thread lies between. The sum is linear in the counts, so
-// it fills the same five prices a calibration fits.
+// Prices a step by the arithmetic it does plus the bytes it reads: no
+// overlap, an upper bound (chapter 04's roofline takes the larger, a lower
+// one). The sum is linear in the counts: the same five prices a calibration
+// fits.
 inline StepCost analytic_step_cost(const Config& c) {
     const double F = kAnalyticFlopsPerSecond, B = kAnalyticBytesPerSecond;
     // A multiply and an add per multiplied weight (Config::multiplied_parameters):

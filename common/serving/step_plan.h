@@ -1,17 +1,12 @@
 // Chapter 05: the step plan, what one engine step carries.
 //
-// The scheduler never runs the model itself. At every turn it decides what
-// the next forward pass carries: for each sequence in it, which of its
-// tokens (a whole prompt, a chunk of one, or one new token to decode), and
-// hands that plan to an executor. Deciding is a seam of its own
-// (StepComposition), so that a later chapter can fill steps differently
-// without touching the scheduler:
-//   chapter 05 (PrefillFirst): a newcomer's prefill runs alone, its whole
-//     prompt in one pass, while every running request waits; once nobody
-//     is left to prefill, one decode step for the whole batch;
-//   chapter 09: prompts of several newcomers in one pass (batched prefill),
-//     or decode rows and prompt chunks together under a token budget
-//     (chunked prefill): one plan with rows of every kind.
+// At every turn the scheduler decides what the next forward pass carries:
+// for each sequence, which of its tokens (a whole prompt, a chunk of one,
+// or one new token to decode). Deciding is a seam of its own
+// (StepComposition), so that a later chapter fills steps differently
+// without touching the scheduler: chapter 05's PrefillFirst runs each
+// newcomer's prompt alone, then one decode step for the whole batch;
+// chapter 09 batches prompts, or mixes decode rows and prompt chunks.
 #pragma once
 
 #include <algorithm>
@@ -23,9 +18,8 @@
 namespace kv {
 
 // One sequence's part of a step. Its kind follows from its request's
-// status: prefilling (a prompt, or a chunk of one), decoding (one new
-// token), or finished (static batching's padding: the row runs, and
-// rewrites a position it already holds).
+// status: prefilling, decoding, or finished (static batching's padding: the
+// row runs, and rewrites a position it already holds).
 struct StepRow {
     Request* request = nullptr;
     int first = 0;   // position of its first token in this step; the ones before are cached
@@ -70,10 +64,8 @@ inline StepRow decode_row(Request& r, bool cache) {
     return cache ? StepRow{&r, r.cached, 1} : StepRow{&r, 0, r.cached + 1};
 }
 
-// Decides what the next step carries. `batch` holds the admitted requests
-// in join order; `plan` is cleared first. An empty plan means nothing to run.
-// A composition is a rule, not a state: it decides from the batch alone
-// (what each request has cached, its status), so it is const.
+// Decides what the next step carries from the batch alone (the admitted
+// requests in join order): a rule, not a state, so it is const.
 class StepComposition {
   public:
     virtual ~StepComposition() = default;
@@ -81,8 +73,8 @@ class StepComposition {
 };
 
 // Chapter 05's steps. Rule: prefills first, each newcomer alone, the
-// oldest first (it produces the request's first token, the wait a user
-// feels); when none is left, one decode step for every row of the batch.
+// oldest first (its first token is the wait a user feels); when none is
+// left, one decode step for every row of the batch.
 class PrefillFirst : public StepComposition {
   public:
     void compose(std::span<Request* const> batch, bool cache, StepPlan& plan) const override {

@@ -3,10 +3,9 @@
 //
 // Each request brings a prompt and will receive an answer. The server
 // learns the answer's length only when the model stops, so it plans with
-// the cap the client asked for (max_new_tokens in a real API), not with
-// the length itself. Lengths come from seeded draws of kv::Rng, built from
-// integer arithmetic and + - * / only, so a seed gives the same queue on
-// every machine and standard library.
+// the cap the client asked for (max_new_tokens). Lengths come from seeded
+// draws of kv::Rng and + - * / only: a seed gives the same queue on every
+// machine and standard library.
 #pragma once
 
 #include <cstdint>
@@ -99,9 +98,8 @@ inline int geometric_length(Rng& rng, int mean, int cap) {
     return n;
 }
 
-// The queue, in arrival order, every request still waiting. The options
-// must make sense (prompt_min <= prompt_max, lengths of at least 1); the
-// chapter's experiment checks them, naming the flags.
+// The queue, in arrival order, every request still waiting (the options
+// checked by the chapter: check_queue).
 inline std::vector<Request> make_workload(const WorkloadOptions& w) {
     Rng rng(w.seed ^ 0x51D0C0DEull);  // apart from the weights drawn from the same --seed
     std::vector<Request> requests(static_cast<std::size_t>(w.requests));

@@ -1,12 +1,8 @@
-// Chapter 05's checked queues for make validate.
-//
-// Its operating point: the three policies with the cache (serial, static
-// and continuous batching) on the first requests of the chapter's default
-// queue (128 of its 1,000, all there at time 0), at its batch of 32 and
-// its 16 MiB of KV cache, each request charged its longest context. Beside
-// them, the three policies without the cache on a few requests in batches
-// of a quarter of them: every step of theirs recomputes each sequence from
-// its first token, which the engine takes long to do for real.
+// Chapter 05's checked queues for make validate. Its operating point: the
+// three policies with the cache on the first 128 requests of the chapter's
+// queue, at its batch of 32 and its 16 MiB, each request charged its
+// longest context. Beside them, the three policies without the cache on a
+// few requests (the engine recomputes every sequence at every step).
 #pragma once
 
 #include <algorithm>
@@ -40,7 +36,7 @@ inline std::vector<CheckedQueue> ch05_checked_queues(const ValidateOptions& o) {
                  ", " + std::to_string(requests) + " requests";
         c.operating_point = operating_point;
         c.requests = make_workload(w);
-        c.run = [requests = c.requests, policy, budget](Executor& executor) {
+        c.run = [requests = c.requests, policy, budget](Executor& executor, Executor*) {
             return run_schedule(requests, policy, budget, executor);
         };
         const std::uint64_t seed = o.seed;

@@ -3,9 +3,9 @@
 // watermark of 5%), on its first requests: at the budget (16 MiB), and at
 // the tight budget (4 MiB) where memory runs out, preempting by recompute
 // and by swap. On the engine every request's cache is a block table into a
-// real pool of the budget's blocks. The simulator prices each step by the
-// step cost alone: a swap's copies are the engine's, so the swap queue's
-// error includes them.
+// real pool of the budget's blocks. The simulator prices each step as the
+// chapter does (SwapPricedExecutor): the step cost, and a swap's copies at
+// this machine's copy rate.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "../../chapters/07_paged_kv_cache/experiment.h"
+#include "../../chapters/07_paged_kv_cache/swap_priced_executor.h"
 #include "../../common/core/block_pool.h"
 #include "../../common/core/transformer.h"
 #include "../../common/lab/paged_engine.h"
 #include "../../common/lab/validation.h"
-#include "../../common/serving/paged_executor.h"
 #include "../../common/serving/paged_memory.h"
 #include "../../common/serving/scheduler.h"
 #include "options.h"
@@ -26,13 +26,11 @@
 namespace kv {
 
 inline std::vector<CheckedQueue> ch07_checked_queues(const ValidateOptions& o) {
-    ch07::Experiment e;  // the chapter's defaults, on the options' model
-    e.model = o.model;
-    e.seed = o.seed;
-    e.queue.workload.requests = o.requests;  // the queue's first requests: its draws go in order
-    e.check();
+    const ch07::Experiment e = chapter_defaults<ch07::Experiment>(o);
     const Policy policy = e.continuous();
     const std::vector<Request> requests = make_workload(workload_of(e.queue, e.seed));
+    const std::uint64_t per_block = BlockPool::bytes_per_block(e.model, e.block_size);
+    const double swap_rate = e.measure_swap_rate();
     auto checked = [&](const std::string& name, std::uint64_t mib, Preemption mode) {
         const PagedMemoryOptions memory = e.paged(mib, e.watermark, mode);
         CheckedQueue c;
@@ -40,13 +38,18 @@ inline std::vector<CheckedQueue> ch07_checked_queues(const ValidateOptions& o) {
         c.name =
             name + ", " + std::to_string(mib) + " MiB, " + std::to_string(o.requests) + " requests";
         c.requests = requests;
-        c.run = [requests, policy, memory](Executor& executor) {
+        c.run = [requests, policy, memory](Executor& executor, Executor*) {
             PagedMemory fresh(memory);
             return run_schedule(requests, policy, fresh, PrefillFirst{}, executor);
         };
+        c.simulate = [=](const StepCost& cost) {
+            PagedMemory fresh(memory);
+            SwapPricedExecutor priced(cost, fresh, per_block, swap_rate);
+            return run_schedule(requests, policy, fresh, PrefillFirst{}, priced);
+        };
         const std::uint64_t seed = o.seed;
         c.engine = [seed, memory](Transformer& model) -> std::unique_ptr<Executor> {
-            return std::make_unique<PagedEngine>(model, seed, memory);
+            return paged_engine(model, seed, memory);
         };
         return c;
     };

@@ -1,9 +1,6 @@
-// Chapter 09's queues for `make validate`: its operating point (512-token
-// prompts, chunked prefill at 64 prompt tokens a step, 48 requests,
-// continuous batching with the cache on blocks of 16) and, on the same
-// requests, prefill first and batched prefill beside it. The chapter's
-// program runs them in the simulator only; here each also runs on the real
-// engine, on a pool of blocks of its own.
+// Chapter 09's checked queues for make validate: its operating point
+// (512-token prompts, chunked prefill at 64 prompt tokens a step, 48
+// requests) and, on the same requests, prefill first and batched prefill.
 #pragma once
 
 #include <algorithm>
@@ -13,23 +10,17 @@
 #include <vector>
 
 #include "../../chapters/09_chunked_prefill/experiment.h"
-#include "../../common/core/block_pool.h"
 #include "../../common/core/transformer.h"
 #include "../../common/lab/paged_engine.h"
 #include "../../common/lab/validation.h"
-#include "../../common/serving/cpu_time.h"
-#include "../../common/serving/paged_executor.h"
 
 #include "options.h"
 
 namespace kv {
 
-// Chapter 09's model is the lab's with a context of 1,024 positions (its
-// 512-token prompts and their answers); the queues' names say so. When the
-// lab hands the engine another context, the queues run on a model of
-// chapter 09's shape with the same seed (the same weights: the context
-// length draws none), built once on first need. Each queue holds the
-// chapter's 48 requests, or the lab's count if that is smaller.
+// Chapter 09's model is the lab's with a context of 1,024 positions; when
+// the lab's engine has another, the queues run on a model of chapter 09's
+// shape with the same seed (the same weights), built once on first need.
 inline std::vector<CheckedQueue> ch09_checked_queues(const ValidateOptions& o) {
     ch09::Experiment chapter;
     chapter.model = ch09::chapter_model(o.model);
@@ -50,7 +41,7 @@ inline std::vector<CheckedQueue> ch09_checked_queues(const ValidateOptions& o) {
             if (!*own) *own = std::make_unique<Transformer>(config, seed);
             model = own->get();
         }
-        return std::make_unique<PagedEngine>(*model, seed, server.memory);
+        return paged_engine(*model, seed, server.memory);
     };
 
     std::vector<CheckedQueue> queues;
@@ -64,7 +55,7 @@ inline std::vector<CheckedQueue> ch09_checked_queues(const ValidateOptions& o) {
                  std::to_string(server.memory.block_size) + ")";
         q.operating_point = rule.chunk == chapter.chunk;
         q.requests = requests;
-        q.run = [server, rule, requests](Executor& executor) {
+        q.run = [server, rule, requests](Executor& executor, Executor*) {
             return server.serve(requests, rule, executor);
         };
         q.engine = engine;

@@ -1,6 +1,4 @@
-// make validate's options: the model and seed the chapters run, how long
-// the checked queues are, and how many times each real queue runs. Every
-// chapter's checked queues (chNN_queues.h) are made from them.
+// make validate's options, from which every chapter's checked queues are made.
 #pragma once
 
 #include <cstdint>
@@ -36,12 +34,23 @@ struct ValidateOptions {
                   "serve --dataset-name custom`");
     }
 
-    // The model must hold the calibration's steps (each chapter's queues
-    // check their own flags when they are made).
+    // The model must hold the calibration's steps (each chapter's queues check the rest).
     void check() const {
         check_model(model, calibration_positions(model),
                     std::uint64_t(kMostCalibratedBatch) + std::uint64_t(kLargestCalibratedChunk));
     }
 };
+
+// A chapter's experiment with its defaults on the options' model and seed,
+// its queue cut to the options' first requests (its draws go in order).
+template <class Experiment>
+Experiment chapter_defaults(const ValidateOptions& o) {
+    Experiment e;
+    e.model = o.model;
+    e.seed = o.seed;
+    e.queue.workload.requests = o.requests;
+    e.check();
+    return e;
+}
 
 }  // namespace kv

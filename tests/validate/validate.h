@@ -1,12 +1,9 @@
 // make validate: every chapter's checked queues on the real engine and on
-// the simulator (common/lab/validation.h), and one report: for each queue,
-// each measure real against simulated with the simulator's error; then
-// whether each operating point is within the target on all four measures.
-//
-// It is a measurement, not a test: a missed target is reported, and the
-// program still exits 0. Only a queue whose engine and simulator give the
-// first tokens in different orders is an error (exit 1): the scheduler is
-// the same code in both, so that is a bug, not a price.
+// the simulator (common/lab/validation.h), and one report: each measure
+// real against simulated, and whether each operating point is within the
+// target. A measurement, not a test: a missed target still exits 0. Only
+// first tokens in different orders are an error (exit 1): the scheduler is
+// the same code on both sides, so that is a bug, not a price.
 #pragma once
 
 #include <algorithm>
@@ -40,16 +37,9 @@ struct ValidateResults {
     double seconds = 0;                        // wall time of the whole validation
 };
 
-// "05-continuous-cache-128-requests.jsonl": the chapter, then the queue's
-// name with only [a-z0-9-] kept.
+// "05-continuous-cache-128-requests.jsonl"
 inline std::string workload_file_name(const CheckedQueue& q) {
-    std::string name = q.chapter + "-";
-    for (char ch : q.name)
-        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))
-            name += ch;
-        else if (name.back() != '-')
-            name += '-';
-    return name + ".jsonl";
+    return q.chapter + "-" + file_name_part(q.name) + ".jsonl";
 }
 
 // Each queue `runs` times on one engine, with a progress line on a
@@ -103,13 +93,6 @@ inline std::vector<std::string> misses(const CheckedRow& row) {
     return out;
 }
 
-// A number printed as text ("+4.2%"), right-aligned as numbers are.
-inline Cell as_number(const std::string& text, double value) {
-    Cell c(text);
-    c.json = json_number(value);
-    return c;
-}
-
 // One row per measure, each queue's name on its first: times to first
 // token and totals in seconds, times between tokens in milliseconds.
 inline Table validation_table(const std::vector<CheckedRow>& rows) {
@@ -124,8 +107,8 @@ inline Table validation_table(const std::vector<CheckedRow>& rows) {
             t.add_row(
                 {first ? row.chapter + ": " + row.name : "",
                  std::string(m.name) + (ms ? " (ms)" : " (s)"), Cell(ms ? 1e3 * real : real, 3),
-                 Cell(ms ? 1e3 * sim : sim, 3), as_number(signed_percent(e), e),
-                 first ? as_number(fixed(100 * row.run_spread, 1) + "%", row.run_spread) : Cell(""),
+                 Cell(ms ? 1e3 * sim : sim, 3), Cell(signed_percent(e), e),
+                 first ? Cell(fixed(100 * row.run_spread, 1) + "%", row.run_spread) : Cell(""),
                  first ? (row.same_order ? "yes" : "no") : ""});
             first = false;
         }
@@ -194,13 +177,6 @@ inline Json row_json(const CheckedRow& row) {
 }
 
 inline Json validate_json(const ValidateResults& r) {
-    std::vector<Json> rows, points, errors, saved;
-    for (const CheckedRow& row : r.rows) rows.push_back(row_json(row));
-    for (const std::string& line : operating_point_lines(r.rows))
-        points.push_back(
-            Json().add("line", line).add("within_target", !line.starts_with("warning")));
-    for (const std::string& e : order_errors(r.rows)) errors.push_back(Json().add("error", e));
-    for (const std::string& path : r.saved_workloads) saved.push_back(Json().add("path", path));
     return Json()
         .add("program", "validate")
         .add("machine", r.machine)
@@ -208,10 +184,16 @@ inline Json validate_json(const ValidateResults& r) {
         .add("step_cost", step_cost_json(r.pricing))
         .add("runs", r.runs)
         .add("target", kTarget)
-        .add("queues", rows)
-        .add("operating_points", points)
-        .add("order_errors", errors)
-        .add("saved_workloads", saved)
+        .add_each("queues", r.rows, row_json)
+        .add_each(
+            "operating_points", operating_point_lines(r.rows),
+            [](const std::string& line) {
+                return Json().add("line", line).add("within_target", !line.starts_with("warning"));
+            })
+        .add_each("order_errors", order_errors(r.rows),
+                  [](const std::string& e) { return Json().add("error", e); })
+        .add_each("saved_workloads", r.saved_workloads,
+                  [](const std::string& path) { return Json().add("path", path); })
         .add("seconds", r.seconds);
 }
 
