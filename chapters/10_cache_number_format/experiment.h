@@ -162,8 +162,9 @@ struct Experiment {
         if (loaded.tokenizer) {
             r.has_text = true;
             r.prompt_text = loaded.prompt_text();
-            r.answer_text =
-                loaded.answer_text(float32_answer(m, loaded.prompt, r.queue[0].answer_len).tokens);
+            const NumberFormat float32[] = {NumberFormat::float32};
+            r.answer_text = loaded.answer_text(
+                compare_formats(m, loaded.prompt, r.queue[0].answer_len, float32).tokens);
         }
         Config long_config = c;
         long_config.max_seq = long_context;
