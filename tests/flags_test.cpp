@@ -142,10 +142,6 @@ TEST_CASE("timed_runs warms up once and then times each repeat") {
     const std::vector<double> times = timed_runs(3, [&](bool timed) { told.push_back(timed); });
     CHECK(told == std::vector<bool>{false, true, true, true});
     REQUIRE(times.size() == 3);
-    for (double t : times) CHECK(t >= 0);
-    int calls = 0;
-    CHECK(median_seconds(4, [&] { ++calls; }) >= 0);
-    CHECK(calls == 5);
 }
 
 TEST_CASE("the step table keeps about six steps and the last; every method side by side") {

@@ -16,7 +16,6 @@
 #include "../kit/program.h"  // Progress
 #include "../kit/report.h"   // Json
 #include "../kit/saved_results.h"
-#include "../serving/cpu_time.h"
 #include "timed_step.h"
 
 namespace kv {

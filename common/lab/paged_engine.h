@@ -7,7 +7,6 @@
 
 #include "../core/block_pool.h"
 #include "../core/transformer.h"
-#include "../serving/cpu_time.h"
 #include "../serving/paged_executor.h"
 #include "../serving/paged_memory.h"
 
@@ -17,7 +16,7 @@ class PagedEngine : public Executor {
   public:
     PagedEngine(Transformer& model, std::uint64_t seed, const PagedMemoryOptions& o)
         : pool_(model.config(), o.block_size, o.blocks),
-          executor_(model, seed, pool_, o.preemption, StepClock::thread_cpu) {}
+          executor_(model, seed, pool_, o.preemption) {}
     double run(const StepPlan& plan) override { return executor_.run(plan); }
     void release(const Request& r) override { executor_.release(r); }
 

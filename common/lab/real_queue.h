@@ -2,7 +2,7 @@
 // at its fastest, so that a real run is measured as the bench measures a
 // kernel.
 //
-// The thread's CPU time (serving/cpu_time.h) leaves out the moments other
+// The thread's CPU time (core/timing.h) leaves out the moments other
 // programs run instead of ours, but not how much slower ours runs beside
 // them: a virtual processor shares its core, caches and memory with
 // whatever else the host runs, so one real run measures the neighbours as
@@ -42,7 +42,6 @@ class FastestOfRuns : public Executor {
     void start_run(Executor& engine) {
         check_last_run_ended();
         engine_ = &engine;
-        runs_ += 1;
         step_ = 0;
         run_totals_.push_back(0);
     }
@@ -53,7 +52,6 @@ class FastestOfRuns : public Executor {
         engine_ = nullptr;
         step_ = 0;
     }
-    int runs() const { return runs_; }
     // Each run's own time, its steps summed as the engine timed them.
     const std::vector<double>& run_totals() const { return run_totals_; }
     // How much longer the slowest run took than the fastest, as a
@@ -75,11 +73,11 @@ class FastestOfRuns : public Executor {
             return fastest_[step_++];
         }
         const double seconds = engine_->run(plan);
-        if (runs_ == 1) {
+        if (run_totals_.size() == 1) {
             shapes_.push_back(shape);
             fastest_.push_back(seconds);
         } else if (step_ >= shapes_.size() || shapes_[step_] != shape) {
-            throw std::logic_error("FastestOfRuns: run " + std::to_string(runs_) +
+            throw std::logic_error("FastestOfRuns: run " + std::to_string(run_totals_.size()) +
                                    " ran another step " + std::to_string(step_) +
                                    " than the first run");
         } else {
@@ -98,7 +96,7 @@ class FastestOfRuns : public Executor {
     // the runs after it must not build on it.
     void check_last_run_ended() const {
         if (engine_ && step_ != shapes_.size())
-            throw std::logic_error("FastestOfRuns: run " + std::to_string(runs_) +
+            throw std::logic_error("FastestOfRuns: run " + std::to_string(run_totals_.size()) +
                                    " stopped after step " + std::to_string(step_) + " of " +
                                    std::to_string(shapes_.size()));
     }
@@ -112,7 +110,6 @@ class FastestOfRuns : public Executor {
     }
 
     Executor* engine_ = nullptr;
-    int runs_ = 0;
     std::size_t step_ = 0;            // steps so far in this run
     std::vector<Shape> shapes_;       // (steps) of the first run
     std::vector<double> fastest_;     // (steps) seconds, the fastest run of each so far

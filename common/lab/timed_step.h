@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "../core/kv_store.h"
+#include "../core/timing.h"
 #include "../core/transformer.h"
-#include "../serving/cpu_time.h"
 
 namespace kv {
 

@@ -7,7 +7,7 @@
 // blocks copied out to host memory first (swap_out) and copied back into
 // fresh blocks when it runs again (swap_in), so it resumes where it
 // stopped without recomputing anything. The executor counts the bytes it
-// moves; the time they take is in its wall clock, like every other step.
+// moves; the time they take is in its clock, like every other step.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +23,8 @@ namespace kv {
 
 class PagedExecutor : public RealExecutor {
   public:
-    PagedExecutor(Transformer& model, std::uint64_t seed, BlockPool& pool, Preemption preemption,
-                  StepClock clock = StepClock::wall)
-        : RealExecutor(model, seed, clock), pool_(pool), preemption_(preemption) {}
+    PagedExecutor(Transformer& model, std::uint64_t seed, BlockPool& pool, Preemption preemption)
+        : RealExecutor(model, seed), pool_(pool), preemption_(preemption) {}
 
     std::uint64_t bytes_swapped() const { return bytes_swapped_; }  // out and back in
 

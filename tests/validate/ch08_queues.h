@@ -36,7 +36,7 @@ class SharedBlocksEngine : public Executor {
                        const SharingMemoryOptions& o, std::shared_ptr<SharedBlocksEngine*> latest)
         : pool_(model.config(), block_size, blocks),
           memory_(pool_, o),
-          executor_(model, seed, pool_, memory_, StepClock::thread_cpu),
+          executor_(model, seed, pool_, memory_),
           latest_(std::move(latest)) {
         *latest_ = this;
     }

@@ -14,10 +14,10 @@
 
 #include "../../chapters/09_chunked_prefill/experiment.h"
 #include "../../common/core/block_pool.h"
+#include "../../common/core/timing.h"
 #include "../../common/core/transformer.h"
 #include "../../common/lab/paged_engine.h"
 #include "../../common/lab/validation.h"
-#include "../../common/serving/cpu_time.h"
 #include "../../common/serving/paged_executor.h"
 
 #include "options.h"
