@@ -1,10 +1,8 @@
 #include "kernel_plan.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -13,11 +11,20 @@
 #include <mutex>
 #include <sstream>
 
+#include "timing.h"
+
 namespace kv {
 
 // ------------------------------------------------------ the machine's identity
 
 namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
 
 // The value of the first "name : value" line of /proc/cpuinfo, "" if none.
 std::string cpuinfo_field(const std::string& text, const std::string& name) {
@@ -82,20 +89,20 @@ std::string compiler() {
 
 }  // namespace
 
+std::string cpu_identity(const std::string& cpuinfo) {
+    std::string cpu = cpuinfo_field(cpuinfo, "model name");
+    auto add = [&cpu](const std::string& part) { cpu += (cpu.empty() ? "" : ", ") + part; };
+    if (!cpuinfo_field(cpuinfo, "cpu family").empty())  // x86
+        add("family " + cpuinfo_field(cpuinfo, "cpu family") + ", model " +
+            cpuinfo_field(cpuinfo, "model"));
+    if (!cpuinfo_field(cpuinfo, "CPU implementer").empty())  // ARM
+        add("implementer " + cpuinfo_field(cpuinfo, "CPU implementer") + ", part " +
+            cpuinfo_field(cpuinfo, "CPU part"));
+    return cpu.empty() ? "unknown" : cpu;
+}
+
 MachineIdentity this_machine() {
-    std::ifstream file("/proc/cpuinfo");
-    std::stringstream text;
-    text << file.rdbuf();
-    const std::string info = text.str();
-    std::string cpu = cpuinfo_field(info, "model name");
-    if (!cpuinfo_field(info, "cpu family").empty())
-        cpu += ", family " + cpuinfo_field(info, "cpu family") + ", model " +
-               cpuinfo_field(info, "model");
-    if (!cpuinfo_field(info, "CPU implementer").empty())  // ARM
-        cpu += "implementer " + cpuinfo_field(info, "CPU implementer") + ", part " +
-               cpuinfo_field(info, "CPU part");
-    if (cpu.empty()) cpu = "unknown";
-    return {cpu, build_instructions() + ", " + compiler()};
+    return {cpu_identity(read_file("/proc/cpuinfo")), build_instructions() + ", " + compiler()};
 }
 
 std::string plan_key(const Config& c) {
@@ -135,17 +142,6 @@ MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget)
 }
 
 namespace {
-
-// This thread's CPU time: a pause while the OS runs something else is not
-// counted. Wall-clock time where there is no such clock.
-double thread_seconds() {
-#if defined(CLOCK_THREAD_CPUTIME_ID)
-    timespec t;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0) return double(t.tv_sec) + 1e-9 * t.tv_nsec;
-#endif
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 // The rows each class is timed at.
 std::vector<int> rows_of(RowClass c) {
@@ -234,11 +230,11 @@ CandidateTimer model_timer(const Weights& weights) {
         const std::vector<const Matrix*>& run = work.runs[work.next];
         work.next = (work.next + 1) % work.runs.size();
         const MatmulKernel& kernel = matmul_kernels(c)[std::size_t(k)];
-        const double start = thread_seconds();
+        const double start = thread_cpu_seconds();
         for (std::size_t r = 0; r < work.x.size(); ++r)
             for (std::size_t i = 0; i < run.size(); ++i)
                 kernel.run(work.x[r][i], *run[i], work.y[r][i]);
-        return thread_seconds() - start;
+        return thread_cpu_seconds() - start;
     };
 }
 
@@ -318,25 +314,18 @@ Plans& plans() {
     return p;
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-// Writes the file whole, through a temporary one of this process's own,
-// so a reader never sees half of it, even with two programs saving at
-// once; a file that cannot be written leaves the plans in memory.
+// Replaces the file whole: written beside it under a name of this
+// process's own, then renamed over it, so a reader never sees half a plan,
+// even with two programs saving at once, and a failed write leaves the old
+// file and no other. (The core includes nothing else of common/, so not
+// kit/files.h's OutputFile.) A file that cannot be written leaves the plans
+// in memory only.
 void save(const std::string& path, const std::vector<KernelPlan>& all) {
     const std::string tmp = path + ".tmp." + std::to_string(getpid());
-    {
-        std::ofstream out(tmp);
-        if (!out) return;
-        out << plan_file_text(this_machine(), all);
-        if (!out) return;
-    }
-    std::rename(tmp.c_str(), path.c_str());
+    std::ofstream out(tmp);
+    out << plan_file_text(this_machine(), all);
+    out.close();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
 }
 
 }  // namespace
@@ -370,9 +359,9 @@ MatmulChoice matmul_plan(const Config& config, const Weights& weights) {
         }
     KernelPlan plan;
     plan.key = key;
-    const double start = thread_seconds();
+    const double start = thread_cpu_seconds();
     plan.matmul = choose_matmul(model_timer(weights));
-    plan.seconds = thread_seconds() - start;
+    plan.seconds = thread_cpu_seconds() - start;
     p.used.push_back(plan);
     if (!p.path.empty()) {
         std::vector<KernelPlan> all = p.from_file;

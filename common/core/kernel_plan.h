@@ -29,6 +29,9 @@ struct MachineIdentity {
     bool operator==(const MachineIdentity&) const = default;
 };
 MachineIdentity this_machine();
+// The cpu line from the text of /proc/cpuinfo: its model name, then x86's
+// family and model or ARM's implementer and part, ", " between them.
+std::string cpu_identity(const std::string& cpuinfo);
 
 // The shapes a model multiplies by, as a plan names them:
 // "layers 6 dim 256 kv_dim 64 ffn 768 vocab 4096".
