@@ -45,36 +45,39 @@ std::string cpuinfo_field(const std::string& text, const std::string& name) {
 // The vector instructions this build was compiled for, from the compiler's
 // own macros: the same for every file of a build.
 std::string build_instructions() {
-    std::string s;
-    auto add = [&s](const char* name) { s += s.empty() ? name : std::string(" ") + name; };
+    const char* const names[] = {
 #if defined(__AVX512F__)
-    add("avx512f");
+        " avx512f",
 #endif
 #if defined(__AVX512BW__)
-    add("avx512bw");
+        " avx512bw",
 #endif
 #if defined(__AVX512VL__)
-    add("avx512vl");
+        " avx512vl",
 #endif
 #if defined(__AVX2__)
-    add("avx2");
+        " avx2",
 #endif
 #if defined(__FMA__)
-    add("fma");
+        " fma",
 #endif
 #if defined(__AVX__)
-    add("avx");
+        " avx",
 #endif
 #if defined(__SSE2__)
-    add("sse2");
+        " sse2",
 #endif
 #if defined(__ARM_NEON)
-    add("neon");
+        " neon",
 #endif
 #if defined(__ARM_FEATURE_SVE)
-    add("sve");
+        " sve",
 #endif
-    return s.empty() ? "scalar" : s;
+        ""
+    };
+    std::string s;
+    for (const char* name : names) s += name;
+    return s.empty() ? "scalar" : s.substr(1);
 }
 
 std::string compiler() {
@@ -157,10 +160,9 @@ std::vector<int> rows_of(RowClass c) {
 
 // Weight bytes one timed run of one or a few rows reads at most: a whole
 // model up to this size, else as many whole layers as fit (at least one),
-// the next ones at each run, so that the weights come from where a decode
-// step finds them (a model larger than the cache streams from DRAM). Many
-// rows reuse each weight from L1 and need no such walk: their runs take the
-// first matrices up to kManyRowsBytes, a millisecond or so of arithmetic.
+// the next ones at each run, so that a model larger than the cache streams
+// from DRAM as in a decode step. Many rows reuse each weight from L1: their
+// runs take the first matrices up to kManyRowsBytes.
 constexpr std::size_t kStreamBytes = std::size_t(32) << 20;
 constexpr std::size_t kManyRowsBytes = std::size_t(4) << 20;
 

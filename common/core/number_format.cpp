@@ -44,9 +44,8 @@ std::uint16_t to_bfloat16(float x) {
     const std::uint32_t b = std::bit_cast<std::uint32_t>(x);
     if ((b & 0x7FFFFFFFu) > 0x7F800000u) return std::uint16_t((b >> 16) | 0x0040u);  // NaN
     // Add just under half of the 16 bits dropped, plus 1 if the kept part
-    // is odd: a tie then carries into the kept part only when that makes it
-    // even. A carry out of the significand raises the exponent, as it
-    // should, and the largest floats carry into infinity.
+    // is odd: a tie carries only when that makes it even. A carry out of
+    // the significand raises the exponent; the largest floats reach infinity.
     return std::uint16_t((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
 }
 

@@ -65,12 +65,10 @@ StepWork work_of(const StepShape& s) {
     return w;
 }
 
-// One step of `s` on fresh caches marked filled (a step costs the same
-// whatever numbers they hold), run three times in a row, the last two
-// timed by the thread's CPU time and the faster kept: a queue runs its
-// steps back to back, with the weights as warm as that leaves them. (A
-// small step right after a long one runs up to half again slower for a
-// step or two, whatever it is; one warm-up run does not always absorb it.)
+// One step of `s` on fresh caches marked filled, run three times in a row,
+// the faster of the last two kept: a queue runs its steps back to back,
+// with the weights as warm as that leaves them, and a small step right
+// after a long one runs slower for a step or two.
 double time_once(Transformer& model, const StepShape& s) {
     const Config& c = model.config();
     std::vector<std::unique_ptr<KVCache>> caches;
@@ -99,8 +97,7 @@ double time_once(Transformer& model, const StepShape& s) {
 }  // namespace
 
 // Shape after shape, round after round, keeping each shape's fastest: a
-// burst of other work on the machine slows one run of many shapes, not
-// every run of one.
+// burst of other work slows one run of many shapes, not every run of one.
 StepCalibration calibrate_step_cost(Transformer& model, int rounds,
                                     const std::function<void(int, int)>& on_round) {
     const auto start = Clock::now();
@@ -180,10 +177,9 @@ std::string saved_json(const StepCalibration& cal, const Config& c) {
     return j.str() + "\n";
 }
 
-// The saved file's text, at most 1 MiB. Read directly, not as one of the
-// run's inputs (kit/files.h, RunFiles): the lab's own cache of prices is
-// read and then replaced in the same run when it is stale, which a run may
-// not do to its inputs.
+// The saved file's text, at most 1 MiB. Not read as one of the run's
+// inputs (kit/files.h, RunFiles): a stale file is replaced in the same run,
+// which a run may not do to its inputs.
 std::string read_saved_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::string text(std::size_t(1) << 20, '\0');
@@ -226,7 +222,7 @@ bool read_saved(const std::string& path, const Config& c, StepCalibration& cal) 
 }  // namespace
 
 std::string machine_and_build() {
-    const MachineIdentity m = this_machine();  // the kernel planner's identity, one for the book
+    const MachineIdentity m = this_machine();
     return m.cpu + "; " + m.build;
 }
 

@@ -1,6 +1,5 @@
 // The lab: the real engine on a pool of blocks it owns, for one run of a
-// checked queue (validation.h): a fresh pool every run, its caches empty,
-// each step timed by the thread's CPU time as the lab times every real step.
+// checked queue (validation.h): a fresh pool every run, its caches empty.
 #pragma once
 
 #include <cstdint>

@@ -9,8 +9,7 @@ namespace kv {
 namespace {
 
 // The requests in the order they got their first token (ties by id): set
-// by counts alone when every request is there at the start, so the engine
-// and the simulator must agree on it.
+// by counts alone, so the engine and the simulator must agree on it.
 std::vector<int> first_token_order(const Schedule& s) {
     std::vector<int> order(s.requests.size());
     std::iota(order.begin(), order.end(), 0);

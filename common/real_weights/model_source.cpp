@@ -143,29 +143,30 @@ LoadedModel load_model(const ModelSource& source, const Config& shape, std::uint
             std::move(tokenizer), source.checkpoint};
 }
 
-std::string LoadedModel::prompt_text() const {
-    if (!tokenizer) return "";
+namespace {
+
+// The text of `tokens` after the token `prev`; BOS and EOS mark where texts
+// begin and end and are not text, and an answer stops at the first.
+std::string text_of(const Tokenizer& tokenizer, std::span<const int> tokens, int prev,
+                    bool stop_at_mark) {
     std::string text;
-    int prev = -1;
-    for (int token : prompt) {
-        // BOS and EOS mark where texts begin and end; they are not text.
-        if (token != Tokenizer::bos && token != Tokenizer::eos)
-            text += tokenizer->decode(prev, token);
+    for (int token : tokens) {
+        const bool mark = token == Tokenizer::bos || token == Tokenizer::eos;
+        if (mark && stop_at_mark) break;
+        if (!mark) text += tokenizer.decode(prev, token);
         prev = token;
     }
     return display_text(text);
 }
 
+}  // namespace
+
+std::string LoadedModel::prompt_text() const {
+    return tokenizer ? text_of(*tokenizer, prompt, -1, false) : "";
+}
+
 std::string LoadedModel::answer_text(std::span<const int> answer) const {
-    if (!tokenizer) return "";
-    std::string text;
-    int prev = prompt.empty() ? -1 : prompt.back();
-    for (int token : answer) {
-        if (token == Tokenizer::bos || token == Tokenizer::eos) break;
-        text += tokenizer->decode(prev, token);
-        prev = token;
-    }
-    return display_text(text);
+    return tokenizer ? text_of(*tokenizer, answer, prompt.empty() ? -1 : prompt.back(), true) : "";
 }
 
 std::string save_model_files(const ModelSource& source, const LoadedModel& loaded) {

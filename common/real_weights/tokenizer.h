@@ -44,18 +44,17 @@ class Tokenizer {
 
     // Byte-pair encoding: a space is put in front of the text (so a word
     // reads the same at the start as in the middle; only if the vocabulary
-    // has a token for it), each UTF-8 character
-    // becomes its own token, or its byte tokens when it has none; then the
-    // adjacent pair whose joined piece has the highest score is merged, again
-    // and again, until no pair joins into a token. BOS and EOS on request.
+    // has a token for it), each UTF-8 character becomes its own token, or
+    // its byte tokens when it has none; then the adjacent pair whose joined
+    // piece has the highest score is merged, again and again, until no pair
+    // joins into a token. BOS and EOS on request.
     std::vector<int> encode(std::string_view text, bool bos, bool eos) const;
 
-    // The fewest tokens encode(text, bos, eos) can give, known from the
-    // text's length alone, before any (quadratic) merging: every token after
-    // BOS covers at least one byte of the text (or of the space put in front
-    // of it) and at most max_token_length() bytes (a piece is never shorter
-    // than the bytes it stands for: "<0x41>" is 6 bytes for one). A text
-    // whose fewest tokens do not fit a context is refused without encoding.
+    // The fewest tokens encode(text, bos, eos) can give, from the text's
+    // length alone, before any (quadratic) merging: every token after BOS
+    // covers at least one byte and at most max_token_length() bytes (a piece
+    // is never shorter than the bytes it stands for). A text whose fewest
+    // tokens do not fit a context is refused without encoding.
     std::uint64_t fewest_tokens(std::string_view text, bool bos, bool eos) const;
 
   private:
@@ -67,10 +66,10 @@ class Tokenizer {
     int max_token_length_ = 0;                     // longest piece in bytes
 };
 
-// Reads a tokenizer file for a model of `vocab_size` tokens.
+// Reads a tokenizer file for a model of `vocab_size` tokens, and writes
+// one: a file that cannot be written is a FileError "<what> <path>:
+// <cause>" (kit/files.h), `what` naming the flag that asked for it.
 Tokenizer read_tokenizer(const std::string& path, int vocab_size);
-// A file that cannot be written is a FileError "<what> <path>: <cause>"
-// (kit/files.h): `what` names the flag that asked for it.
 void write_tokenizer(const std::string& path, const Tokenizer& tokenizer,
                      std::string_view what = "tokenizer");
 
