@@ -88,10 +88,9 @@ void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y);  // a plain 
 
 // The fast product comes in several kernels, each computing every output as
 // one dot() in the book's order, so all of them give the same bits. They
-// differ in how many rows of x and of w they take at once and how far
-// ahead they fetch; which is fastest depends on the core and on the number
-// of rows, so it is measured (kernel_plan.h). A product's rows fall in one
-// of three classes:
+// differ in how many rows of x and of w they take at once; which is fastest
+// depends on the core and on the number of rows, so it is measured
+// (kernel_plan.h). A product's rows fall in one of three classes:
 enum class RowClass {
     one,   // a decode step of one sequence: every weight is used once
     few,   // 2 to kFewRowsMost rows: a small batch, weights still streamed

@@ -77,7 +77,6 @@ inline float reduce_lanes(Lanes v) {
 // The same tree for many sums at once: each step puts the halves of two
 // vectors side by side and adds, so one shuffle pair and one add serve two
 // sums, and every output still adds the same two numbers at every step.
-
 // [a | b] -> [a[l] + a[l + 8] | b[l] + b[l + 8]]: width 16 to 8, two sums per vector.
 inline Lanes halves(Lanes a, Lanes b) {
     return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
@@ -104,9 +103,8 @@ inline Lanes finish(Lanes a, Lanes b) {
 }
 
 // out[i] = reduce_lanes(acc[i]) for i < N: blocks of 16, then 8, 4, 2 and
-// 1; a smaller block finishes its last steps in narrower vectors, the same
-// additions. Always inlined, so that a tile's accumulators go from its
-// registers straight into the tree instead of through memory.
+// 1, a smaller block finishing in narrower vectors. Always inlined, so that
+// a tile's accumulators go from its registers straight into the tree.
 template <int N>
 [[gnu::always_inline]] inline void reduce_many(const Lanes* acc, float* out) {
     if constexpr (N >= 16) {
@@ -149,15 +147,13 @@ template <int N>
 
 // ---------------------------------------------------------------- prefetch
 
-// Prefetches are hints (prefetcht0 on x86-64): they change when bytes
-// arrive, never a number.
+// Prefetches are hints: they change when bytes arrive, never a number.
 struct NoPrefetch {
     void step(int) {}
 };
 
-// While a tile works on C weight rows, the same columns of C rows further
-// on: the next rows' lines arrive while this tile computes, where the
-// hardware prefetcher stops at each 4 KiB page.
+// While a tile works on C weight rows, the same columns of the next C
+// rows, where the hardware prefetcher stops at each 4 KiB page.
 template <int C>
 struct RowsAhead {
     const float* rows = nullptr;  // the first row to fetch; nullptr: none
@@ -169,7 +165,7 @@ struct RowsAhead {
 };
 
 // The lines from next to end, per_step of them at each vector step of the
-// tiles that share it: a whole block of weights fetched over many tiles.
+// tiles that share it.
 struct Spread {
     const char* next = nullptr;
     const char* end = nullptr;
@@ -192,10 +188,8 @@ inline void prefetch_span(const float* p, int n) {
 // R rows of x (xs apart) against C rows of w (ws apart): out[r * os + c] =
 // dot(x row r, w row c, n). R * C dot products computed together, so each
 // number loaded from x serves C sums and each from w serves R while it sits
-// in a register; rows are reached by pointer arithmetic from one base and
-// one stride, which the compiler keeps in plain registers. The accumulators
-// start from zero one by one, because GCC clears an `= {}` array with a rep
-// stos on every tile.
+// in a register. The accumulators start from zero one by one, because GCC
+// clears an `= {}` array with a rep stos on every tile.
 template <int R, int C, class Pf>
 inline void tile(const float* x, std::size_t xs, const float* w, std::size_t ws, int n, float* out,
                  std::size_t os, Pf& pf) {
@@ -242,17 +236,16 @@ inline void leftover_columns(const Matrix& x, int i0, const Matrix& w, int j, Ma
 
 // Up to 4 rows of x (a decode step of one to four sequences) in one pass
 // over the weights, C weight rows at a time: the weights stream past once,
-// each used by every row, and C rows keep C streams of loads in flight.
-// With Ahead > 0 each tile also fetches the rows Ahead blocks further on.
-template <int C, int Ahead>
+// each used by every row, and C rows keep C streams of loads in flight,
+// the next C rows fetched meanwhile.
+template <int C>
 void stream(const Matrix& x, const Matrix& w, Matrix& y) {
     by_fours(x.rows, [&](auto rows, int i0) {
         constexpr int R = decltype(rows)::value;
         int j = 0;
         for (; j + C <= w.rows; j += C) {
             RowsAhead<C> pf;
-            if (Ahead > 0 && j + (Ahead + 1) * C <= w.rows)
-                pf = {w.row(j + Ahead * C), std::size_t(w.cols)};
+            if (j + 2 * C <= w.rows) pf = {w.row(j + C), std::size_t(w.cols)};
             tile<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, pf);
         }
         leftover_columns<R, C>(x, i0, w, j, y);
@@ -451,8 +444,7 @@ void weighted_sum_add_slice(const float* weights, std::size_t weights_stride,
 }
 
 // The largest of x[0..n-1] (n > 0), kLanes candidates at a time: a maximum
-// does not depend on the order it is taken in, and one serial comparison
-// per score is slow.
+// does not depend on the order it is taken in.
 float largest(const float* x, int n) {
     Lanes lane_max = Lanes{} + x[0];
     int i = 0;
@@ -473,23 +465,17 @@ float largest(const float* x, int n) {
 // them gives the same bits; which is fastest depends on the core, and the
 // planner (kernel_plan.h) measures it.
 const MatmulKernel kOneRow[] = {
-    {"stream8", RowClass::one, stream<8, 0>},
-    {"stream4", RowClass::one, stream<4, 0>},
-    {"stream8+ahead1", RowClass::one, stream<8, 1>},
-    {"stream8+ahead2", RowClass::one, stream<8, 2>},
-    {"stream4+ahead1", RowClass::one, stream<4, 1>},
-    {"stream4+ahead2", RowClass::one, stream<4, 2>},
+    {"stream8", RowClass::one, stream<8>},
+    {"stream4", RowClass::one, stream<4>},
 };
 const MatmulKernel kFewRows[] = {
-    {"stream8", RowClass::few, stream<8, 0>},
-    {"stream4", RowClass::few, stream<4, 0>},
-    {"stream8+ahead1", RowClass::few, stream<8, 1>},
-    {"stream4+ahead1", RowClass::few, stream<4, 1>},
-    {"stream2+ahead1", RowClass::few, stream<2, 1>},
+    {"stream8", RowClass::few, stream<8>},
+    {"stream4", RowClass::few, stream<4>},
+    {"stream2", RowClass::few, stream<2>},
 };
 const MatmulKernel kManyRows[] = {
-    {"tile4x4", RowClass::many, tiles<4, 4>},
-    {"tile2x8", RowClass::many, tiles<2, 8>},
+    {"tile4x4", RowClass::many, tiles<4, 4>}, {"tile4x6", RowClass::many, tiles<4, 6>},
+    {"tile6x4", RowClass::many, tiles<6, 4>}, {"tile2x8", RowClass::many, tiles<2, 8>},
     {"tile2x4", RowClass::many, tiles<2, 4>},
 };
 
