@@ -94,44 +94,6 @@ double time_once(Transformer& model, const StepShape& s) {
     return std::max(fastest, 1e-9);
 }
 
-}  // namespace
-
-// Shape after shape, round after round, keeping each shape's fastest: a
-// burst of other work slows one run of many shapes, not every run of one.
-StepCalibration calibrate_step_cost(Transformer& model, int rounds,
-                                    const std::function<void(int, int)>& on_round) {
-    const auto start = Clock::now();
-    const std::vector<StepShape> shapes = calibration_shapes(model.config());
-    std::vector<double> fastest(shapes.size(), 1e300);
-    for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
-        for (std::size_t k = 0; k < shapes.size(); ++k) {
-            const double took = time_once(model, shapes[k]);
-            if (round > 0) fastest[k] = std::min(fastest[k], took);
-        }
-        if (on_round) on_round(round, rounds);
-    }
-    StepCalibration cal;
-    std::vector<std::array<double, 5>> features;
-    for (std::size_t k = 0; k < shapes.size(); ++k) {
-        StepProbe p{describe(shapes[k]), work_of(shapes[k]), fastest[k], 0};
-        features.push_back({1.0, p.work.rows, p.work.sequences, p.work.pairs, p.work.positions});
-        cal.probes.push_back(p);
-    }
-    std::vector<double> fitted(shapes.size());
-    const std::array<double, 5> k = fit_nonnegative<5>(features, fastest, fitted);
-    cal.cost = {k[0], k[1], k[2], k[3], k[4], 0, "measured on this machine"};
-    for (std::size_t i = 0; i < cal.probes.size(); ++i) {
-        cal.probes[i].fitted = fitted[i];
-        cal.cost.fit_error = std::max(cal.cost.fit_error, std::fabs(fitted[i] / fastest[i] - 1));
-    }
-    cal.seconds = seconds_since(start);
-    return cal;
-}
-
-// --------------------------------------------------- once per machine
-
-namespace {
-
 // The folder the program runs from (build/ for ./build/ch05), where the
 // saved prices live; "" where it cannot be found.
 std::string program_folder() {
@@ -220,6 +182,40 @@ bool read_saved(const std::string& path, const Config& c, StepCalibration& cal) 
 }
 
 }  // namespace
+
+// Shape after shape, round after round, keeping each shape's fastest: a
+// burst of other work slows one run of many shapes, not every run of one.
+StepCalibration calibrate_step_cost(Transformer& model, int rounds,
+                                    const std::function<void(int, int)>& on_round) {
+    const auto start = Clock::now();
+    const std::vector<StepShape> shapes = calibration_shapes(model.config());
+    std::vector<double> fastest(shapes.size(), 1e300);
+    for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+            const double took = time_once(model, shapes[k]);
+            if (round > 0) fastest[k] = std::min(fastest[k], took);
+        }
+        if (on_round) on_round(round, rounds);
+    }
+    StepCalibration cal;
+    std::vector<std::array<double, 5>> features;
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+        StepProbe p{describe(shapes[k]), work_of(shapes[k]), fastest[k], 0};
+        features.push_back({1.0, p.work.rows, p.work.sequences, p.work.pairs, p.work.positions});
+        cal.probes.push_back(p);
+    }
+    std::vector<double> fitted(shapes.size());
+    const std::array<double, 5> k = fit_nonnegative<5>(features, fastest, fitted);
+    cal.cost = {k[0], k[1], k[2], k[3], k[4], 0, "measured on this machine"};
+    for (std::size_t i = 0; i < cal.probes.size(); ++i) {
+        cal.probes[i].fitted = fitted[i];
+        cal.cost.fit_error = std::max(cal.cost.fit_error, std::fabs(fitted[i] / fastest[i] - 1));
+    }
+    cal.seconds = seconds_since(start);
+    return cal;
+}
+
+// --------------------------------------------------- once per machine
 
 std::string machine_and_build() {
     const MachineIdentity m = this_machine();

@@ -112,21 +112,6 @@ Config config_from_header(const std::string& path, const unsigned char* bytes) {
     return c;
 }
 
-}  // namespace
-
-// parameter_count() counts exactly the stored tensors (the output
-// projection only when it is not shared); the two RoPE tables add seq_len
-// * head_size / 2 numbers each.
-std::uint64_t checkpoint_bytes(const Config& c) {
-    const char* what = "checkpoint size";
-    const std::uint64_t rope =
-        checked_mul(std::uint64_t(c.max_seq), std::uint64_t(c.head_size()), what);
-    const std::uint64_t floats = checked_add(c.parameter_count(), rope, what);
-    return checked_add(header_bytes, checked_mul(floats, sizeof(float), what), what);
-}
-
-namespace {
-
 // Opens the checkpoint, checks its size against its header, and leaves the
 // file at the first weight.
 Config open_checkpoint(const std::string& path, InputFile& in) {
@@ -150,6 +135,17 @@ Config open_checkpoint(const std::string& path, InputFile& in) {
 constexpr std::uint64_t any_size = std::numeric_limits<std::uint64_t>::max();  // the header says
 
 }  // namespace
+
+// parameter_count() counts exactly the stored tensors (the output
+// projection only when it is not shared); the two RoPE tables add seq_len
+// * head_size / 2 numbers each.
+std::uint64_t checkpoint_bytes(const Config& c) {
+    const char* what = "checkpoint size";
+    const std::uint64_t rope =
+        checked_mul(std::uint64_t(c.max_seq), std::uint64_t(c.head_size()), what);
+    const std::uint64_t floats = checked_add(c.parameter_count(), rope, what);
+    return checked_add(header_bytes, checked_mul(floats, sizeof(float), what), what);
+}
 
 Config read_checkpoint_config(const std::string& path) {
     InputFile in(path, "checkpoint", any_size);
@@ -195,11 +191,7 @@ auto numbers(T& t) {
         return std::span(t);
 }
 
-}  // namespace
-
 // ------------------------------------------------------------------ reading
-
-namespace {
 
 // Reads float32 tensors one after another, a block of bytes at a time.
 class TensorReader {

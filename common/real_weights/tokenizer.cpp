@@ -30,6 +30,12 @@ std::string byte_piece(int byte) {
     return std::string("<0x") + digits[byte / 16] + digits[byte % 16] + ">";
 }
 
+constexpr int longest_allowed_token = 1024;  // Llama 2's longest is 27 bytes
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+    throw std::runtime_error(file_label("tokenizer", path) + ": " + message);
+}
+
 }  // namespace
 
 // --------------------------------------------------------------- the tokens
@@ -124,16 +130,6 @@ std::uint64_t Tokenizer::fewest_tokens(std::string_view text, bool add_bos, bool
 }
 
 // ---------------------------------------------------------------- the file
-
-namespace {
-
-constexpr int longest_allowed_token = 1024;  // Llama 2's longest is 27 bytes
-
-[[noreturn]] void fail(const std::string& path, const std::string& message) {
-    throw std::runtime_error(file_label("tokenizer", path) + ": " + message);
-}
-
-}  // namespace
 
 Tokenizer read_tokenizer(const std::string& path, int vocab_size) {
     if (vocab_size <= 0)
