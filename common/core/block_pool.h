@@ -97,19 +97,9 @@ class BlockPool : public BlockLedger {
     // in a float32 pool (a narrower one throws).
     float* keys(int block, int layer) { return keys_.floats(first_row(block, layer)); }
     float* values(int block, int layer) { return values_.floats(first_row(block, layer)); }
-    const float* keys(int block, int layer) const { return keys_.floats(first_row(block, layer)); }
-    const float* values(int block, int layer) const {
-        return values_.floats(first_row(block, layer));
-    }
     // The same rows as stored, in any format: block_size x row_format().bytes().
     std::byte* key_bytes(int block, int layer) { return keys_.bytes(first_row(block, layer)); }
     std::byte* value_bytes(int block, int layer) { return values_.bytes(first_row(block, layer)); }
-    const std::byte* key_bytes(int block, int layer) const {
-        return keys_.bytes(first_row(block, layer));
-    }
-    const std::byte* value_bytes(int block, int layer) const {
-        return values_.bytes(first_row(block, layer));
-    }
 
   private:
     std::size_t first_row(int block, int layer) const {

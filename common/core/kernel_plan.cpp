@@ -173,14 +173,17 @@ std::size_t bytes_of(const Matrix& m) {
 }  // namespace
 
 CandidateTimer model_timer(const Weights& weights) {
-    // The matrices in the order a forward pass multiplies by them, in runs
-    // of equal shapes: a whole model, or whole layers.
+    // The matrices in the order a forward pass multiplies by them, whole
+    // and layer by layer.
     std::vector<std::vector<const Matrix*>> layers;
+    std::vector<const Matrix*> all;
     std::size_t model_bytes = bytes_of(weights.output);
     for (const LayerWeights& l : weights.layers) {
         layers.push_back({&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w3, &l.w2});
+        all.insert(all.end(), layers.back().begin(), layers.back().end());
         for (const Matrix* m : layers.back()) model_bytes += bytes_of(*m);
     }
+    all.push_back(&weights.output);
     struct Work {
         std::vector<std::vector<const Matrix*>> runs;  // the matrices of each run, in turn
         std::size_t next = 0;                          // the run to time next
@@ -189,28 +192,21 @@ CandidateTimer model_timer(const Weights& weights) {
     auto works = std::make_shared<std::map<RowClass, Work>>();
     for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
         Work& work = (*works)[c];
-        std::vector<const Matrix*> all;
-        for (const auto& layer : layers) all.insert(all.end(), layer.begin(), layer.end());
-        all.push_back(&weights.output);
         if (c == RowClass::many) {
-            std::vector<const Matrix*> first;
-            std::size_t bytes = 0;
-            for (const Matrix* m : all) {
-                if (!first.empty() && bytes + bytes_of(*m) > kManyRowsBytes) break;
-                first.push_back(m);
-                bytes += bytes_of(*m);
-            }
-            work.runs.push_back(first);
+            std::size_t n = 0, bytes = 0;
+            while (n < all.size() && (n == 0 || bytes + bytes_of(*all[n]) <= kManyRowsBytes))
+                bytes += bytes_of(*all[n++]);
+            work.runs.emplace_back(all.begin(), all.begin() + std::ptrdiff_t(n));
         } else if (model_bytes <= kStreamBytes || layers.empty()) {
             work.runs.push_back(all);
         } else {
             const std::size_t layer_bytes = model_bytes / layers.size();
             const std::size_t per_run = std::max<std::size_t>(1, kStreamBytes / layer_bytes);
             for (std::size_t l = 0; l + per_run <= layers.size(); l += per_run) {
-                std::vector<const Matrix*> run;
+                work.runs.emplace_back();
                 for (std::size_t k = l; k < l + per_run; ++k)
-                    run.insert(run.end(), layers[k].begin(), layers[k].end());
-                work.runs.push_back(run);
+                    work.runs.back().insert(work.runs.back().end(), layers[k].begin(),
+                                            layers[k].end());
             }
         }
         // One input and one output per row count and matrix of the first

@@ -27,7 +27,6 @@ class KVRows {
     }
 
     const RowFormat& format() const { return format_; }
-    std::size_t row_bytes() const { return row_bytes_; }
     std::uint64_t bytes_allocated() const {
         return floats_.size() * sizeof(float) + packed_.size();
     }
@@ -42,7 +41,7 @@ class KVRows {
         return floats_.data() + row * std::size_t(format_.numbers());
     }
 
-    // Any format: the row's bytes as stored (row_bytes() of them).
+    // Any format: the row's bytes as stored (format().bytes() of them).
     std::byte* bytes(std::size_t row) {
         return float32() ? reinterpret_cast<std::byte*>(floats(row))
                          : packed_.data() + row * row_bytes_;
