@@ -130,10 +130,7 @@ TEST_CASE("timed_runs warms up once and then times each repeat") {
     std::vector<bool> told;
     const std::vector<double> times = timed_runs(3, [&](bool timed) { told.push_back(timed); });
     CHECK(told == std::vector<bool>{false, true, true, true});
-    CHECK(times.size() == 3);  // one time per timed run, none for the warm-up
-    int calls = 0;
-    median_seconds(4, [&] { ++calls; });
-    CHECK(calls == 5);
+    REQUIRE(times.size() == 3);
 }
 
 TEST_CASE("the step table keeps about six steps and the last; every method side by side") {

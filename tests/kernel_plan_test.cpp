@@ -3,8 +3,12 @@
 // the "times" are made up, and the planner must pick by them alone.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -13,6 +17,7 @@
 #include "../common/core/kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
+#include "test_files.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -77,14 +82,6 @@ TEST_CASE("choose_matmul picks, for every row class, the candidate the timer say
     }
 }
 
-TEST_CASE("the model's timer runs every candidate of every class") {
-    const Weights w = random_weights(test::tiny_config(), 3);
-    const CandidateTimer time = model_timer(w);
-    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many})
-        for (int k = 0; k < static_cast<int>(matmul_kernels(c).size()); ++k)
-            CHECK(time(c, k) >= 0.0);
-}
-
 namespace {
 
 MatmulChoice last_of_each() {
@@ -133,6 +130,18 @@ TEST_CASE("a plan made on another machine or by another build is ignored") {
     CHECK(read_plan_text(unknown, here).size() == 1);
 }
 
+TEST_CASE("a CPU is named by its model name and its family and model or implementer and part") {
+    CHECK(cpu_identity("processor\t: 0\ncpu family\t: 6\nmodel\t\t: 167\n"
+                       "model name\t: Intel(R) Xeon(R) Processor\n") ==
+          "Intel(R) Xeon(R) Processor, family 6, model 167");
+    CHECK(
+        cpu_identity("model name\t: Some ARM core\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n") ==
+        "Some ARM core, implementer 0x41, part 0xd0c");
+    CHECK(cpu_identity("CPU implementer\t: 0x41\nCPU part\t: 0xd0c\n") ==
+          "implementer 0x41, part 0xd0c");
+    CHECK(cpu_identity("") == "unknown");
+}
+
 TEST_CASE("this machine has an identity and a plan file lives beside the program") {
     const MachineIdentity me = this_machine();
     CHECK(!me.cpu.empty());
@@ -151,6 +160,35 @@ TEST_CASE("a model shape is planned once per process and kept in memory") {
     int found = 0;
     for (const KernelPlan& p : kernel_plans_used()) found += p.key == plan_key(c);
     CHECK(found == 1);
+}
+
+TEST_CASE("a new plan is saved whole and a plan that cannot be saved leaves no file behind") {
+    const test::TempDir dir;
+    Config c = test::tiny_config();
+    c.vocab_size = 89;  // shapes no other test plans, so each is measured here
+    keep_kernel_plans_in(dir.file("kernel_plan.txt"));
+    const Transformer model(c, 1);
+    // A folder where the file should be (the rename fails) and a folder
+    // that is not there: planned all the same, kept in memory only.
+    std::filesystem::create_directory(dir.file("a_folder"));
+    for (const std::string& path : {dir.file("a_folder"), dir.file("missing/kernel_plan.txt")}) {
+        keep_kernel_plans_in(path);
+        c.vocab_size -= 2;
+        const Transformer unsaved(c, 1);
+    }
+    keep_kernel_plans_in("");
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path))
+        names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    CHECK(names == std::vector<std::string>{"a_folder", "kernel_plan.txt"});
+    std::ifstream in(dir.file("kernel_plan.txt"));
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::vector<KernelPlan> back = read_plan_text(text, this_machine());
+    REQUIRE(back.size() == 1);
+    CHECK(back[0].key == plan_key(model.config()));
+    for (RowClass k : {RowClass::one, RowClass::few, RowClass::many})
+        CHECK(&back[0].matmul.for_class(k) == &model.matmul_kernels.for_class(k));
 }
 
 namespace {

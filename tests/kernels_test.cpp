@@ -65,29 +65,23 @@ TEST_CASE("dot_in_book_order by hand: 16 partial sums then the pairwise tree") {
     CHECK(dot(big.data(), ones.data(), 4) == 16777218.0f);
 }
 
-TEST_CASE("dot dot_rows and matmul equal the book order bit for bit") {
+TEST_CASE("dot and matmul equal the book order bit for bit") {
     // Every length from 0 to 300 (every tail of the 16 lanes, several times
     // over) and a few long ones, on random numbers of mixed size.
     std::vector<int> lengths;
     for (int n = 0; n <= 300; ++n) lengths.push_back(n);
     for (int n : {511, 512, 513, 1000, 4103}) lengths.push_back(n);
     for (int n : lengths) {
-        const int n_rows = 19;  // one 16-key block of dot_rows and a leftover of 3
+        const int n_rows = 3;
         const int stride = n + 5;
         const Matrix x = random_matrix(1, std::max(n, 1), 80 + n);
         Matrix rows = random_matrix(n_rows, std::max(stride, 1), 90 + n);
         for (std::size_t i = 0; i < rows.data.size(); i += 7) rows.data[i] *= 1000.0f;
-        std::vector<float> scores(n_rows), plain_scores(n_rows);
-        dot_rows(x.row(0), rows.row(0), n_rows, std::size_t(stride), n, scores.data());
-        dot_rows_reference(x.row(0), rows.row(0), n_rows, std::size_t(stride), n,
-                           plain_scores.data());
         for (int j = 0; j < n_rows; ++j) {
             const float* row = rows.row(0) + std::size_t(j) * stride;
             INFO("length " << n << " row " << j);
             CHECK(std::bit_cast<std::uint32_t>(dot(x.row(0), row, n)) ==
                   std::bit_cast<std::uint32_t>(dot_in_book_order(x.row(0), row, n)));
-            CHECK(std::bit_cast<std::uint32_t>(scores[j]) ==
-                  std::bit_cast<std::uint32_t>(plain_scores[j]));
         }
     }
     // matmul through the 4 x 4 tile, the 8-row decode stream and every leftover.
@@ -278,87 +272,52 @@ TEST_CASE("rope keeps lengths and makes q.k depend only on the distance") {
     CHECK(dot(a_q.data(), c_k.data(), hs) != doctest::Approx(dot(a_q.data(), a_k.data(), hs)));
 }
 
-TEST_CASE("dot_rows equals dot_rows_reference to the last bit at every row count") {
-    // 0 to 40 rows: one and two 16-key blocks, and every leftover of 8, 4, 2
-    // and 1; lengths with and without a tail of the 16 lanes.
-    for (int n_rows = 0; n_rows <= 40; ++n_rows)
-        for (int n : {0, 1, 2, 6, 16, 17, 33, 64, 100}) {
-            const int stride = n + 3;
-            const Matrix keys = mixed_matrix(std::max(n_rows, 1), stride, 40 + n_rows);
-            const Matrix q = mixed_matrix(1, std::max(n, 1), 50 + n);
-            std::vector<float> fast(n_rows + 1, -1.0f), plain = fast;  // + 1: nothing past the end
-            dot_rows(q.row(0), keys.row(0), n_rows, std::size_t(stride), n, fast.data());
-            dot_rows_reference(q.row(0), keys.row(0), n_rows, std::size_t(stride), n, plain.data());
-            INFO("rows " << n_rows << " length " << n);
-            CHECK(bits(fast) == bits(plain));
-        }
-}
-
-TEST_CASE("weighted_sum and weighted_sum_add equal their plain loops to the last bit") {
-    // Widths of 4, 2 and 1 lane chunks with every scalar tail (0 to 80
-    // outputs); row counts long enough that a different order of addition
-    // rounds differently; weighted_sum_add from what out already holds.
-    for (int n_rows : {0, 1, 2, 3, 9, 17, 100})
-        for (int width = 0; width <= 80; ++width) {
-            const int stride = width + 2;
-            const Matrix rows = mixed_matrix(std::max(n_rows, 1), stride, 60 + width);
-            const Matrix weights = random_matrix(1, std::max(n_rows, 1), 70 + n_rows);
-            const Matrix start = mixed_matrix(1, width + 1, 75 + width);
-            INFO("rows " << n_rows << " width " << width);
-            std::vector<float> fast(start.data.begin(), start.data.end()), plain = fast;
-            weighted_sum(weights.row(0), n_rows, rows.row(0), std::size_t(stride), width,
-                         fast.data());
-            weighted_sum_reference(weights.row(0), n_rows, rows.row(0), std::size_t(stride), width,
-                                   plain.data());
-            CHECK(bits(fast) == bits(plain));  // out[width], past the end, is left as it was
-            fast.assign(start.data.begin(), start.data.end());
-            plain = fast;
-            weighted_sum_add(weights.row(0), n_rows, rows.row(0), std::size_t(stride), width,
-                             fast.data());
-            weighted_sum_add_reference(weights.row(0), n_rows, rows.row(0), std::size_t(stride),
-                                       width, plain.data());
-            CHECK(bits(fast) == bits(plain));
-        }
-}
-
-TEST_CASE("dot_rows_for_group equals dot_rows for each query to the last bit") {
+TEST_CASE("dot_rows_for_group equals dot_rows_reference for each query to the last bit") {
     // Groups of 1 to 9 heads: whole slices of 4 and every leftover; key
-    // counts around the blocks of 4, 2 and 1; lengths with and without a tail.
+    // counts around the blocks of 4, 2 and 1; lengths with and without a
+    // tail of the 16 lanes; numbers of mixed size.
     for (int n_queries : {1, 2, 3, 4, 5, 8, 9})
-        for (int n_rows : {1, 3, 4, 5, 9, 17})
-            for (int n : {2, 6, 16, 33}) {
+        for (int n_rows : {0, 1, 2, 3, 4, 5, 9, 17, 40})
+            for (int n : {0, 1, 2, 6, 16, 17, 33, 100}) {
                 const int stride = n + 3, query_stride = n + 1, out_stride = n_rows + 2;
-                const Matrix keys = random_matrix(n_rows, stride, 80 + n_rows);
-                const Matrix q = random_matrix(n_queries, query_stride, 90 + n);
-                std::vector<float> fast(std::size_t(n_queries) * out_stride), plain(n_rows);
-                dot_rows_for_group(q.row(0), n_queries, std::size_t(query_stride), keys.row(0),
-                                   n_rows, std::size_t(stride), n, fast.data(),
+                const Matrix keys = mixed_matrix(std::max(n_rows, 1), stride, 80 + n_rows);
+                const Matrix q = mixed_matrix(n_queries, query_stride, 90 + n);
+                const RowRun run{keys.row(0), n_rows};
+                std::vector<float> fast(std::size_t(n_queries) * out_stride, -1.0f), plain = fast;
+                dot_rows_for_group(q.row(0), n_queries, std::size_t(query_stride),
+                                   std::span(&run, 1), n_rows, std::size_t(stride), n, fast.data(),
                                    std::size_t(out_stride));
-                for (int i = 0; i < n_queries; ++i) {
-                    dot_rows(q.row(i), keys.row(0), n_rows, std::size_t(stride), n, plain.data());
-                    for (int j = 0; j < n_rows; ++j) CHECK(fast[i * out_stride + j] == plain[j]);
-                }
+                for (int i = 0; i < n_queries; ++i)
+                    dot_rows_reference(q.row(i), keys.row(0), n_rows, std::size_t(stride), n,
+                                       plain.data() + i * out_stride);
+                INFO("queries " << n_queries << " rows " << n_rows << " length " << n);
+                CHECK(bits(fast) == bits(plain));  // the padding is left as it was
             }
 }
 
-TEST_CASE("weighted_sum_add_for_group equals weighted_sum_add for each sum to the last bit") {
-    // Widths of 4, 2 and 1 lane chunks and a scalar tail (70 = 64 + 6), sums
-    // that start from what out already holds, groups of 1 to 9.
+TEST_CASE("weighted_sum_add_for_group equals the plain loop for each sum to the last bit") {
+    // Widths of 4, 2 and 1 lane chunks with every scalar tail (0 to 80
+    // outputs), sums that start from what out already holds, row counts long
+    // enough that another order of addition rounds differently, groups of 1
+    // to 9.
     for (int n_sums : {1, 2, 3, 4, 5, 8, 9})
-        for (int n_rows : {1, 2, 9})
-            for (int width : {1, 6, 16, 35, 70}) {
+        for (int n_rows : {0, 1, 2, 9, 100})
+            for (int width = 0; width <= 80; ++width) {
                 const int stride = width + 2, weights_stride = n_rows + 1, out_stride = width + 5;
-                const Matrix rows = random_matrix(n_rows, stride, 100 + width);
+                const Matrix rows = mixed_matrix(std::max(n_rows, 1), stride, 100 + width);
                 const Matrix weights = random_matrix(n_sums, weights_stride, 110 + n_rows);
-                const Matrix start = random_matrix(n_sums, out_stride, 120 + n_sums);
+                const Matrix start = mixed_matrix(n_sums, out_stride, 120 + n_sums);
+                const RowRun run{rows.row(0), n_rows};
                 std::vector<float> fast(start.data.begin(), start.data.end()), plain = fast;
                 weighted_sum_add_for_group(weights.row(0), n_sums, std::size_t(weights_stride),
-                                           n_rows, rows.row(0), std::size_t(stride), width,
+                                           std::span(&run, 1), n_rows, std::size_t(stride), width,
                                            fast.data(), std::size_t(out_stride));
                 for (int i = 0; i < n_sums; ++i)
-                    weighted_sum_add(weights.row(i), n_rows, rows.row(0), std::size_t(stride),
-                                     width, plain.data() + i * out_stride);
-                CHECK(fast == plain);
+                    weighted_sum_add_reference(weights.row(i), n_rows, rows.row(0),
+                                               std::size_t(stride), width,
+                                               plain.data() + i * out_stride);
+                INFO("sums " << n_sums << " rows " << n_rows << " width " << width);
+                CHECK(bits(fast) == bits(plain));
             }
 }
 
@@ -384,16 +343,18 @@ TEST_CASE("the group kernels over runs equal them over one range to the last bit
                     runs.push_back({scattered.row(at), count});
                 }
                 INFO("block " << block << " rows " << n_rows << " width " << width);
+                const RowRun whole{rows.row(0), total};
+                const std::span<const RowRun> one_run(&whole, 1);
                 std::vector<float> one(std::size_t(n_queries) * n_rows, -1.0f), split = one;
-                dot_rows_for_group(q.row(0), n_queries, std::size_t(width), rows.row(0), n_rows,
+                dot_rows_for_group(q.row(0), n_queries, std::size_t(width), one_run, n_rows,
                                    std::size_t(stride), width, one.data(), std::size_t(n_rows));
                 dot_rows_for_group(q.row(0), n_queries, std::size_t(width), runs, n_rows,
                                    std::size_t(stride), width, split.data(), std::size_t(n_rows));
                 CHECK(bits(split) == bits(one));
                 std::vector<float> sum_one(std::size_t(n_queries) * width, 0.5f),
                     sum_split = sum_one;
-                weighted_sum_add_for_group(weights.row(0), n_queries, std::size_t(n_rows), n_rows,
-                                           rows.row(0), std::size_t(stride), width, sum_one.data(),
+                weighted_sum_add_for_group(weights.row(0), n_queries, std::size_t(n_rows), one_run,
+                                           n_rows, std::size_t(stride), width, sum_one.data(),
                                            std::size_t(width));
                 weighted_sum_add_for_group(weights.row(0), n_queries, std::size_t(n_rows), runs,
                                            n_rows, std::size_t(stride), width, sum_split.data(),

@@ -233,14 +233,17 @@ TEST_CASE("weighted sums over consecutive runs equal one sum over all the rows")
     for (int j = 0; j < rows; ++j) weights[std::size_t(j)] = 1.0f / float(j + 3);
     for (std::size_t i = 0; i < values.size(); ++i)
         values[i] = float(int(i * 7919 % 201) - 100) / 37.0f;
-    std::vector<float> whole(width), pieces(width, 0.0f);
-    weighted_sum(weights.data(), rows, values.data(), stride, width, whole.data());
-    for (int first = 0, n = 1; first < rows; first += n, n = n % 5 + 1) {
-        const int m = std::min(n, rows - first);
-        weighted_sum_add(weights.data() + first, m, values.data() + std::size_t(first) * stride,
-                         stride, width, pieces.data());
-    }
+    std::vector<float> whole(width, 0.0f), pieces(width, 0.0f), plain(width, 0.0f);
+    const RowRun all{values.data(), rows};
+    weighted_sum_add_for_group(weights.data(), 1, 0, std::span(&all, 1), rows, stride, width,
+                               whole.data(), 0);
+    std::vector<RowRun> runs;  // of 1, 2, 3, 4, 5, 1, 2, ... rows
+    for (int first = 0, n = 1; first < rows; first += n, n = n % 5 + 1)
+        runs.push_back({values.data() + std::size_t(first) * stride, std::min(n, rows - first)});
+    weighted_sum_add_for_group(weights.data(), 1, 0, runs, rows, stride, width, pieces.data(), 0);
+    weighted_sum_add_reference(weights.data(), rows, values.data(), stride, width, plain.data());
     CHECK(pieces == whole);
+    CHECK(whole == plain);
 }
 
 TEST_CASE("a swap round trip restores the cache bit for bit") {

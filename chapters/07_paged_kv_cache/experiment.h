@@ -25,7 +25,6 @@
 #include "../../common/kit/queue_flags.h"
 #include "../../common/kit/report.h"  // format_bytes
 #include "../../common/lab/timed_step.h"
-#include "../../common/serving/cpu_time.h"
 #include "../../common/serving/memory_budget.h"
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/paged_executor.h"
@@ -253,7 +252,7 @@ struct Experiment : Setup {
         const PagedMemoryOptions o = paged(tight_budget_mib, watermark, Preemption::recompute);
         PagedMemory memory(o);
         BlockPool pool(model, o.block_size, o.blocks);
-        PagedExecutor executor(engine, seed, pool, o.preemption, StepClock::thread_cpu);
+        PagedExecutor executor(engine, seed, pool, o.preemption);
         const Schedule s = run_schedule(requests, continuous(), memory, PrefillFirst{}, executor);
         QueueRun q = tally(kPagedRecompute, tight_budget_mib, true, requests, s);
         q.positions_recomputed = memory.positions_recomputed();

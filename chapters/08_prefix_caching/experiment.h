@@ -164,7 +164,7 @@ struct Experiment : Setup {
     QueueRun run_on_the_engine(std::span<const Request> requests, Transformer& engine) const {
         BlockPool pool(model, block_size, blocks());
         PrefixSharingMemory memory(pool, {.watermark = watermark, .share = true});
-        SharedBlocksExecutor executor(engine, seed, pool, memory, StepClock::thread_cpu);
+        SharedBlocksExecutor executor(engine, seed, pool, memory);
         const Schedule s = run_schedule(requests, continuous(), memory, PrefillFirst{}, executor);
         return tally(true, true, requests, s, memory);
     }

@@ -84,8 +84,8 @@ class SharedBlocksExecutor : public RealExecutor {
   public:
     // `memory` must keep its tables in `pool` (it was made on it).
     SharedBlocksExecutor(Transformer& model, std::uint64_t seed, BlockPool& pool,
-                         const PrefixSharingMemory& memory, StepClock clock = StepClock::wall)
-        : RealExecutor(model, seed, clock), pool_(pool), memory_(memory) {
+                         const PrefixSharingMemory& memory)
+        : RealExecutor(model, seed), pool_(pool), memory_(memory) {
         if (&memory.ledger() != &pool)
             throw std::invalid_argument(
                 "SharedBlocksExecutor: the block manager keeps another pool");

@@ -7,10 +7,10 @@
 // cannot be shared (each sequence has its own cache and its own length), so
 // it runs per sequence; the weight products run once over a B-row matrix.
 //
-// Nothing about a sequence's arithmetic depends on its neighbours in the
-// batch: every dot product adds its terms in the same order in a B-row
-// product as in a one-row one (common/core/kernels.h). So a sequence decoded in
-// any batch gets the same logits, to the last bit, as decoded alone.
+// Nothing about a sequence's arithmetic depends on its neighbours: every
+// dot product adds its terms in the same order in a B-row product as in a
+// one-row one (kernels.h), so a sequence decoded in any batch gets the same
+// logits, to the last bit, as decoded alone.
 #pragma once
 
 #include <span>
@@ -25,10 +25,9 @@
 namespace kv {
 
 // One decode step for B sequences, each with its own cache at its own
-// length (a ragged batch): tokens[i] goes to caches[i]. Row i of the result
-// holds sequence i's logits; it stays valid until the model's next forward
-// pass. A bad call (counts that differ, an empty batch, one cache twice, a
-// full cache) throws before any cache is touched.
+// length (a ragged batch): tokens[i] goes to caches[i]. Row i of the result,
+// valid until the next forward pass, holds sequence i's logits. A bad call
+// throws before any cache is touched.
 inline const Matrix& decode_batch(Transformer& model, std::span<const int> tokens,
                                   std::span<KVCache* const> caches) {
     if (tokens.size() != caches.size())

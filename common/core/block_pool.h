@@ -3,14 +3,12 @@
 // A block holds the keys and values of B consecutive positions of one
 // sequence, in every layer. A sequence owns a list of blocks (its block
 // table, paged_kv_cache.h) instead of one array sized for its longest
-// possible context, so it holds at most B - 1 positions it does not use.
-// This is how the operating system pages virtual memory, and how vLLM's
-// PagedAttention (Kwon et al., SOSP 2023) stores the KV cache.
+// possible context, as the operating system pages virtual memory and as
+// vLLM's PagedAttention (Kwon et al., SOSP 2023) stores the KV cache.
 //
-// The pool only hands out blocks and takes them back; which sequence gets
-// one, and who must give one up when none is free, is the block manager's
-// business (chapter 07). A block may be shared (chapter 08): it counts its
-// owners, and returns to the free list when the last one lets go.
+// The pool only hands out blocks and takes them back; who gets one is the
+// block manager's business (chapter 07). A shared block (chapter 08) counts
+// its owners and returns to the free list when the last one lets go.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +26,8 @@ inline int blocks_for(int positions, int block_size) {
     return positions / block_size + (positions % block_size > 0);
 }
 
-// Blocks that hold keys and values nobody is using now but that are kept
-// because someone may want them again (chapter 08's prefix cache). When
-// the pool has no free block, it asks for one of them back.
+// Blocks kept because someone may want their numbers again (chapter 08's
+// prefix cache): when the pool has no free block, it asks for one back.
 class BlockReclaimer {
   public:
     virtual ~BlockReclaimer() = default;
@@ -38,10 +35,9 @@ class BlockReclaimer {
     virtual bool reclaim_one() = 0;       // gives one back to the pool; false if none
 };
 
-// Who holds which block: the free list and each block's owner count, and
-// nothing else. The engine's BlockPool is a ledger with the numbers beside
-// it; a simulator that must make the same decisions as the engine (chapter
-// 08) keeps the ledger alone.
+// Who holds which block: the free list and each block's owner count. The
+// engine's BlockPool is a ledger with the numbers beside it; a simulator
+// that must decide as the engine does (chapter 08) keeps the ledger alone.
 class BlockLedger {
   public:
     // `blocks` blocks of `block_size` positions, all free.
@@ -62,8 +58,7 @@ class BlockLedger {
     void set_reclaimer(BlockReclaimer* reclaimer) { reclaimer_ = reclaimer; }
 
     // Takes a free block (its owner count becomes 1), asking the reclaimer
-    // for one when none is free; throws std::length_error when there is
-    // still none.
+    // when none is free; throws std::length_error if there is still none.
     int allocate();
     // One more owner of a block in use (a shared prefix, chapter 08).
     void share(int block);
@@ -102,19 +97,9 @@ class BlockPool : public BlockLedger {
     // in a float32 pool (a narrower one throws).
     float* keys(int block, int layer) { return keys_.floats(first_row(block, layer)); }
     float* values(int block, int layer) { return values_.floats(first_row(block, layer)); }
-    const float* keys(int block, int layer) const { return keys_.floats(first_row(block, layer)); }
-    const float* values(int block, int layer) const {
-        return values_.floats(first_row(block, layer));
-    }
     // The same rows as stored, in any format: block_size x row_format().bytes().
     std::byte* key_bytes(int block, int layer) { return keys_.bytes(first_row(block, layer)); }
     std::byte* value_bytes(int block, int layer) { return values_.bytes(first_row(block, layer)); }
-    const std::byte* key_bytes(int block, int layer) const {
-        return keys_.bytes(first_row(block, layer));
-    }
-    const std::byte* value_bytes(int block, int layer) const {
-        return values_.bytes(first_row(block, layer));
-    }
 
   private:
     std::size_t first_row(int block, int layer) const {

@@ -23,26 +23,24 @@ struct Config {
     int kv_dim() const { return n_kv_heads * head_size(); }  // width of one position's keys
     int group_size() const { return n_heads / n_kv_heads; }  // query heads per KV head
 
-    // Throws std::invalid_argument naming the first thing wrong: a size that
-    // is not positive, heads that do not divide the width, KV heads that do
-    // not divide the query heads, an odd head size (RoPE rotates pairs), or
-    // a shape whose weights alone would not fit in 64-bit byte counts.
+    // Throws std::invalid_argument naming the first thing wrong: a size not
+    // positive, heads that do not divide the width or KV heads the heads,
+    // an odd head size (RoPE rotates pairs), or sizes past 64-bit bytes.
     void validate() const;
 
     // Every learned number: embedding, per layer (two norms, four attention
-    // matrices, three feed-forward matrices), final norm, output projection
-    // (unless it is shared with the embedding).
+    // and three feed-forward matrices), final norm, output projection
+    // (unless shared with the embedding).
     std::uint64_t parameter_count() const;
     std::uint64_t weight_bytes() const;  // float32 weights
 
-    // What one forward pass reads and multiplies, whatever its row count.
-    // A separate embedding table is only looked up (one row per token); a
-    // shared one is also the output projection, so it is read in full.
+    // What one forward pass reads and multiplies, whatever its row count. A
+    // separate embedding table is only looked up; a shared one is also the
+    // output projection, so it is read in full.
     std::uint64_t lookup_only_parameters() const;      // vocab x dim, or 0 when shared
     std::uint64_t weight_bytes_read_per_pass() const;  // every weight but a lookup-only table
     // The matrices a token is multiplied by: wq, wk, wv, wo, w1, w2, w3 per
-    // layer and the output projection (the RMSNorm scales are read but are
-    // not matrices: 2 x dim numbers per layer and dim for the final norm).
+    // layer and the output projection (not the RMSNorm scales).
     std::uint64_t multiplied_parameters() const;
 
     // The book's memory formula: keys and values (2) x layers x KV heads x

@@ -1,6 +1,5 @@
 // What chapters that generate text share: a fixed prompt, and the hook that
-// sees each step's logits. (The stopwatch for one whole answer is the
-// program kit's: common/kit/answer_timing.h.)
+// sees each step's logits.
 #pragma once
 
 #include <cstdint>
@@ -25,15 +24,14 @@ std::vector<std::vector<float>> logits_per_step(const Generator& generate,
                                                 std::vector<int>& tokens);
 
 // The largest |a[i] - b[i]| over two equal-length lists of logits, and over
-// every step of two runs: 0 when they agree to the last bit. A NaN on either
-// side (or inf against inf) is a difference, the worst there is: the result
-// is then NaN, never 0, so "identical" is never said of numbers that are not.
+// every step of two runs: 0 when they agree to the last bit. A NaN on
+// either side (or inf against inf) makes it NaN, never 0, so "identical" is
+// never said of numbers that are not.
 double max_abs_difference(std::span<const float> a, std::span<const float> b);
 double max_abs_difference(const std::vector<std::vector<float>>& a,
                           const std::vector<std::vector<float>>& b);
 
-// The larger of two differences, NaN if either is. std::max(worst, NaN)
-// keeps `worst`: a running maximum built with it would drop every NaN.
+// The larger of two differences, NaN if either is (std::max would drop it).
 double larger_difference(double a, double b);
 
 // The prompt every chapter uses: `length` tokens drawn from `seed`, so the

@@ -1,10 +1,8 @@
 #include "kernel_plan.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -13,11 +11,20 @@
 #include <mutex>
 #include <sstream>
 
+#include "timing.h"
+
 namespace kv {
 
 // ------------------------------------------------------ the machine's identity
 
 namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
 
 // The value of the first "name : value" line of /proc/cpuinfo, "" if none.
 std::string cpuinfo_field(const std::string& text, const std::string& name) {
@@ -38,36 +45,39 @@ std::string cpuinfo_field(const std::string& text, const std::string& name) {
 // The vector instructions this build was compiled for, from the compiler's
 // own macros: the same for every file of a build.
 std::string build_instructions() {
-    std::string s;
-    auto add = [&s](const char* name) { s += s.empty() ? name : std::string(" ") + name; };
+    const char* const names[] = {
 #if defined(__AVX512F__)
-    add("avx512f");
+        " avx512f",
 #endif
 #if defined(__AVX512BW__)
-    add("avx512bw");
+        " avx512bw",
 #endif
 #if defined(__AVX512VL__)
-    add("avx512vl");
+        " avx512vl",
 #endif
 #if defined(__AVX2__)
-    add("avx2");
+        " avx2",
 #endif
 #if defined(__FMA__)
-    add("fma");
+        " fma",
 #endif
 #if defined(__AVX__)
-    add("avx");
+        " avx",
 #endif
 #if defined(__SSE2__)
-    add("sse2");
+        " sse2",
 #endif
 #if defined(__ARM_NEON)
-    add("neon");
+        " neon",
 #endif
 #if defined(__ARM_FEATURE_SVE)
-    add("sve");
+        " sve",
 #endif
-    return s.empty() ? "scalar" : s;
+        ""
+    };
+    std::string s;
+    for (const char* name : names) s += name;
+    return s.empty() ? "scalar" : s.substr(1);
 }
 
 std::string compiler() {
@@ -82,20 +92,20 @@ std::string compiler() {
 
 }  // namespace
 
+std::string cpu_identity(const std::string& cpuinfo) {
+    std::string cpu = cpuinfo_field(cpuinfo, "model name");
+    auto add = [&cpu](const std::string& part) { cpu += (cpu.empty() ? "" : ", ") + part; };
+    if (!cpuinfo_field(cpuinfo, "cpu family").empty())  // x86
+        add("family " + cpuinfo_field(cpuinfo, "cpu family") + ", model " +
+            cpuinfo_field(cpuinfo, "model"));
+    if (!cpuinfo_field(cpuinfo, "CPU implementer").empty())  // ARM
+        add("implementer " + cpuinfo_field(cpuinfo, "CPU implementer") + ", part " +
+            cpuinfo_field(cpuinfo, "CPU part"));
+    return cpu.empty() ? "unknown" : cpu;
+}
+
 MachineIdentity this_machine() {
-    std::ifstream file("/proc/cpuinfo");
-    std::stringstream text;
-    text << file.rdbuf();
-    const std::string info = text.str();
-    std::string cpu = cpuinfo_field(info, "model name");
-    if (!cpuinfo_field(info, "cpu family").empty())
-        cpu += ", family " + cpuinfo_field(info, "cpu family") + ", model " +
-               cpuinfo_field(info, "model");
-    if (!cpuinfo_field(info, "CPU implementer").empty())  // ARM
-        cpu += "implementer " + cpuinfo_field(info, "CPU implementer") + ", part " +
-               cpuinfo_field(info, "CPU part");
-    if (cpu.empty()) cpu = "unknown";
-    return {cpu, build_instructions() + ", " + compiler()};
+    return {cpu_identity(read_file("/proc/cpuinfo")), build_instructions() + ", " + compiler()};
 }
 
 std::string plan_key(const Config& c) {
@@ -136,17 +146,6 @@ MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget)
 
 namespace {
 
-// This thread's CPU time: a pause while the OS runs something else is not
-// counted. Wall-clock time where there is no such clock.
-double thread_seconds() {
-#if defined(CLOCK_THREAD_CPUTIME_ID)
-    timespec t;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0) return double(t.tv_sec) + 1e-9 * t.tv_nsec;
-#endif
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 // The rows each class is timed at.
 std::vector<int> rows_of(RowClass c) {
     switch (c) {
@@ -161,10 +160,9 @@ std::vector<int> rows_of(RowClass c) {
 
 // Weight bytes one timed run of one or a few rows reads at most: a whole
 // model up to this size, else as many whole layers as fit (at least one),
-// the next ones at each run, so that the weights come from where a decode
-// step finds them (a model larger than the cache streams from DRAM). Many
-// rows reuse each weight from L1 and need no such walk: their runs take the
-// first matrices up to kManyRowsBytes, a millisecond or so of arithmetic.
+// the next ones at each run, so that a model larger than the cache streams
+// from DRAM as in a decode step. Many rows reuse each weight from L1: their
+// runs take the first matrices up to kManyRowsBytes.
 constexpr std::size_t kStreamBytes = std::size_t(32) << 20;
 constexpr std::size_t kManyRowsBytes = std::size_t(4) << 20;
 
@@ -175,14 +173,17 @@ std::size_t bytes_of(const Matrix& m) {
 }  // namespace
 
 CandidateTimer model_timer(const Weights& weights) {
-    // The matrices in the order a forward pass multiplies by them, in runs
-    // of equal shapes: a whole model, or whole layers.
+    // The matrices in the order a forward pass multiplies by them, whole
+    // and layer by layer.
     std::vector<std::vector<const Matrix*>> layers;
+    std::vector<const Matrix*> all;
     std::size_t model_bytes = bytes_of(weights.output);
     for (const LayerWeights& l : weights.layers) {
         layers.push_back({&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w3, &l.w2});
+        all.insert(all.end(), layers.back().begin(), layers.back().end());
         for (const Matrix* m : layers.back()) model_bytes += bytes_of(*m);
     }
+    all.push_back(&weights.output);
     struct Work {
         std::vector<std::vector<const Matrix*>> runs;  // the matrices of each run, in turn
         std::size_t next = 0;                          // the run to time next
@@ -191,28 +192,21 @@ CandidateTimer model_timer(const Weights& weights) {
     auto works = std::make_shared<std::map<RowClass, Work>>();
     for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
         Work& work = (*works)[c];
-        std::vector<const Matrix*> all;
-        for (const auto& layer : layers) all.insert(all.end(), layer.begin(), layer.end());
-        all.push_back(&weights.output);
         if (c == RowClass::many) {
-            std::vector<const Matrix*> first;
-            std::size_t bytes = 0;
-            for (const Matrix* m : all) {
-                if (!first.empty() && bytes + bytes_of(*m) > kManyRowsBytes) break;
-                first.push_back(m);
-                bytes += bytes_of(*m);
-            }
-            work.runs.push_back(first);
+            std::size_t n = 0, bytes = 0;
+            while (n < all.size() && (n == 0 || bytes + bytes_of(*all[n]) <= kManyRowsBytes))
+                bytes += bytes_of(*all[n++]);
+            work.runs.emplace_back(all.begin(), all.begin() + std::ptrdiff_t(n));
         } else if (model_bytes <= kStreamBytes || layers.empty()) {
             work.runs.push_back(all);
         } else {
             const std::size_t layer_bytes = model_bytes / layers.size();
             const std::size_t per_run = std::max<std::size_t>(1, kStreamBytes / layer_bytes);
             for (std::size_t l = 0; l + per_run <= layers.size(); l += per_run) {
-                std::vector<const Matrix*> run;
+                work.runs.emplace_back();
                 for (std::size_t k = l; k < l + per_run; ++k)
-                    run.insert(run.end(), layers[k].begin(), layers[k].end());
-                work.runs.push_back(run);
+                    work.runs.back().insert(work.runs.back().end(), layers[k].begin(),
+                                            layers[k].end());
             }
         }
         // One input and one output per row count and matrix of the first
@@ -234,11 +228,11 @@ CandidateTimer model_timer(const Weights& weights) {
         const std::vector<const Matrix*>& run = work.runs[work.next];
         work.next = (work.next + 1) % work.runs.size();
         const MatmulKernel& kernel = matmul_kernels(c)[std::size_t(k)];
-        const double start = thread_seconds();
+        const double start = thread_cpu_seconds();
         for (std::size_t r = 0; r < work.x.size(); ++r)
             for (std::size_t i = 0; i < run.size(); ++i)
                 kernel.run(work.x[r][i], *run[i], work.y[r][i]);
-        return thread_seconds() - start;
+        return thread_cpu_seconds() - start;
     };
 }
 
@@ -318,25 +312,18 @@ Plans& plans() {
     return p;
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-// Writes the file whole, through a temporary one of this process's own,
-// so a reader never sees half of it, even with two programs saving at
-// once; a file that cannot be written leaves the plans in memory.
+// Replaces the file whole: written beside it under a name of this
+// process's own, then renamed over it, so a reader never sees half a plan,
+// even with two programs saving at once, and a failed write leaves the old
+// file and no other. (The core includes nothing else of common/, so not
+// kit/files.h's OutputFile.) A file that cannot be written leaves the plans
+// in memory only.
 void save(const std::string& path, const std::vector<KernelPlan>& all) {
     const std::string tmp = path + ".tmp." + std::to_string(getpid());
-    {
-        std::ofstream out(tmp);
-        if (!out) return;
-        out << plan_file_text(this_machine(), all);
-        if (!out) return;
-    }
-    std::rename(tmp.c_str(), path.c_str());
+    std::ofstream out(tmp);
+    out << plan_file_text(this_machine(), all);
+    out.close();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
 }
 
 }  // namespace
@@ -370,9 +357,9 @@ MatmulChoice matmul_plan(const Config& config, const Weights& weights) {
         }
     KernelPlan plan;
     plan.key = key;
-    const double start = thread_seconds();
+    const double start = thread_cpu_seconds();
     plan.matmul = choose_matmul(model_timer(weights));
-    plan.seconds = thread_seconds() - start;
+    plan.seconds = thread_cpu_seconds() - start;
     p.used.push_back(plan);
     if (!p.path.empty()) {
         std::vector<KernelPlan> all = p.from_file;

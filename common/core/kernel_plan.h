@@ -1,14 +1,12 @@
 // Which matrix-product kernel each row class runs, chosen on this machine
 // by timing the candidates (kernels.h), as FFTW and oneDNN choose theirs.
 //
-// Every candidate gives the same bits, so the choice changes only the time:
-// the planner times each candidate of each row class on the model's own
-// weights, the candidates taking turns, keeps the fastest run of each and
-// picks the fastest. It runs once per model shape, at the first use of
-// that shape, in well under a second; the plan is kept in memory and, if a
-// file is named (keep_kernel_plans_in), saved there beside the identity of
-// the machine and the build, and read back by later runs. A plan made on
-// another machine or by another build is ignored and made again.
+// Every candidate gives the same bits, so the choice changes only the time.
+// The planner times each candidate of each row class on the model's own
+// weights, taking turns, and picks the fastest run. It runs once per model
+// shape, in well under a second; the plan is kept in memory and, if a file
+// is named (keep_kernel_plans_in), saved there with the identity of the
+// machine and the build, and read back by later runs with the same identity.
 #pragma once
 
 #include <functional>
@@ -21,14 +19,17 @@
 
 namespace kv {
 
-// What a plan holds for: the CPU and the build (its vector instructions and
-// its compiler). Read from /proc/cpuinfo and from the compiler's macros.
+// What a plan holds for: the CPU (from /proc/cpuinfo) and the build (its
+// vector instructions and its compiler, from the compiler's macros).
 struct MachineIdentity {
     std::string cpu;    // "Intel(R) Xeon(R) Processor, family 6, model 167"
     std::string build;  // "avx512f avx2 fma sse2, gcc 12.2.0"
     bool operator==(const MachineIdentity&) const = default;
 };
 MachineIdentity this_machine();
+// The cpu line from the text of /proc/cpuinfo: its model name, then x86's
+// family and model or ARM's implementer and part, ", " between them.
+std::string cpu_identity(const std::string& cpuinfo);
 
 // The shapes a model multiplies by, as a plan names them:
 // "layers 6 dim 256 kv_dim 64 ffn 768 vocab 4096".
@@ -54,8 +55,7 @@ struct PlanBudget {
 
 // The candidate (0..candidates-1) whose fastest run is shortest; time(k)
 // runs candidate k once and says how long it took. Round r starts at
-// candidate r % candidates, so no candidate always goes first. Ties go to
-// the earlier candidate.
+// candidate r % candidates; ties go to the earlier candidate.
 int fastest_candidate(int candidates, const std::function<double(int)>& time,
                       const PlanBudget& budget = {});
 
@@ -66,9 +66,9 @@ MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget 
 // The timer the model's plan uses: each candidate multiplies inputs of the
 // class's row counts (1; 2 and 4; 16 and 64) by the model's own weight
 // matrices, in the order a forward pass does, timed in this thread's CPU
-// time. One and a few rows walk the whole model, or whole layers of it in
-// turn when it is larger than 32 MiB, so their weights come from where a
-// decode step finds them; many rows take the first 4 MiB of matrices.
+// time. One and a few rows walk the whole model (or, past 32 MiB, whole
+// layers of it in turn), so their weights come from where a decode step
+// finds them; many rows take the first 4 MiB of matrices.
 CandidateTimer model_timer(const Weights& weights);
 
 // ------------------------------------------------------------- plan files
@@ -78,22 +78,20 @@ CandidateTimer model_timer(const Weights& weights);
 //   build: avx512f avx2 fma sse2, gcc 12.2.0
 //   plan layers 6 dim 256 kv_dim 64 ffn 768 vocab 4096: one stream8 few stream4 many tile4x4
 std::string plan_file_text(const MachineIdentity& machine, const std::vector<KernelPlan>& plans);
-// The plans of a file written for `machine`; none if it was written for
-// another, or is not a plan file. Lines naming unknown kernels are skipped.
+// The plans of a file written for `machine`; none if written for another.
+// Lines naming unknown kernels are skipped.
 std::vector<KernelPlan> read_plan_text(const std::string& text, const MachineIdentity& machine);
 
 // ------------------------------------------------- the plans of this process
 
 // The plan for this model shape: made before in this process, else read
-// from the plan file, else measured now on these weights (and saved).
+// from the plan file, else measured now on these weights and saved.
 MatmulChoice matmul_plan(const Config& config, const Weights& weights);
 
-// Where plans are saved and read: "" (the default) keeps them in memory
-// only, as tests and plain programs do.
+// Where plans are saved and read: "" (the default) keeps them in memory.
 void keep_kernel_plans_in(const std::string& path);
-// build/kernel_plan.txt for a program at build/chNN: the file beside the
-// program, so each build (build/, build/generic/) keeps its own; "" if
-// argv0 names no folder.
+// build/kernel_plan.txt for a program at build/chNN: beside the program, so
+// each build keeps its own; "" if argv0 names no folder.
 std::string kernel_plan_file_beside(const char* argv0);
 
 // Every plan this process has used, in the order they were first needed.

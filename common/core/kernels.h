@@ -1,18 +1,16 @@
 // The arithmetic of a transformer: dot products, matrix products, RMSNorm,
 // softmax, SiLU and rotary position embedding.
 //
-// The book's contract: every dot product, whether it comes from dot(), from
-// a one-row matrix product at decode time or from a many-row product at
-// prefill or in a batch, adds its terms in one order (dot_in_book_order
-// below). Together with -ffp-contract=off in the build (no fused
-// multiply-adds), this makes the cache, batching and paging change nothing
-// but the time: the logits are the same to the last bit, on every machine.
+// The book's contract: every dot product, from dot(), a one-row matrix
+// product at decode time or a many-row product at prefill or in a batch,
+// adds its terms in one order (dot_in_book_order). With -ffp-contract=off
+// in the build (no fused multiply-adds), the cache, batching and paging
+// change nothing but the time: the logits are the same to the last bit, on
+// every machine.
 //
 // kernels_reference.cpp holds this arithmetic as plain loops, the tests'
 // oracle; kernels_fast.cpp holds the vector paths the model runs, each
-// proven equal to its reference bit for bit (tests/kernels_test.cpp). The
-// matrix product comes in several such paths; which one runs is measured
-// on the reader's machine (kernel_plan.h).
+// proven equal to its reference bit for bit (tests/kernels_test.cpp).
 #pragma once
 
 #include <bit>
@@ -36,25 +34,16 @@ inline constexpr int kLanes = 16;
 // The order every dot product adds its terms in: term k goes to partial sum
 // k % kLanes, each partial sum adds its terms from the first to the last,
 // and the 16 partial sums meet in a fixed pairwise tree (lane l with l + 8,
-// then l + 4, l + 2, l + 1). Plain and slow; the statement of the order,
-// never called by the model.
+// then l + 4, l + 2, l + 1). The statement of the order, as a plain loop.
 float dot_in_book_order(const float* a, const float* b, int n);
 
 // The same sum, kLanes terms at a time.
 float dot(const float* a, const float* b, int n);
 
-// out[j] = dot(x, rows + j * stride, n) for j < n_rows: one query against
-// many keys, as attention needs.
-void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride, int n, float* out);
+// out[j] = dot(x, rows + j * stride, n) for j < n_rows, as plain loops: one
+// query against many keys, as attention needs.
 void dot_rows_reference(const float* x, const float* rows, int n_rows, std::size_t stride, int n,
                         float* out);
-
-// out[i * out_stride + j] = dot(queries + i * query_stride, rows + j * stride, n)
-// for i < n_queries, j < n_rows: the query heads of one grouped-query group
-// against the keys they share, each key loaded once for the whole group.
-void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
-                        const float* rows, int n_rows, std::size_t stride, int n, float* out,
-                        std::size_t out_stride);
 
 // Rows held in runs, one after another (a paged cache's blocks): `count`
 // rows from `rows` on, `stride` apart within the run.
@@ -63,37 +52,29 @@ struct RowRun {
     int count;
 };
 
-// The same over the first n_rows rows of the runs, taken in order as if
-// they were one: row j of the whole is scored into out[i * out_stride + j].
-// The kernel walks the runs itself, fetching rows ahead across their ends.
+// The query heads of one grouped-query group against the keys they share,
+// each key loaded once for the whole group: out[i * out_stride + j] = dot(
+// queries + i * query_stride, row j, n) for i < n_queries, row j of the
+// first n_rows rows of the runs taken in order as if they were one. The
+// kernel walks the runs itself, fetching rows ahead across their ends.
 void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
                         std::span<const RowRun> runs, int n_rows, std::size_t stride, int n,
                         float* out, std::size_t out_stride);
 
 // ------------------------------------------------------------- weighted sums
 
-// out[d] = sum over j of weights[j] * rows[j * stride + d], for d < width,
-// the terms added in the order j = 0, 1, 2, ...: attention's weighted sum of
-// values. The _add versions add to what out already holds, in the same
-// order, so runs of rows (the blocks of a paged cache) summed one after the
-// other from zero give exactly one sum over all of them.
-void weighted_sum(const float* weights, int n_rows, const float* rows, std::size_t stride,
-                  int width, float* out);
-void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::size_t stride,
-                      int width, float* out);
-void weighted_sum_reference(const float* weights, int n_rows, const float* rows, std::size_t stride,
-                            int width, float* out);
+// out[d] += sum over j of weights[j] * rows[j * stride + d], for d < width,
+// the terms added to what out holds in the order j = 0, 1, 2, ...:
+// attention's weighted sum of values, as plain loops. Runs of rows (the
+// blocks of a paged cache) summed one after the other from zero give
+// exactly one sum over all of them.
 void weighted_sum_add_reference(const float* weights, int n_rows, const float* rows,
                                 std::size_t stride, int width, float* out);
 
-// For each i < n_sums, weighted_sum_add(weights + i * weights_stride, n_rows,
-// rows, stride, width, out + i * out_stride): a group's weighted sums of the
-// same values, each value loaded once for the whole group.
-void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
-                                int n_rows, const float* rows, std::size_t stride, int width,
-                                float* out, std::size_t out_stride);
-// The same over the first n_rows rows of the runs, in order: weights[j] goes
-// with row j of the whole.
+// For each i < n_sums, weighted_sum_add_reference(weights + i *
+// weights_stride, n_rows, the first n_rows rows of the runs in order,
+// width, out + i * out_stride): a group's weighted sums of the same values,
+// each value loaded once for the whole group.
 void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
                                 std::span<const RowRun> runs, int n_rows, std::size_t stride,
                                 int width, float* out, std::size_t out_stride);
@@ -107,9 +88,8 @@ void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y);  // a plain 
 
 // The fast product comes in several kernels, each computing every output as
 // one dot() in the book's order, so all of them give the same bits. They
-// differ in how many rows of x and of w they take at once, how far ahead
-// they fetch and how wide their registers are; which is fastest depends on
-// the core and on the number of rows, so it is measured, not assumed
+// differ in how many rows of x and of w they take at once; which is fastest
+// depends on the core and on the number of rows, so it is measured
 // (kernel_plan.h). A product's rows fall in one of three classes:
 enum class RowClass {
     one,   // a decode step of one sequence: every weight is used once
@@ -125,8 +105,7 @@ struct MatmulKernel {
     void (*run)(const Matrix& x, const Matrix& w, Matrix& y);  // shapes already checked
 };
 
-// The candidates for one row class, the usual first; every one takes any
-// number of rows (the tests run each on every class and size).
+// The candidates for one row class; every one takes any number of rows.
 std::span<const MatmulKernel> matmul_kernels(RowClass rows);
 
 // One kernel for each row class: the first candidates, until a plan says otherwise.

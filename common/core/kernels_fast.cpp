@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels.h"
 
@@ -42,6 +43,25 @@ inline Lanes load_tail(const float* p, int n) {
     return load(padded);
 }
 
+// f(std::integral_constant<int, R>(), i) for rows i..i+R-1 of n rows: R = 4
+// while 4 are left, then one call for the 3, 2 or 1 left, so that each
+// kernel's row count is a constant its loops unroll on.
+template <class F>
+inline void by_fours(int n, F&& f) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) f(std::integral_constant<int, 4>(), i);
+    switch (n - i) {
+        case 3:
+            return f(std::integral_constant<int, 3>(), i);
+        case 2:
+            return f(std::integral_constant<int, 2>(), i);
+        case 1:
+            return f(std::integral_constant<int, 1>(), i);
+        default:
+            return;
+    }
+}
+
 // ---------------------------------------------------------- the reductions
 
 // The pairwise tree of one sum's kLanes partial sums, in half-width vectors
@@ -57,7 +77,6 @@ inline float reduce_lanes(Lanes v) {
 // The same tree for many sums at once: each step puts the halves of two
 // vectors side by side and adds, so one shuffle pair and one add serve two
 // sums, and every output still adds the same two numbers at every step.
-
 // [a | b] -> [a[l] + a[l + 8] | b[l] + b[l + 8]]: width 16 to 8, two sums per vector.
 inline Lanes halves(Lanes a, Lanes b) {
     return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
@@ -84,9 +103,8 @@ inline Lanes finish(Lanes a, Lanes b) {
 }
 
 // out[i] = reduce_lanes(acc[i]) for i < N: blocks of 16, then 8, 4, 2 and
-// 1; a smaller block finishes its last steps in narrower vectors, the same
-// additions. Always inlined, so that a tile's accumulators go from its
-// registers straight into the tree instead of through memory.
+// 1, a smaller block finishing in narrower vectors. Always inlined, so that
+// a tile's accumulators go from its registers straight into the tree.
 template <int N>
 [[gnu::always_inline]] inline void reduce_many(const Lanes* acc, float* out) {
     if constexpr (N >= 16) {
@@ -129,15 +147,13 @@ template <int N>
 
 // ---------------------------------------------------------------- prefetch
 
-// Prefetches are hints (prefetcht0 on x86-64): they change when bytes
-// arrive, never a number.
+// Prefetches are hints: they change when bytes arrive, never a number.
 struct NoPrefetch {
     void step(int) {}
 };
 
-// While a tile works on C weight rows, the same columns of C rows further
-// on: the next rows' lines arrive while this tile computes, where the
-// hardware prefetcher stops at each 4 KiB page.
+// While a tile works on C weight rows, the same columns of the next C
+// rows, where the hardware prefetcher stops at each 4 KiB page.
 template <int C>
 struct RowsAhead {
     const float* rows = nullptr;  // the first row to fetch; nullptr: none
@@ -149,7 +165,7 @@ struct RowsAhead {
 };
 
 // The lines from next to end, per_step of them at each vector step of the
-// tiles that share it: a whole block of weights fetched over many tiles.
+// tiles that share it.
 struct Spread {
     const char* next = nullptr;
     const char* end = nullptr;
@@ -169,74 +185,36 @@ inline void prefetch_span(const float* p, int n) {
 
 // -------------------------------------------------------------- the tile
 
-// W floats as one value: a dot product's kLanes partial sums held as
-// kLanes / W such values. The lanes and their additions are the same at
-// every W; W only picks the width of the registers they are computed in.
-template <int W>
-struct VecOf {
-    typedef float type __attribute__((vector_size(W * sizeof(float))));
-};
-template <int W>
-using Vec = typename VecOf<W>::type;
-
-template <int W>
-inline Vec<W> load_w(const float* p) {
-    Vec<W> v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
 // R rows of x (xs apart) against C rows of w (ws apart): out[r * os + c] =
 // dot(x row r, w row c, n). R * C dot products computed together, so each
 // number loaded from x serves C sums and each from w serves R while it sits
-// in a register; rows are reached by pointer arithmetic from one base and
-// one stride, which the compiler keeps in plain registers. The accumulators
-// start from zero one by one, because GCC clears an `= {}` array with a rep
-// stos on every tile.
-template <int W, int R, int C, class Pf>
+// in a register. The accumulators start from zero one by one, because GCC
+// clears an `= {}` array with a rep stos on every tile.
+template <int R, int C, class Pf>
 inline void tile(const float* x, std::size_t xs, const float* w, std::size_t ws, int n, float* out,
                  std::size_t os, Pf& pf) {
-    constexpr int P = kLanes / W;
-    Vec<W> acc[R][C][P];
+    Lanes acc[R][C];
     for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c)
-            for (int p = 0; p < P; ++p) acc[r][c][p] = Vec<W>{};
+        for (int c = 0; c < C; ++c) acc[r][c] = Lanes{};
     int k = 0;
     for (; k + kLanes <= n; k += kLanes) {
         pf.step(k);
-        Vec<W> xv[R][P], wv[C][P];
+        Lanes xv[R], wv[C];
+        for (int r = 0; r < R; ++r) xv[r] = load(x + r * xs + k);
+        for (int c = 0; c < C; ++c) wv[c] = load(w + c * ws + k);
         for (int r = 0; r < R; ++r)
-            for (int p = 0; p < P; ++p) xv[r][p] = load_w<W>(x + r * xs + k + p * W);
-        for (int c = 0; c < C; ++c)
-            for (int p = 0; p < P; ++p) wv[c][p] = load_w<W>(w + c * ws + k + p * W);
-        for (int r = 0; r < R; ++r)
-            for (int c = 0; c < C; ++c)
-                for (int p = 0; p < P; ++p) acc[r][c][p] += xv[r][p] * wv[c][p];
+            for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
     }
     if (k < n) {
         pf.step(k);
-        Vec<W> xv[R][P], wv[C][P];
-        for (int r = 0; r < R; ++r) {
-            const Lanes t = load_tail(x + r * xs + k, n - k);
-            std::memcpy(xv[r], &t, sizeof t);
-        }
-        for (int c = 0; c < C; ++c) {
-            const Lanes t = load_tail(w + c * ws + k, n - k);
-            std::memcpy(wv[c], &t, sizeof t);
-        }
+        Lanes xv[R], wv[C];
+        for (int r = 0; r < R; ++r) xv[r] = load_tail(x + r * xs + k, n - k);
+        for (int c = 0; c < C; ++c) wv[c] = load_tail(w + c * ws + k, n - k);
         for (int r = 0; r < R; ++r)
-            for (int c = 0; c < C; ++c)
-                for (int p = 0; p < P; ++p) acc[r][c][p] += xv[r][p] * wv[c][p];
+            for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
     }
     float sums[R * C];
-    if constexpr (P == 1) {
-        reduce_many<R * C>(&acc[0][0][0], sums);
-    } else {  // the parts side by side as one kLanes vector each
-        Lanes whole[R * C];
-        for (int r = 0; r < R; ++r)
-            for (int c = 0; c < C; ++c) std::memcpy(&whole[r * C + c], acc[r][c], sizeof(Lanes));
-        reduce_many<R * C>(whole, sums);
-    }
+    reduce_many<R * C>(&acc[0][0], sums);
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c) out[r * os + c] = sums[r * C + c];
 }
@@ -245,61 +223,45 @@ inline void tile(const float* x, std::size_t xs, const float* w, std::size_t ws,
 
 // Rows i0..i0+R-1 of x against the last weight rows from j on (fewer
 // than C): tiles of 4, 2 and 1 weight rows.
-template <int W, int R, int C>
+template <int R, int C>
 inline void leftover_columns(const Matrix& x, int i0, const Matrix& w, int j, Matrix& y) {
     NoPrefetch none;
     if constexpr (C > 1) {
         constexpr int Next = C > 4 ? 4 : C / 2;
         for (; j + Next <= w.rows; j += Next)
-            tile<W, R, Next>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols,
-                             none);
-        leftover_columns<W, R, Next>(x, i0, w, j, y);
+            tile<R, Next>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, none);
+        leftover_columns<R, Next>(x, i0, w, j, y);
     }
 }
 
-// Rows i0..i0+R-1 of x (a decode step of one to four sequences) against C
-// weight rows at a time: the weights stream past once, each used R times,
-// and C rows keep C streams of loads in flight. With Ahead > 0 each tile
-// also fetches the rows Ahead blocks further on.
-template <int W, int R, int C, int Ahead>
-void stream_rows(const Matrix& x, int i0, const Matrix& w, Matrix& y) {
-    int j = 0;
-    for (; j + C <= w.rows; j += C) {
-        RowsAhead<C> pf;
-        if (Ahead > 0 && j + (Ahead + 1) * C <= w.rows)
-            pf = {w.row(j + Ahead * C), std::size_t(w.cols)};
-        tile<W, R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, pf);
-    }
-    leftover_columns<W, R, C>(x, i0, w, j, y);
-}
-
-// Up to 4 rows of x in one pass over the weights; more, 4 at a time.
-template <int W, int C, int Ahead>
+// Up to 4 rows of x (a decode step of one to four sequences) in one pass
+// over the weights, C weight rows at a time: the weights stream past once,
+// each used by every row, and C rows keep C streams of loads in flight,
+// the next C rows fetched meanwhile.
+template <int C>
 void stream(const Matrix& x, const Matrix& w, Matrix& y) {
-    int i = 0;
-    for (; i + 4 <= x.rows; i += 4) stream_rows<W, 4, C, Ahead>(x, i, w, y);
-    switch (x.rows - i) {
-        case 3:
-            return stream_rows<W, 3, C, Ahead>(x, i, w, y);
-        case 2:
-            return stream_rows<W, 2, C, Ahead>(x, i, w, y);
-        case 1:
-            return stream_rows<W, 1, C, Ahead>(x, i, w, y);
-        default:
-            return;
-    }
+    by_fours(x.rows, [&](auto rows, int i0) {
+        constexpr int R = decltype(rows)::value;
+        int j = 0;
+        for (; j + C <= w.rows; j += C) {
+            RowsAhead<C> pf;
+            if (j + 2 * C <= w.rows) pf = {w.row(j + C), std::size_t(w.cols)};
+            tile<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, pf);
+        }
+        leftover_columns<R, C>(x, i0, w, j, y);
+    });
 }
 
 // ------------------------------------------------ matrix products: the tiles
 
 // Rows i.. of x (fewer than R) against weight rows j0.. as one smaller tile.
-template <int W, int C, int R>
+template <int C, int R>
 inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matrix& y, Spread& pf) {
     if constexpr (R > 0) {
         if (x.rows - i == R)
-            tile<W, R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
+            tile<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
         else
-            leftover_rows<W, C, R - 1>(x, i, w, j0, y, pf);
+            leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
     }
 }
 
@@ -308,7 +270,7 @@ inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matri
 // is read from memory once per product. Meanwhile the tiles fetch the next
 // C weight rows, spread over all their vector steps, because a new block of
 // weights otherwise starts by waiting for the last-level cache.
-template <int W, int R, int C>
+template <int R, int C>
 void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     Spread pf;
     pf.next = reinterpret_cast<const char*>(w.row(std::min(j0 + C, w.rows)));
@@ -318,56 +280,44 @@ void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     pf.per_step = steps > 0 ? static_cast<int>((lines + steps - 1) / steps) : 0;
     int i = 0;
     for (; i + R <= x.rows; i += R)
-        tile<W, R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
-    leftover_rows<W, C, R - 1>(x, i, w, j0, y, pf);
+        tile<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
+    leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
 }
 
-template <int W, int R, int C>
+template <int R, int C>
 void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
     int j = 0;
-    for (; j + C <= w.rows; j += C) tile_columns<W, R, C>(x, w, j, y);
-    for (; j < w.rows; ++j) tile_columns<W, R, 1>(x, w, j, y);
+    for (; j + C <= w.rows; j += C) tile_columns<R, C>(x, w, j, y);
+    for (; j < w.rows; ++j) tile_columns<R, 1>(x, w, j, y);
 }
-
-// The widths a tile may compute in: 16 lanes is one register of the widest
-// vectors and splits into narrower ones anywhere; where AVX-512 is there, 8
-// lanes (256-bit registers) is a choice of its own, because a core may run
-// 512-bit operations at a lower clock or in two halves.
-#if defined(__AVX512F__)
-inline constexpr bool kNarrowWidth = true;
-#else
-inline constexpr bool kNarrowWidth = false;
-#endif
 
 // ------------------------------------------------- a group of query heads
 
-// Up to 4 query heads scored together, 4 keys at a time: 16 accumulators,
-// one full reduce_many block (the matrix products' tile).
-inline constexpr int kGroupRows = 4;
+// Up to 4 query heads (by_fours) scored together, 4 keys at a time: 16
+// accumulators, one full reduce_many block (the matrix products' tile).
 inline constexpr int kGroupKeys = 4;
 
 // Keys and values are asked for 16 positions ahead of use: between two
 // reads of a sequence's cache every weight of the model passes through the
 // caches, and the hardware finds the stride of one head's rows too late.
-inline constexpr int kKeysAhead = 16;
-inline constexpr int kValuesAhead = 16;
+inline constexpr int kRowsAhead = 16;
 
-// The rows of runs, kAhead rows ahead of a kernel that walks them in order:
-// each row it passes is asked for, whichever run it sits in, so the first
-// rows of the next block of a paged cache arrive while this block is
+// The rows of runs, kRowsAhead rows ahead of a kernel that walks them in
+// order: each row it passes is asked for, whichever run it sits in, so the
+// first rows of the next block of a paged cache arrive while this block is
 // worked on (the hardware prefetcher stops at each 4 KiB page).
 class Lookahead {
   public:
     // Rows of n_rows in all, `floats` numbers of each from `offset` on.
     Lookahead(std::span<const RowRun> runs, std::size_t stride, int n_rows, std::size_t offset,
-              int floats, int ahead)
+              int floats)
         : run_(runs.data()),
           end_(runs.data() + runs.size()),
           stride_(stride),
           offset_(offset),
           left_(n_rows),
           floats_(floats) {
-        skip(ahead);
+        skip(kRowsAhead);
     }
     // Asks for the next `rows` rows and moves past them.
     void fetch(int rows) {
@@ -402,8 +352,7 @@ inline int group_key_blocks(const float* q, std::size_t query_stride, const floa
     for (; j + C <= n_rows; j += C) {
         ahead.fetch(C);
         NoPrefetch none;
-        tile<kLanes, R, C>(q, query_stride, rows + j * stride, stride, n, out + j, out_stride,
-                           none);
+        tile<R, C>(q, query_stride, rows + j * stride, stride, n, out + j, out_stride, none);
     }
     return j;
 }
@@ -412,7 +361,7 @@ inline int group_key_blocks(const float* q, std::size_t query_stride, const floa
 template <int R>
 void dot_rows_slice(const float* queries, std::size_t query_stride, std::span<const RowRun> runs,
                     int n_rows, std::size_t stride, int n, float* out, std::size_t out_stride) {
-    Lookahead ahead(runs, stride, n_rows, 0, n, kKeysAhead);
+    Lookahead ahead(runs, stride, n_rows, 0, n);
     int done = 0;  // keys scored, in the runs before this one
     for (const RowRun& run : runs) {
         const int m = std::min(run.count, n_rows - done);
@@ -428,25 +377,10 @@ void dot_rows_slice(const float* queries, std::size_t query_stride, std::span<co
     }
 }
 
-// Chunks x kLanes outputs of one head summed in one pass over the rows: the
-// Chunks chains of additions (each in row order) run side by side instead
-// of one after another.
-template <int Chunks>
-inline void weighted_chunks(const float* weights, int n_rows, const float* rows, std::size_t stride,
-                            float* out) {
-    Lanes acc[Chunks];
-    for (int c = 0; c < Chunks; ++c) acc[c] = load(out + c * kLanes);
-    for (int j = 0; j < n_rows; ++j) {
-        const float* row = rows + j * stride;
-        for (int c = 0; c < Chunks; ++c) acc[c] += weights[j] * load(row + c * kLanes);
-    }
-    std::memcpy(out, acc, sizeof acc);
-}
-
-// The same for Heads heads at once, over the first n_rows rows of the runs:
-// each row's vectors are loaded once for all the heads, Heads x Chunks
-// chains run side by side, and they stay in registers from the first run to
-// the last.
+// Chunks x kLanes outputs of each of Heads heads, over the first n_rows
+// rows of the runs: each row's vectors are loaded once for all the heads,
+// and the Heads x Chunks chains of additions (each in row order) run side
+// by side, in registers from the first run to the last.
 template <int Heads, int Chunks>
 inline void weighted_chunks_for_group(const float* weights, std::size_t weights_stride,
                                       std::span<const RowRun> runs, int n_rows, std::size_t d,
@@ -454,7 +388,7 @@ inline void weighted_chunks_for_group(const float* weights, std::size_t weights_
     Lanes acc[Heads][Chunks];
     for (int h = 0; h < Heads; ++h)
         for (int c = 0; c < Chunks; ++c) acc[h][c] = load(out + h * out_stride + c * kLanes);
-    Lookahead ahead(runs, stride, n_rows, d, Chunks * kLanes, kValuesAhead);
+    Lookahead ahead(runs, stride, n_rows, d, Chunks * kLanes);
     int done = 0;  // rows summed, in the runs before this one
     for (const RowRun& run : runs) {
         const int m = std::min(run.count, n_rows - done);
@@ -509,11 +443,8 @@ void weighted_sum_add_slice(const float* weights, std::size_t weights_stride,
     }
 }
 
-// ----------------------------------------------------------------- softmax
-
 // The largest of x[0..n-1] (n > 0), kLanes candidates at a time: a maximum
-// does not depend on the order it is taken in, and one serial comparison
-// per score is slow.
+// does not depend on the order it is taken in.
 float largest(const float* x, int n) {
     Lanes lane_max = Lanes{} + x[0];
     int i = 0;
@@ -527,16 +458,26 @@ float largest(const float* x, int n) {
     return max;
 }
 
-// sums[r] = x[r * stride + 0] + x[r * stride + 1] + ..., left to right, for
-// r < R: R chains of additions side by side, where one sum alone waits out
-// each addition's latency before it can start the next.
-template <int R>
-void sums_side_by_side(const float* x, std::size_t stride, int n, float* sums) {
-    float s[R] = {};
-    for (int j = 0; j < n; ++j)
-        for (int r = 0; r < R; ++r) s[r] += x[r * stride + j];
-    for (int r = 0; r < R; ++r) sums[r] = s[r];
-}
+// ------------------------------------------------------ the candidates
+
+// Every candidate of each row class, the choice before any plan first.
+// Each computes every output as one dot() in the book's order, so any of
+// them gives the same bits; which is fastest depends on the core, and the
+// planner (kernel_plan.h) measures it.
+const MatmulKernel kOneRow[] = {
+    {"stream8", RowClass::one, stream<8>},
+    {"stream4", RowClass::one, stream<4>},
+};
+const MatmulKernel kFewRows[] = {
+    {"stream8", RowClass::few, stream<8>},
+    {"stream4", RowClass::few, stream<4>},
+    {"stream2", RowClass::few, stream<2>},
+};
+const MatmulKernel kManyRows[] = {
+    {"tile4x4", RowClass::many, tiles<4, 4>}, {"tile4x6", RowClass::many, tiles<4, 6>},
+    {"tile6x4", RowClass::many, tiles<6, 4>}, {"tile2x8", RowClass::many, tiles<2, 8>},
+    {"tile2x4", RowClass::many, tiles<2, 4>},
+};
 
 }  // namespace
 
@@ -545,148 +486,30 @@ void sums_side_by_side(const float* x, std::size_t stride, int n, float* sums) {
 float dot(const float* a, const float* b, int n) {
     float out;
     NoPrefetch none;
-    tile<kLanes, 1, 1>(a, 0, b, 0, n, &out, 1, none);
+    tile<1, 1>(a, 0, b, 0, n, &out, 1, none);
     return out;
-}
-
-void dot_rows(const float* x, const float* rows, int n_rows, std::size_t stride, int n,
-              float* out) {
-    for (int j = 0; j < n_rows; ++j) out[j] = dot(x, rows + j * stride, n);
 }
 
 void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
                         std::span<const RowRun> runs, int n_rows, std::size_t stride, int n,
                         float* out, std::size_t out_stride) {
-    int i = 0;
-    for (; i + kGroupRows <= n_queries; i += kGroupRows)
-        dot_rows_slice<kGroupRows>(queries + i * query_stride, query_stride, runs, n_rows, stride,
-                                   n, out + i * out_stride, out_stride);
-    const float* q = queries + i * query_stride;
-    float* o = out + i * out_stride;
-    switch (n_queries - i) {  // the heads left over, fewer than kGroupRows
-        case 3:
-            dot_rows_slice<3>(q, query_stride, runs, n_rows, stride, n, o, out_stride);
-            break;
-        case 2:
-            dot_rows_slice<2>(q, query_stride, runs, n_rows, stride, n, o, out_stride);
-            break;
-        case 1:
-            dot_rows_slice<1>(q, query_stride, runs, n_rows, stride, n, o, out_stride);
-            break;
-        default:
-            break;
-    }
-}
-
-void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
-                        const float* rows, int n_rows, std::size_t stride, int n, float* out,
-                        std::size_t out_stride) {
-    const RowRun run{rows, n_rows};
-    dot_rows_for_group(queries, n_queries, query_stride, std::span(&run, 1), n_rows, stride, n, out,
-                       out_stride);
-}
-
-// ------------------------------------------------------------- weighted sums
-
-void weighted_sum(const float* weights, int n_rows, const float* rows, std::size_t stride,
-                  int width, float* out) {
-    std::fill(out, out + width, 0.0f);  // each sum then starts from 0, as a plain loop's does
-    weighted_sum_add(weights, n_rows, rows, stride, width, out);
-}
-
-void weighted_sum_add(const float* weights, int n_rows, const float* rows, std::size_t stride,
-                      int width, float* out) {
-    int d = 0;
-    for (; d + 4 * kLanes <= width; d += 4 * kLanes)
-        weighted_chunks<4>(weights, n_rows, rows + d, stride, out + d);
-    if (d + 2 * kLanes <= width) {
-        weighted_chunks<2>(weights, n_rows, rows + d, stride, out + d);
-        d += 2 * kLanes;
-    }
-    if (d + kLanes <= width) {
-        weighted_chunks<1>(weights, n_rows, rows + d, stride, out + d);
-        d += kLanes;
-    }
-    for (; d < width; ++d) {
-        float acc = out[d];
-        for (int j = 0; j < n_rows; ++j) acc += weights[j] * rows[j * stride + d];
-        out[d] = acc;
-    }
+    by_fours(n_queries, [&](auto heads, int i) {
+        dot_rows_slice<decltype(heads)::value>(queries + i * query_stride, query_stride, runs,
+                                               n_rows, stride, n, out + i * out_stride, out_stride);
+    });
 }
 
 void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
                                 std::span<const RowRun> runs, int n_rows, std::size_t stride,
                                 int width, float* out, std::size_t out_stride) {
-    int i = 0;
-    for (; i + kGroupRows <= n_sums; i += kGroupRows)
-        weighted_sum_add_slice<kGroupRows>(weights + i * weights_stride, weights_stride, runs,
-                                           n_rows, stride, width, out + i * out_stride, out_stride);
-    const float* w = weights + i * weights_stride;
-    float* o = out + i * out_stride;
-    switch (n_sums - i) {
-        case 3:
-            weighted_sum_add_slice<3>(w, weights_stride, runs, n_rows, stride, width, o,
-                                      out_stride);
-            break;
-        case 2:
-            weighted_sum_add_slice<2>(w, weights_stride, runs, n_rows, stride, width, o,
-                                      out_stride);
-            break;
-        case 1:
-            weighted_sum_add_slice<1>(w, weights_stride, runs, n_rows, stride, width, o,
-                                      out_stride);
-            break;
-        default:
-            break;
-    }
-}
-
-void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
-                                int n_rows, const float* rows, std::size_t stride, int width,
-                                float* out, std::size_t out_stride) {
-    const RowRun run{rows, n_rows};
-    weighted_sum_add_for_group(weights, n_sums, weights_stride, std::span(&run, 1), n_rows, stride,
-                               width, out, out_stride);
+    by_fours(n_sums, [&](auto heads, int i) {
+        weighted_sum_add_slice<decltype(heads)::value>(weights + i * weights_stride, weights_stride,
+                                                       runs, n_rows, stride, width,
+                                                       out + i * out_stride, out_stride);
+    });
 }
 
 // ------------------------------------------------------------ matrix products
-
-namespace {
-
-// Every candidate of each row class. Each computes every output as one
-// dot() in the book's order, so any of them gives the same bits; which is
-// fastest depends on the core, and the planner (kernel_plan.h) measures it.
-// The first of each list is the choice before any plan.
-const MatmulKernel kOneRow[] = {
-    {"stream8", RowClass::one, stream<kLanes, 8, 0>},
-    {"stream4", RowClass::one, stream<kLanes, 4, 0>},
-    {"stream16", RowClass::one, stream<kLanes, 16, 0>},
-    {"stream8+ahead1", RowClass::one, stream<kLanes, 8, 1>},
-    {"stream8+ahead2", RowClass::one, stream<kLanes, 8, 2>},
-    {"stream4+ahead1", RowClass::one, stream<kLanes, 4, 1>},
-    {"stream4+ahead2", RowClass::one, stream<kLanes, 4, 2>},
-    {"stream8/w8", RowClass::one, stream<(kNarrowWidth ? 8 : kLanes), 8, 0>},
-};
-const MatmulKernel kFewRows[] = {
-    {"stream8", RowClass::few, stream<kLanes, 8, 0>},
-    {"stream4", RowClass::few, stream<kLanes, 4, 0>},
-    {"stream8+ahead1", RowClass::few, stream<kLanes, 8, 1>},
-    {"stream4+ahead1", RowClass::few, stream<kLanes, 4, 1>},
-    {"stream2+ahead1", RowClass::few, stream<kLanes, 2, 1>},
-    {"stream4/w8", RowClass::few, stream<(kNarrowWidth ? 8 : kLanes), 4, 0>},
-};
-const MatmulKernel kManyRows[] = {
-    {"tile4x4", RowClass::many, tiles<kLanes, 4, 4>},
-    {"tile4x6", RowClass::many, tiles<kLanes, 4, 6>},
-    {"tile6x4", RowClass::many, tiles<kLanes, 6, 4>},
-    {"tile3x8", RowClass::many, tiles<kLanes, 3, 8>},
-    {"tile2x8", RowClass::many, tiles<kLanes, 2, 8>},
-    {"tile2x4", RowClass::many, tiles<kLanes, 2, 4>},
-    {"tile2x2", RowClass::many, tiles<kLanes, 2, 2>},
-    {"tile2x4/w8", RowClass::many, tiles<(kNarrowWidth ? 8 : kLanes), 2, 4>},
-};
-
-}  // namespace
 
 RowClass row_class(int rows) {
     return rows <= 1 ? RowClass::one : rows <= kFewRowsMost ? RowClass::few : RowClass::many;
@@ -695,13 +518,11 @@ RowClass row_class(int rows) {
 std::span<const MatmulKernel> matmul_kernels(RowClass rows) {
     switch (rows) {
         case RowClass::one:
-            return {std::begin(kOneRow), kNarrowWidth ? std::end(kOneRow) : std::end(kOneRow) - 1};
+            return kOneRow;
         case RowClass::few:
-            return {std::begin(kFewRows),
-                    kNarrowWidth ? std::end(kFewRows) : std::end(kFewRows) - 1};
+            return kFewRows;
         default:
-            return {std::begin(kManyRows),
-                    kNarrowWidth ? std::end(kManyRows) : std::end(kManyRows) - 1};
+            return kManyRows;
     }
 }
 
@@ -722,6 +543,9 @@ void matmul(const Matrix& x, const Matrix& w, Matrix& y) {
 
 // ----------------------------------------------------------------- softmax
 
+// Each row's sum is taken left to right, as softmax() takes it, but up to
+// four rows' sums run side by side: one sum alone waits out each
+// addition's latency before it can start the next.
 void softmax_for_group(float* x, int n_rows, std::size_t stride, int n) {
     if (n <= 0) return;
     for (int r = 0; r < n_rows; ++r) {
@@ -729,28 +553,15 @@ void softmax_for_group(float* x, int n_rows, std::size_t stride, int n) {
         const float max = largest(row, n);
         for (int i = 0; i < n; ++i) row[i] = exp_float(row[i] - max);
     }
-    for (int r0 = 0; r0 < n_rows; r0 += kGroupRows) {  // kGroupRows rows at a time
-        float* rows = x + r0 * stride;
-        const int m = std::min(kGroupRows, n_rows - r0);
-        float sums[kGroupRows];
-        static_assert(kGroupRows == 4, "the cases below are 4 rows and fewer");
-        switch (m) {
-            case 4:
-                sums_side_by_side<4>(rows, stride, n, sums);
-                break;
-            case 3:
-                sums_side_by_side<3>(rows, stride, n, sums);
-                break;
-            case 2:
-                sums_side_by_side<2>(rows, stride, n, sums);
-                break;
-            default:
-                sums_side_by_side<1>(rows, stride, n, sums);
-                break;
-        }
-        for (int r = 0; r < m; ++r)
-            for (int j = 0; j < n; ++j) rows[r * stride + j] /= sums[r];
-    }
+    by_fours(n_rows, [&](auto rows, int r0) {
+        constexpr int R = decltype(rows)::value;
+        float* first = x + r0 * stride;
+        float sums[R] = {};
+        for (int j = 0; j < n; ++j)
+            for (int r = 0; r < R; ++r) sums[r] += first[r * stride + j];
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < n; ++j) first[r * stride + j] /= sums[r];
+    });
 }
 
 }  // namespace kv

@@ -37,12 +37,6 @@ void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y) {
 
 // ------------------------------------------------------------- weighted sums
 
-void weighted_sum_reference(const float* weights, int n_rows, const float* rows, std::size_t stride,
-                            int width, float* out) {
-    std::fill(out, out + width, 0.0f);
-    weighted_sum_add_reference(weights, n_rows, rows, stride, width, out);
-}
-
 // For each row, its weighted numbers join every output: each output adds its
 // terms in row order.
 void weighted_sum_add_reference(const float* weights, int n_rows, const float* rows,

@@ -1,14 +1,10 @@
 // One sequence's key/value store: the KV cache, in one contiguous array.
 //
 // Attention at position t needs the keys and values of every position up
-// to t. Those of position j depend on tokens 0..j (from the second layer on,
-// attention has mixed the earlier tokens in) and never on a later token, so
-// they do not change as the sequence grows: a server computes each once and
-// keeps it here instead of recomputing it for every new token.
-//
-// It keeps its numbers as float32 unless told another number format
-// (number_format.h, chapter 10): then it holds fewer bytes per token, and
-// each key and value is rounded once, as the forward pass writes it.
+// to t. Those of position j depend on tokens 0..j and never on a later
+// token, so they do not change as the sequence grows: a server computes
+// each once and keeps it here instead of recomputing it for every new
+// token. It keeps float32 unless told another number format (chapter 10).
 #pragma once
 
 #include <cstdint>
@@ -38,9 +34,7 @@ class KVCache final : public KVStore {
     std::uint64_t bytes_allocated() const;
 
     // Key and value vectors (kv_dim numbers) of one layer at one position,
-    // in a float32 cache (a narrower one throws). The forward pass writes
-    // positions length()..length()+n-1, then commit(n) makes them part of
-    // the cache.
+    // in a float32 cache (a narrower one throws).
     float* key(int layer, int pos) override { return keys_.floats(row(layer, pos)); }
     float* value(int layer, int pos) override { return values_.floats(row(layer, pos)); }
     const float* key(int layer, int pos) const { return keys_.floats(row(layer, pos)); }
@@ -55,8 +49,7 @@ class KVCache final : public KVStore {
     void unreserve() override {}                     // and stays
     void commit(int n) override;
     // Keep positions 0..n-1 and forget the rest (their memory stays
-    // allocated): a preempted request's cache, or a context rebuilt to a
-    // chosen length. truncate(0) forgets the whole sequence.
+    // allocated): a preempted request's cache, or a context rebuilt.
     void truncate(int n) override;
 
     // One run: every position of a layer, kv_dim numbers apart.

@@ -1,10 +1,7 @@
-// Where a cache keeps its keys (or its values): rows of one number format.
-//
-// A row is one position's key (or value) in one layer. float32 rows are
+// Where a cache keeps its keys (or its values): rows of one number format,
+// a row being one position's key (or value) in one layer. float32 rows are
 // plain floats, which the kernels read where they lie; narrower rows are
-// bytes (number_format.h), which attention widens into float32 before it
-// reads them. Both caches (kv_cache.h, block_pool.h) keep their numbers in
-// two of these, one for keys and one for values.
+// bytes (number_format.h), which attention widens before it reads them.
 #pragma once
 
 #include <cstdint>
@@ -30,13 +27,11 @@ class KVRows {
     }
 
     const RowFormat& format() const { return format_; }
-    std::size_t row_bytes() const { return row_bytes_; }
     std::uint64_t bytes_allocated() const {
         return floats_.size() * sizeof(float) + packed_.size();
     }
 
-    // A float32 row, where the kernels read it. A narrower row holds no
-    // floats to point at: asking for one is a mistake, and throws.
+    // A float32 row, where the kernels read it; asking a narrower one throws.
     float* floats(std::size_t row) {
         check_float32();
         return floats_.data() + row * std::size_t(format_.numbers());
@@ -46,7 +41,7 @@ class KVRows {
         return floats_.data() + row * std::size_t(format_.numbers());
     }
 
-    // Any format: the row's bytes as stored (row_bytes() of them).
+    // Any format: the row's bytes as stored (format().bytes() of them).
     std::byte* bytes(std::size_t row) {
         return float32() ? reinterpret_cast<std::byte*>(floats(row))
                          : packed_.data() + row * row_bytes_;

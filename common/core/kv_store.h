@@ -1,18 +1,17 @@
 // Where one sequence's keys and values live, as the forward pass sees them.
 //
-// The forward pass needs two things of a sequence's store: a place to write
-// the new positions' keys and values, and, to attend, every cached position
-// in order. A contiguous cache (kv_cache.h) keeps a layer's positions in one
-// array: one run. A paged cache (paged_kv_cache.h) keeps them in blocks of
-// B positions scattered through a pool: one run per block. Attention walks
-// the runs in order, so the numbers it adds, and the order it adds them in,
-// are the same either way: paging changes where the bytes sit, never the
-// logits.
+// The forward pass needs a place to write the new positions' keys and
+// values and, to attend, every cached position in order. A contiguous
+// cache (kv_cache.h) keeps a layer's positions in one array: one run. A
+// paged cache (paged_kv_cache.h) keeps them in blocks of B positions
+// scattered through a pool: one run per block. Attention walks the runs in
+// order, so the numbers it adds, and their order, are the same either way:
+// paging changes where the bytes sit, never the logits.
 //
 // A store may keep its numbers narrower than float32 (number_format.h):
-// then it rounds each key and value once, as write() stores it, and its
-// runs carry the stored bytes, which attention widens back to float32
-// (WidenedRuns below) before the same kernels read them.
+// it rounds each key and value once, as write() stores it, and its runs
+// carry the stored bytes, which attention widens back to float32
+// (WidenedRuns) before the same kernels read them.
 #pragma once
 
 #include <algorithm>
@@ -30,9 +29,8 @@ struct KVRun {
     const float* keys;
     const float* values;
     int positions;
-    // A narrower store's run: keys and values are null, and the rows are
-    // here as stored, row_format().bytes() apart, until WidenedRuns widens
-    // them and sets keys and values.
+    // A narrower store's run: keys and values are null and the rows are
+    // here as stored, row_format().bytes() apart, until WidenedRuns widens them.
     const std::byte* packed_keys = nullptr;
     const std::byte* packed_values = nullptr;
 };
@@ -51,20 +49,18 @@ class KVStore {
     // Throws std::length_error if n more positions cannot be stored.
     virtual void check_room(int n) const = 0;
     // Makes room for n more positions before the forward pass writes them
-    // (a paged store takes blocks from its pool here). Throws, storing
-    // nothing, if they do not fit.
+    // (a paged store takes blocks here). Throws, storing nothing, if they
+    // do not fit.
     virtual void reserve(int n) = 0;
     // Undoes the last reserve() before anything was committed, exactly: a
-    // pass that fails after some of its sequences reserved leaves them as
-    // they were.
+    // pass that fails leaves every store as it was.
     virtual void unreserve() { truncate(length()); }
-    // Where a float32 store keeps position pos of one layer: kv_dim numbers
-    // each. (A narrower store has no floats there, and throws.)
+    // Where a float32 store keeps position pos of one layer (kv_dim numbers
+    // each); a narrower store has no floats there, and throws.
     virtual float* key(int layer, int pos) = 0;
     virtual float* value(int layer, int pos) = 0;
-    // The forward pass writes position pos (length() <= pos < length() +
-    // reserved) of one layer here: kv_dim numbers each, rounded once to the
-    // store's number format. A float32 store copies them as they are.
+    // The forward pass writes a reserved position of one layer here, kv_dim
+    // numbers each, rounded once to the store's number format.
     virtual void write(int layer, int pos, const float* key, const float* value) {
         std::copy(key, key + kv_dim(), this->key(layer, pos));
         std::copy(value, value + kv_dim(), this->value(layer, pos));
@@ -81,7 +77,7 @@ class KVStore {
 
 // Float32 copies of a narrower store's runs, for attention to read: widen()
 // points each run at copies kept here (valid until the next widen()). A
-// float32 store's runs are left as they are: no copy, the same bits.
+// float32 store's runs are left as they are.
 class WidenedRuns {
   public:
     void widen(std::vector<KVRun>& runs, const RowFormat& format) {

@@ -6,13 +6,10 @@
 //     2 (a key and a value) x layers x KV heads x head size x bytes per number
 //
 // and a conversation costs that times its tokens. Nothing else about the
-// model enters the price: not its width, not its query heads, not its
-// vocabulary. Divide a memory budget by the price of one conversation and you
-// have the most conversations a server can hold at once: the cap on batching.
-//
-// Chapter 05's queue simulation includes this header for its admission
-// arithmetic. Every byte count is 64-bit and checked (common/core/checked.h):
-// a shape whose price does not fit in 64 bits throws, it never wraps.
+// model enters the price: not its width, its query heads or its vocabulary.
+// Divide a memory budget by the price of one conversation and you have the
+// most conversations a server can hold at once: the cap on batching. Every
+// byte count is 64-bit and checked (checked.h): it throws, never wraps.
 #pragma once
 
 #include <algorithm>
@@ -30,9 +27,8 @@ namespace kv {
 
 // ------------------------------------------------------------ the price
 
-// The four numbers that set a cache's price. Kept apart from Config, which
-// describes the model the book runs: a CacheShape describes any model we
-// want to price. The defaults are the published shape (the cache shape of
+// The four numbers that set a cache's price, for any model (Config is the
+// model the book runs). The defaults are the published shape (that of
 // several public 7-8B models): 32 layers, 8 KV heads, head size 128, 16-bit.
 struct CacheShape {
     std::uint64_t layers = 32;           // transformer blocks, each with its own keys and values
@@ -46,8 +42,7 @@ struct CacheShape {
     std::uint64_t bytes_per_scale = 0;
 };
 
-// The cache shape of a model the book runs. Its KVCache stores float32
-// unless it is given another number format.
+// The cache shape of a model the book runs, float32 unless told otherwise.
 inline CacheShape cache_shape_of(const Config& config,
                                  std::uint64_t bytes_per_number = sizeof(float)) {
     return {std::uint64_t(config.n_layers), std::uint64_t(config.n_kv_heads),
@@ -64,8 +59,7 @@ inline CacheShape cache_shape_of(const Config& config, NumberFormat format) {
     return s;
 }
 
-// Bytes of cache one token costs. A zero anywhere in the shape prices
-// nothing and would later divide by zero, so it is refused.
+// Bytes of cache one token costs. A zero anywhere in the shape is refused.
 inline std::uint64_t bytes_per_token(const CacheShape& s) {
     if (s.layers == 0 || s.kv_heads == 0 || s.head_size == 0 || s.bytes_per_number == 0)
         throw std::invalid_argument(
@@ -84,16 +78,13 @@ inline std::uint64_t bytes_per_token(const CacheShape& s) {
     return checked_mul(bytes, head, what);
 }
 
-// Bytes of cache `tokens` tokens cost: one conversation's cache when
-// `tokens` is its context.
+// Bytes of cache `tokens` tokens cost.
 inline std::uint64_t cache_bytes(const CacheShape& s, std::uint64_t tokens) {
     return checked_mul(bytes_per_token(s), tokens, "bytes of KV cache per conversation");
 }
 
 // One step of the derivation, for the program to print: the running product
-// after multiplying by `factor`, and what that product counts. Only the last
-// step is bytes: before it come vectors (a key and a value, per layer, per
-// KV head), then the numbers in them.
+// after multiplying by `factor`, and what that product counts.
 struct PriceFactor {
     std::uint64_t factor;   // what this step multiplies by
     std::string meaning;    // what the factor counts
@@ -129,9 +120,8 @@ struct AttentionLayout {
 };
 
 // Multi-head attention keeps a key and value per query head; grouped-query
-// shares each KV head among several query heads; multi-query keeps one.
-// A shape whose KV heads equal its query heads (or 1) is multi-head (or
-// multi-query) already, so it gets no grouped-query row of its own.
+// shares each KV head among several query heads; multi-query keeps one. A
+// shape that is multi-head or multi-query already gets no grouped-query row.
 inline std::vector<AttentionLayout> attention_layouts(std::uint64_t query_heads,
                                                       std::uint64_t kv_heads) {
     std::vector<AttentionLayout> layouts = {{"multi-head", query_heads}};
@@ -162,8 +152,7 @@ inline std::uint64_t gib_to_bytes(double gib) {
     return static_cast<std::uint64_t>(bytes);
 }
 
-// Conversations of `bytes_per_conversation` each that a budget holds at
-// once. Whole conversations only: one byte short of one is none.
+// Whole conversations of `bytes_per_conversation` each that a budget holds.
 inline std::uint64_t conversations_that_fit(std::uint64_t budget_bytes,
                                             std::uint64_t bytes_per_conversation) {
     if (bytes_per_conversation == 0)

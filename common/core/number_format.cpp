@@ -38,9 +38,8 @@ std::uint16_t to_bfloat16(float x) {
     const std::uint32_t b = std::bit_cast<std::uint32_t>(x);
     if ((b & 0x7FFFFFFFu) > 0x7F800000u) return std::uint16_t((b >> 16) | 0x0040u);  // NaN
     // Add just under half of the 16 bits dropped, plus 1 if the kept part
-    // is odd: a tie then carries into the kept part only when that makes it
-    // even. A carry out of the significand raises the exponent, as it
-    // should, and the largest floats carry into infinity.
+    // is odd: a tie carries only when that makes it even. A carry out of
+    // the significand raises the exponent; the largest floats reach infinity.
     return std::uint16_t((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
 }
 
@@ -126,7 +125,6 @@ std::uint64_t kv_bytes_per_token(const Config& config, NumberFormat format) {
 namespace {
 
 // int8, one head's blocks at a time: [scale (2 bytes)][n int8s] per block.
-// Shared by narrow_row and narrow_row_plain: there is no faster version.
 void narrow_int8(const RowFormat& f, const float* numbers, std::byte* out) {
     for (int h = 0; h < f.kv_heads; ++h)
         for (int first = 0; first < f.head_size; first += kInt8Block) {
@@ -179,19 +177,28 @@ void put_half(std::byte* out, std::size_t i, std::uint16_t bits) {
     std::memcpy(out + 2 * i, &bits, 2);
 }
 
-}  // namespace
-
-void narrow_row_plain(const RowFormat& f, const float* numbers, std::byte* out) {
+// Rows through the plain conversions, or, with `f16c` where the CPU has
+// them, float16 8 numbers at a time by the F16C instructions, which round
+// to nearest even (VCVTPS2PH with that mode given, whatever MXCSR says) and
+// give the plain conversions' bits.
+void narrow(const RowFormat& f, const float* numbers, std::byte* out, [[maybe_unused]] bool f16c) {
     const std::size_t n = std::size_t(f.numbers());
+    std::size_t i = 0;
     switch (f.format) {
         case NumberFormat::float32:
             std::memcpy(out, numbers, n * sizeof(float));
             return;
         case NumberFormat::bfloat16:
-            for (std::size_t i = 0; i < n; ++i) put_half(out, i, to_bfloat16(numbers[i]));
+            for (; i < n; ++i) put_half(out, i, to_bfloat16(numbers[i]));
             return;
         case NumberFormat::float16:
-            for (std::size_t i = 0; i < n; ++i) put_half(out, i, to_float16(numbers[i]));
+#if defined(__F16C__)
+            for (; f16c && i + 8 <= n; i += 8)
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i),
+                                 _mm256_cvtps_ph(_mm256_loadu_ps(numbers + i),
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+            for (; i < n; ++i) put_half(out, i, to_float16(numbers[i]));
             return;
         case NumberFormat::int8:
             narrow_int8(f, numbers, out);
@@ -199,17 +206,25 @@ void narrow_row_plain(const RowFormat& f, const float* numbers, std::byte* out) 
     }
 }
 
-void widen_rows_plain(const RowFormat& f, const std::byte* in, int rows, float* out) {
+void widen(const RowFormat& f, const std::byte* in, int rows, float* out,
+           [[maybe_unused]] bool f16c) {
     const std::size_t n = std::size_t(f.numbers()) * std::size_t(rows);
+    std::size_t i = 0;
     switch (f.format) {
         case NumberFormat::float32:
             std::memcpy(out, in, n * sizeof(float));
             return;
         case NumberFormat::bfloat16:
-            for (std::size_t i = 0; i < n; ++i) out[i] = from_bfloat16(half_at(in, i));
+            for (; i < n; ++i) out[i] = from_bfloat16(half_at(in, i));
             return;
         case NumberFormat::float16:
-            for (std::size_t i = 0; i < n; ++i) out[i] = from_float16(half_at(in, i));
+#if defined(__F16C__)
+            for (; f16c && i + 8 <= n; i += 8)
+                _mm256_storeu_ps(
+                    out + i,
+                    _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i))));
+#endif
+            for (; i < n; ++i) out[i] = from_float16(half_at(in, i));
             return;
         case NumberFormat::int8:
             for (int r = 0; r < rows; ++r)
@@ -218,40 +233,19 @@ void widen_rows_plain(const RowFormat& f, const std::byte* in, int rows, float* 
     }
 }
 
-// The F16C instructions convert 8 numbers at a time, rounding to nearest
-// even (VCVTPS2PH with that mode given, whatever MXCSR says), and give the
-// plain conversions' bits; the tail goes the plain way.
-void narrow_row(const RowFormat& f, const float* numbers, std::byte* out) {
-#if defined(__F16C__)
-    if (f.format == NumberFormat::float16) {
-        const std::size_t n = std::size_t(f.numbers());
-        std::size_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-            const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(numbers + i),
-                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), h);
-        }
-        for (; i < n; ++i) put_half(out, i, to_float16(numbers[i]));
-        return;
-    }
-#endif
-    narrow_row_plain(f, numbers, out);
-}
+}  // namespace
 
+void narrow_row(const RowFormat& f, const float* numbers, std::byte* out) {
+    narrow(f, numbers, out, true);
+}
+void narrow_row_plain(const RowFormat& f, const float* numbers, std::byte* out) {
+    narrow(f, numbers, out, false);
+}
 void widen_rows(const RowFormat& f, const std::byte* in, int rows, float* out) {
-#if defined(__F16C__)
-    if (f.format == NumberFormat::float16) {
-        const std::size_t n = std::size_t(f.numbers()) * std::size_t(rows);
-        std::size_t i = 0;
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(
-                out + i,
-                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i))));
-        for (; i < n; ++i) out[i] = from_float16(half_at(in, i));
-        return;
-    }
-#endif
-    widen_rows_plain(f, in, rows, out);
+    widen(f, in, rows, out, true);
+}
+void widen_rows_plain(const RowFormat& f, const std::byte* in, int rows, float* out) {
+    widen(f, in, rows, out, false);
 }
 
 }  // namespace kv

@@ -1,12 +1,11 @@
 // The cache's number format: how many bits each cached key and value keeps.
 //
-// The model computes in float32, and so does everything here. What a
-// server may narrow is what it keeps: a number is rounded once, when the
-// forward pass writes it into the cache, and widened back to float32,
-// exactly, when attention reads it. Half the bits per number is half the
-// cache's memory (chapter 03's formula at 2 bytes instead of 4), so twice
-// the conversations in the same memory; the price is that every key and
-// value attention reads is the rounded one, and the answer may change.
+// The model computes in float32. What a server may narrow is what it
+// keeps: a number is rounded once, when the forward pass writes it into
+// the cache, and widened back to float32, exactly, when attention reads
+// it. Half the bits is half the cache's memory, so twice the conversations;
+// the price is that attention reads rounded keys and values, and the
+// answer may change.
 //
 //   float32   4 bytes: the numbers as computed, nothing rounded
 //   bfloat16  2 bytes: float32's 8-bit exponent, 8 significant bits
@@ -14,9 +13,9 @@
 //   int8      1 byte per number, an integer -127..127, times a 16-bit scale
 //             shared by a block of kInt8Block numbers
 //
-// The plain conversions below are the reference, one number at a time, in
-// plain integer arithmetic on the bits; the row functions use the CPU's
-// conversion instructions where it has them (F16C) and give the same bits
+// The plain conversions below are the reference, one number at a time in
+// integer arithmetic on the bits; the row functions use the CPU's
+// conversion instructions where it has them (F16C), with the same bits
 // (tests/number_format_test.cpp checks every 16-bit pattern).
 #pragma once
 
@@ -34,12 +33,9 @@ const char* format_name(NumberFormat format);  // "float32", "bfloat16", "float1
 std::vector<NumberFormat> all_formats();       // widest first
 
 // One scale per block of 32 numbers of one head, stored as float16: the
-// block of llama.cpp's q8_0 (a 16-bit scale and 32 int8s, 8.5 bits per
-// number). A block never spans two heads, whose keys have ranges of their
-// own (RoPE and each head's projection set them), so one head's large
-// numbers do not coarsen another's; at head size 128 a head is 4 blocks,
-// and a smaller block would spend more on scales for little: 16 numbers
-// per scale is 9 bits per number. A head smaller than 32 is one block.
+// block of llama.cpp's q8_0 (8.5 bits per number). A block never spans two
+// heads, whose keys have ranges of their own, so one head's large numbers
+// do not coarsen another's. A head smaller than 32 is one block.
 inline constexpr int kInt8Block = 32;
 
 // ------------------------------------------ one number, the plain way
@@ -74,11 +70,9 @@ RowFormat row_format_of(const Config& config, NumberFormat format);
 std::uint64_t kv_bytes_per_token(const Config& config, NumberFormat format);
 
 // Rounds numbers() floats into bytes() bytes. For int8, each block's scale
-// is its largest magnitude / 127, rounded to float16 first, and each number
-// is round(x / scale), ties to even, held to -127..127 (a NaN becomes 0:
-// an integer has none). llama.cpp's q8_0 multiplies by 1 / the unrounded
-// scale and rounds ties away from zero; rounding the scale first keeps each
-// number within half a step of the scale that is actually stored.
+// is its largest magnitude / 127, rounded to float16 first so that each
+// number is within half a step of the scale actually stored, and each
+// number is round(x / scale), ties to even, held to -127..127 (NaN: 0).
 void narrow_row(const RowFormat& f, const float* numbers, std::byte* out);
 // The same, one number at a time through the plain conversions above.
 void narrow_row_plain(const RowFormat& f, const float* numbers, std::byte* out);

@@ -1,16 +1,14 @@
 // One sequence's KV cache in pages: a block table into a shared BlockPool.
 //
-// Position p of the sequence lives in block table[p / B] at slot p % B. The
-// table grows one block at a time as the sequence does, so the sequence
-// never holds more than B - 1 positions it does not use, and its blocks
-// need not be next to each other in the pool. For attention the cache is a
-// list of runs, one per block (kv_store.h): the same numbers, in the same
-// order, as a contiguous cache gives.
+// Position p lives in block table[p / B] at slot p % B. The table grows a
+// block at a time, so the sequence never holds more than B - 1 positions
+// it does not use, and its blocks need not be next to each other. For
+// attention the cache is a list of runs, one per block (kv_store.h): the
+// same numbers, in the same order, as a contiguous cache gives.
 //
-// Blocks may be shared with other sequences (fork(), and chapter 08's
-// prefix cache): a shared block is only read. Before the sequence writes
-// into a block another sequence also holds, it takes its own copy of it
-// (copy-on-write), so nobody else's keys and values ever change.
+// Blocks may be shared with other sequences (fork(), chapter 08's prefix
+// cache): before the sequence writes into a block another also holds, it
+// takes its own copy (copy-on-write), so nobody else's numbers change.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +21,8 @@
 
 namespace kv {
 
-// A sequence's blocks copied out to host memory (swapped out), whole blocks
-// at a time, as a server moves them over the bus when it preempts a
-// request by swapping instead of recomputing.
+// A sequence's blocks copied out to host memory, whole blocks at a time, as
+// a server does when it preempts a request by swapping instead of recomputing.
 struct SwappedBlocks {
     int positions = 0;              // the sequence's length when it left
     int blocks = 0;                 // blocks copied: positions / B rounded up
@@ -52,10 +49,9 @@ class PagedKVCache final : public KVStore {
     // `positions` positions are theirs (shared, not copied).
     void adopt(std::span<const int> blocks, int positions);
 
-    // Preemption by swap: copies every block out and gives them back to
-    // the pool (the sequence is then empty), and later takes new blocks and
-    // copies the numbers back, bit for bit. swap_in throws
-    // std::length_error, taking nothing, if the pool has too few free.
+    // Preemption by swap: copies every block out and gives them back (the
+    // sequence is then empty); later takes new blocks and copies the numbers
+    // back, bit for bit, or throws std::length_error, taking nothing.
     SwappedBlocks swap_out();
     void swap_in(const SwappedBlocks& saved);
 
@@ -73,11 +69,10 @@ class PagedKVCache final : public KVStore {
 
     void check_room(int n) const override;
     // Takes the blocks n more positions need (and a private copy of a
-    // shared last block); throws std::length_error, taking none, if the
-    // pool has too few free.
+    // shared last block), or throws std::length_error, taking none.
     void reserve(int n) override;
     // Gives back the blocks the last reserve took, and shares again a block
-    // it had copied on write.
+    // it copied on write.
     void unreserve() override;
     float* key(int layer, int pos) override;
     float* value(int layer, int pos) override;

@@ -1,8 +1,10 @@
-// Wall-clock timing: warm up once, repeat, report the median.
+// Timing: warm up once, repeat, report the median; and the thread's CPU time.
 //
 // The median, not the mean: on a shared machine a few runs are slowed by
 // other work, and the median ignores them.
 #pragma once
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +16,16 @@ using Clock = std::chrono::steady_clock;
 
 inline double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Seconds of CPU time this thread has used so far. Unlike the wall clock,
+// it does not count the moments the thread waits while other programs run,
+// so steps timed at different loads can be compared (the slower running
+// that shared caches cause is still in it).
+inline double thread_cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
 inline double median(std::vector<double> values) {
@@ -35,12 +47,6 @@ std::vector<double> timed_runs(int repeats, F&& fn) {
         if (run > 0) times.push_back(seconds_since(start));
     }
     return times;
-}
-
-// The median of timed_runs: what most programs report.
-template <class F>
-double median_seconds(int repeats, F&& fn) {
-    return median(timed_runs(repeats, [&](bool) { fn(); }));
 }
 
 }  // namespace kv

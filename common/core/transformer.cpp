@@ -75,9 +75,8 @@ void Transformer::check(std::span<const SequenceInput> inputs) const {
 }
 
 // Room for every new position is taken before anything is written. A paged
-// cache may find its pool short only when the sequences before it in the
-// same pass have taken blocks: then they give them back, and the pass
-// throws with every cache as it was.
+// cache may find its pool short because sequences before it in the pass
+// took blocks: then they give them back, and the pass throws.
 void Transformer::reserve(std::span<const SequenceInput> inputs) {
     std::size_t done = 0;
     try {
@@ -156,12 +155,11 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
     return logits_;
 }
 
-// The new positions' keys, turned by RoPE to their absolute positions (a
-// key must be rotated by where its token really is, not by where it sits
-// in this pass), and their values are written into the cache at positions
-// length()..length()+n-1. forward() commits them once every layer has
-// written its own. A cache of a narrower number format (chapter 10) rounds
-// them as it stores them: the one place a number is rounded.
+// The new positions' keys, turned by RoPE to their absolute positions, and
+// their values are written into the cache at positions length() on;
+// forward() commits them once every layer has written its own. A cache of
+// a narrower number format (chapter 10) rounds them here, the one place a
+// number is rounded.
 void Transformer::append_to_cache(const SequenceInput& input, int first_row, int layer) {
     const int start = input.cache->length();
     KVStore& cache = *input.cache;
@@ -175,9 +173,9 @@ void Transformer::append_to_cache(const SequenceInput& input, int first_row, int
 
 // Attention for one sequence's new rows at one layer, over every position
 // its cache holds up to each row's own (causal). The cached positions come
-// as runs (one for a contiguous cache, one per block for a paged one); each
-// score is its own dot product, and each output sums the runs' values in
-// position order, so the runs change nothing in the numbers.
+// as runs (one per block of a paged cache), each score is its own dot
+// product and each output sums the values in position order, so the runs
+// change nothing in the numbers.
 void Transformer::attention(const SequenceInput& input, int first_row, int layer, int rows) {
     const Config& c = config_;
     const int start = input.cache->length();
@@ -203,10 +201,11 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
     }
 }
 
-// One query head of one row, the plain way: its scores against the keys of
-// positions 0..pos, then its weighted sum of their values. The group's
-// other heads read the same keys and values again. Kept as the reference
-// attend_group is checked against (tests/transformer_test.cpp).
+// One query head of one row, the plain way (the reference loops of
+// kernels_reference.cpp): its scores against the keys of positions 0..pos,
+// then its weighted sum of their values. The group's other heads read the
+// same keys and values again. Kept as the reference attend_group is checked
+// against (tests/transformer_test.cpp).
 void Transformer::attend_one_head(int row, int pos, int h) {
     const Config& c = config_;
     const int hs = c.head_size();
@@ -218,7 +217,7 @@ void Transformer::attend_one_head(int row, int pos, int h) {
     for (const KVRun& run : runs_) {
         const int n = std::min(run.positions, pos + 1 - done);
         if (n <= 0) break;
-        dot_rows(q, run.keys + kv_head * hs, n, stride, hs, scores.data() + done);
+        dot_rows_reference(q, run.keys + kv_head * hs, n, stride, hs, scores.data() + done);
         done += n;
     }
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -231,16 +230,16 @@ void Transformer::attend_one_head(int row, int pos, int h) {
     for (const KVRun& run : runs_) {
         const int n = std::min(run.positions, pos + 1 - done);
         if (n <= 0) break;
-        weighted_sum_add(scores.data() + done, n, run.values + kv_head * hs, stride, hs, out);
+        weighted_sum_add_reference(scores.data() + done, n, run.values + kv_head * hs, stride, hs,
+                                   out);
         done += n;
     }
 }
 
 // Every query head of one KV head's group, together: one pass over the
-// group's keys scores all its heads, one pass over its values sums all
-// their outputs, so each key and value is loaded once per group, not once
-// per head. Each score and each output is the same sum as in
-// attend_one_head, added in the same order: the logits are identical.
+// keys scores all its heads and one pass over the values sums all their
+// outputs, so each key and value is loaded once per group. Each score and
+// output is the same sum as in attend_one_head, in the same order.
 void Transformer::attend_group(int row, int pos, int kv_head) {
     const Config& c = config_;
     const int hs = c.head_size();
@@ -250,8 +249,7 @@ void Transformer::attend_group(int row, int pos, int kv_head) {
     const int h0 = kv_head * group;          // the group's first query head
     const float* q = q_.row(row) + h0 * hs;  // the group's queries, hs apart
     float* scores = scores_.data();          // (group, pos + 1)
-    // The head's keys and values, run by run: the kernels walk the whole
-    // list, fetching ahead across the runs' ends.
+    // The head's keys and values, run by run.
     key_runs_.clear();
     value_runs_.clear();
     for (const KVRun& run : runs_) {

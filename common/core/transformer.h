@@ -29,9 +29,9 @@ struct SequenceInput {
     KVStore* cache;  // contiguous (KVCache) or paged (PagedKVCache)
 };
 
-// How far one forward pass has got, for a sign of life during a pass that
-// runs for minutes (a 60,000-token prefill): told in each layer after every
-// kRowsPerSign rows it has attended, and once when the layer is done.
+// How far one forward pass has got, for a sign of life during a long pass
+// (a 60,000-token prefill): told in each layer after every kRowsPerSign
+// rows it has attended, and once when the layer is done.
 struct PassProgress {
     int layer;      // the layer being worked on, 0..layers-1
     int layers;     // in the model
@@ -46,10 +46,9 @@ class Transformer {
         : Transformer(config, random_weights(config, seed)) {}
 
     // The forward pass for one sequence: appends the keys and values of
-    // `tokens` to `cache` and returns the logits (vocab numbers) after the
-    // last of them: the scores of every possible next token. A number that
-    // stops being finite on the way throws NonFiniteError (finite_numbers.h)
-    // naming where, every cache left as it was.
+    // `tokens` to `cache` and returns the logits after the last of them:
+    // the scores of every possible next token. A number that stops being
+    // finite throws NonFiniteError (finite_numbers.h), the cache as it was.
     std::span<const float> forward(std::span<const int> tokens, KVStore& cache);
 
     // The same for several sequences at once. The weight products run once
@@ -61,21 +60,19 @@ class Transformer {
     // tokens[i] joins caches[i].
     const Matrix& forward(std::span<const std::vector<int>> tokens, std::span<KVCache> caches);
 
-    // Attention scores a whole group of query heads (the n_heads / n_kv_heads
-    // that share one KV head) in one pass over its cached keys and values.
-    // Set false, it goes one query head at a time, the plain way, kept as the
-    // reference: the logits are the same to the last bit either way.
+    // Attention scores a whole group of query heads (those sharing one KV
+    // head) in one pass over its keys and values. Set false, it goes one
+    // query head at a time, the plain way, kept as the reference: the
+    // logits are the same to the last bit either way.
     bool attend_by_group = true;
 
     // The matrix-product kernel of each row class, chosen by measurement
-    // when the model is built (kernel_plan.h). Every choice gives the same
-    // logits to the last bit; it only changes the time.
+    // when the model is built (kernel_plan.h): it only changes the time.
     MatmulChoice matmul_kernels;
 
-    // Called as a pass goes (PassProgress), by whoever wants to show it:
-    // unset, nothing is called. It only watches; the logits are the same to
-    // the last bit with it or without (tests/progress_test.cpp). It must not
-    // throw: the pass would leave its caches half written.
+    // Called as a pass goes, if set. It only watches (the logits are the
+    // same with it or without), and must not throw: the pass would leave
+    // its caches half written.
     std::function<void(const PassProgress&)> on_progress;
     static constexpr int kRowsPerSign = 256;  // in a layer, rows between two calls
 
@@ -83,7 +80,7 @@ class Transformer {
     const Weights& weights() const { return weights_; }
 
     // Token-positions pushed through the layers since construction: the
-    // work the model did, which tells whether a cache was really used.
+    // work done, which tells whether a cache was really used.
     std::uint64_t positions_processed() const { return positions_processed_; }
 
   private:

@@ -32,13 +32,10 @@ struct Weights {
 Weights empty_weights(const Config& config);
 
 // Random weights from the book's own generator. Each matrix (out, in) is
-// uniform with standard deviation 1/sqrt(in), so a product of it with a
+// uniform with standard deviation 1/sqrt(in), so its product with a
 // vector of RMS 1 again has RMS about 1; embeddings have RMS 1 and norm
-// scales are 1. Each block then reads a normalised copy of RMS 1 and adds
-// an output of RMS about 1 to the residual stream, which is never
-// normalised and grows with depth (the final RMSNorm scales it back before
-// the logits), and the logits spread about one unit apart: greedy decoding
-// picks clear winners, and the tokens vary from step to step.
+// scales are 1. The logits then spread about one unit apart: greedy
+// decoding picks clear winners, and the tokens vary from step to step.
 Weights random_weights(const Config& config, std::uint64_t seed);
 
 }  // namespace kv

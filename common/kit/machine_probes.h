@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../serving/cpu_time.h"  // thread_cpu_seconds()
+#include "../core/timing.h"
 
 namespace kv {
 

@@ -17,7 +17,6 @@
 #include "../kit/queue_flags.h"  // step_cost_json
 #include "../kit/report.h"       // Json
 #include "../kit/saved_results.h"
-#include "../serving/cpu_time.h"
 #include "timed_step.h"
 
 namespace kv {
@@ -67,12 +66,10 @@ StepWork work_of(const StepShape& s) {
     return w;
 }
 
-// One step of `s` on fresh caches marked filled (a step costs the same
-// whatever numbers they hold), run three times in a row, the last two
-// timed by the thread's CPU time and the faster kept: a queue runs its
-// steps back to back, with the weights as warm as that leaves them. (A
-// small step right after a long one runs up to half again slower for a
-// step or two, whatever it is; one warm-up run does not always absorb it.)
+// One step of `s` on fresh caches marked filled, run three times in a row,
+// the faster of the last two kept: a queue runs its steps back to back,
+// with the weights as warm as that leaves them, and a small step right
+// after a long one runs slower for a step or two.
 double time_once(Transformer& model, const StepShape& s) {
     const Config& c = model.config();
     std::vector<std::unique_ptr<KVCache>> caches;
@@ -97,45 +94,6 @@ double time_once(Transformer& model, const StepShape& s) {
     }
     return std::max(fastest, 1e-9);
 }
-
-}  // namespace
-
-// Shape after shape, round after round, keeping each shape's fastest: a
-// burst of other work on the machine slows one run of many shapes, not
-// every run of one.
-StepCalibration calibrate_step_cost(Transformer& model, int rounds,
-                                    const std::function<void(int, int)>& on_round) {
-    const auto start = Clock::now();
-    const std::vector<StepShape> shapes = calibration_shapes(model.config());
-    std::vector<double> fastest(shapes.size(), 1e300);
-    for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
-        for (std::size_t k = 0; k < shapes.size(); ++k) {
-            const double took = time_once(model, shapes[k]);
-            if (round > 0) fastest[k] = std::min(fastest[k], took);
-        }
-        if (on_round) on_round(round, rounds);
-    }
-    StepCalibration cal;
-    std::vector<std::array<double, 5>> features;
-    for (std::size_t k = 0; k < shapes.size(); ++k) {
-        StepProbe p{describe(shapes[k]), work_of(shapes[k]), fastest[k], 0};
-        features.push_back({1.0, p.work.rows, p.work.sequences, p.work.pairs, p.work.positions});
-        cal.probes.push_back(p);
-    }
-    std::vector<double> fitted(shapes.size());
-    const std::array<double, 5> k = fit_nonnegative<5>(features, fastest, fitted);
-    cal.cost = {k[0], k[1], k[2], k[3], k[4], 0, "measured on this machine"};
-    for (std::size_t i = 0; i < cal.probes.size(); ++i) {
-        cal.probes[i].fitted = fitted[i];
-        cal.cost.fit_error = std::max(cal.cost.fit_error, std::fabs(fitted[i] / fastest[i] - 1));
-    }
-    cal.seconds = seconds_since(start);
-    return cal;
-}
-
-// --------------------------------------------------- once per machine
-
-namespace {
 
 // The folder the program runs from (build/ for ./build/ch05), where the
 // saved prices live; "" where it cannot be found.
@@ -169,10 +127,9 @@ std::string saved_json(const StepCalibration& cal, const Config& c) {
            "\n";
 }
 
-// The saved file's text, at most 1 MiB. Read directly, not as one of the
-// run's inputs (kit/files.h, RunFiles): the lab's own cache of prices is
-// read and then replaced in the same run when it is stale, which a run may
-// not do to its inputs.
+// The saved file's text, at most 1 MiB. Not read as one of the run's
+// inputs (kit/files.h, RunFiles): a stale file is replaced in the same run,
+// which a run may not do to its inputs.
 std::string read_saved_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::string text(std::size_t(1) << 20, '\0');
@@ -214,8 +171,42 @@ bool read_saved(const std::string& path, const Config& c, StepCalibration& cal) 
 
 }  // namespace
 
+// Shape after shape, round after round, keeping each shape's fastest: a
+// burst of other work slows one run of many shapes, not every run of one.
+StepCalibration calibrate_step_cost(Transformer& model, int rounds,
+                                    const std::function<void(int, int)>& on_round) {
+    const auto start = Clock::now();
+    const std::vector<StepShape> shapes = calibration_shapes(model.config());
+    std::vector<double> fastest(shapes.size(), 1e300);
+    for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+            const double took = time_once(model, shapes[k]);
+            if (round > 0) fastest[k] = std::min(fastest[k], took);
+        }
+        if (on_round) on_round(round, rounds);
+    }
+    StepCalibration cal;
+    std::vector<std::array<double, 5>> features;
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+        StepProbe p{describe(shapes[k]), work_of(shapes[k]), fastest[k], 0};
+        features.push_back({1.0, p.work.rows, p.work.sequences, p.work.pairs, p.work.positions});
+        cal.probes.push_back(p);
+    }
+    std::vector<double> fitted(shapes.size());
+    const std::array<double, 5> k = fit_nonnegative<5>(features, fastest, fitted);
+    cal.cost = {k[0], k[1], k[2], k[3], k[4], 0, "measured on this machine"};
+    for (std::size_t i = 0; i < cal.probes.size(); ++i) {
+        cal.probes[i].fitted = fitted[i];
+        cal.cost.fit_error = std::max(cal.cost.fit_error, std::fabs(fitted[i] / fastest[i] - 1));
+    }
+    cal.seconds = seconds_since(start);
+    return cal;
+}
+
+// --------------------------------------------------- once per machine
+
 std::string machine_and_build() {
-    const MachineIdentity m = this_machine();  // the kernel planner's identity, one for the book
+    const MachineIdentity m = this_machine();
     return m.cpu + "; " + m.build;
 }
 

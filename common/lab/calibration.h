@@ -1,12 +1,12 @@
 // The lab: the step cost (serving/step_cost.h) measured on this machine.
 //
-// Time the real engine at steps of every mix (decode rows alone, prompt
-// chunks alone, both together, near the start of the context and deep in
-// it), each the fastest of a few rounds, then fit the formula's five prices
-// by non-negative least squares on relative error. It takes a few seconds,
-// once: the prices are saved under build/ beside what they were measured on
-// (this CPU, this build, this model's shape) and reused by every queue
-// chapter until one of those changes or a reader asks with --calibrate.
+// Time the real engine at steps of every mix (decode rows, prompt chunks,
+// both, near the start of the context and deep in it), each the fastest of
+// a few rounds, then fit the formula's five prices by non-negative least
+// squares on relative error. It takes a few seconds, once: the prices are
+// saved under build/ with what they were measured on (this CPU, this
+// build, this model's shape) and reused until one of those changes or a
+// reader asks again with --calibrate.
 #pragma once
 
 #include <algorithm>
@@ -29,10 +29,10 @@ namespace kv {
 
 // seconds ~ k[0] f0 + k[1] f1 + ... over N features, each point weighted by
 // 1/seconds so that the fit minimizes relative error (a 1 ms step counts as
-// much as a 100 ms prefill), with every k >= 0: no piece of work takes
-// negative time. Fitting every subset of the unknowns and keeping the best
+// much as a 100 ms prefill), with every k >= 0: no work takes negative
+// time. Fitting every subset of the unknowns and keeping the best
 // non-negative one is an exact non-negative least squares (2^N - 1 small
-// systems; N is 5 here). `fitted` gets what the result says at each point.
+// systems). `fitted` gets what the result says at each point.
 template <std::size_t N>
 std::array<double, N> fit_nonnegative(std::span<const std::array<double, N>> features,
                                       std::span<const double> seconds, std::span<double> fitted) {
@@ -101,9 +101,8 @@ std::array<double, N> fit_nonnegative(std::span<const std::array<double, N>> fea
 
 // ------------------------------------------------------ the steps timed
 
-// A step the calibration times: decode rows of `batch` sequences at
-// `context` cached positions each, beside a chunk of `chunk` prompt tokens
-// after `first` cached ones.
+// A step the calibration times: `batch` decode rows at `context` cached
+// positions each, beside a chunk of `chunk` prompt tokens after `first`.
 struct StepShape {
     int batch = 0, context = 0, chunk = 0, first = 0;
 };
@@ -123,18 +122,16 @@ struct StepCalibration {
     std::string path;     // the saved file ("" if none)
 };
 
-// The widest batch and the largest chunk the calibration times; beyond
-// them the formula extrapolates.
+// The widest batch and the largest chunk timed; beyond them the formula
+// extrapolates.
 inline constexpr int kMostCalibratedBatch = 64;
 inline constexpr int kLargestCalibratedChunk = 256;
 
-// Shapes spanning queues of the model `c`: batches up to
-// kMostCalibratedBatch, contexts up to its max_seq, chunks (and prefills)
-// up to kLargestCalibratedChunk tokens.
+// Shapes spanning the queues of the model `c`, contexts up to its max_seq.
 std::vector<StepShape> calibration_shapes(const Config& c);
 
-// Positions of KV cache the calibration holds at once (one shape's caches),
-// for the check that the model fits in memory before it runs.
+// Positions of KV cache the calibration holds at once (one shape's
+// caches), for the check that it fits in memory.
 std::uint64_t calibration_positions(const Config& c);
 
 // Times every shape `rounds` times on `model` (after one round that warms
@@ -145,19 +142,16 @@ StepCalibration calibrate_step_cost(Transformer& model, int rounds,
 // --------------------------------------------------- once per machine
 
 // The step cost of the model `c` on this machine: read from the file saved
-// under build/calibration/ when it was measured on this CPU, by this build,
-// for this shape, and `again` is false; otherwise measured now (a progress
-// line on a terminal) and saved. A file that cannot be read or written is
-// no error: the prices are measured, and the text says they were not saved.
+// in `folder` (by default build/calibration/ beside the program; "": none)
+// when it was measured on this CPU, by this build, for this shape, and
+// `again` is false; otherwise measured now and saved. A file that cannot
+// be read or written is no error: the text says the prices were not saved.
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again);
-
-// The same, with the prices saved in `folder` ("": not saved) instead of
-// the calibration folder beside the program.
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again,
                                   const std::string& folder);
 
 // What the saved prices are tied to: this CPU and this build, as the
-// kernel planner names them (core/kernel_plan.h, this_machine).
+// kernel planner names them (core/kernel_plan.h).
 std::string machine_and_build();
 
 }  // namespace kv

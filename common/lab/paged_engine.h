@@ -1,6 +1,5 @@
 // The lab: the real engine on a pool of blocks it owns, for one run of a
-// checked queue (validation.h): a fresh pool every run, its caches empty,
-// each step timed by the thread's CPU time as the lab times every real step.
+// checked queue (validation.h): a fresh pool every run, its caches empty.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +7,6 @@
 
 #include "../core/block_pool.h"
 #include "../core/transformer.h"
-#include "../serving/cpu_time.h"
 #include "../serving/memory_manager.h"
 #include "../serving/paged_executor.h"
 #include "../serving/paged_memory.h"
@@ -36,8 +34,7 @@ inline std::unique_ptr<PoolEngine> paged_engine(Transformer& model, std::uint64_
                                                 const PagedMemoryOptions& o,
                                                 NumberFormat format = NumberFormat::float32) {
     auto engine = std::make_unique<PoolEngine>(model.config(), o.block_size, o.blocks, format);
-    engine->executor = std::make_unique<PagedExecutor>(model, seed, engine->pool, o.preemption,
-                                                       StepClock::thread_cpu);
+    engine->executor = std::make_unique<PagedExecutor>(model, seed, engine->pool, o.preemption);
     return engine;
 }
 

@@ -1,31 +1,22 @@
 // The lab: a queue on the real engine, run several times, each step timed
-// at its fastest, so that a real run is measured as the bench measures a
-// kernel.
+// at its fastest, as the bench times a kernel.
 //
-// The thread's CPU time (serving/cpu_time.h) leaves out the moments other
-// programs run instead of ours, but not how much slower ours runs beside
-// them: a virtual processor shares its core, caches and memory with
-// whatever else the host runs, so one real run measures the neighbours as
-// much as the engine.
-//
-// A queue with every request there at the start is decided by counts
-// alone (who fits, who is answered), never by how long a step took, so
-// every run of it runs the same steps in the same order, and each step can
-// be timed at the fastest of its runs: a burst of other work slows one run
-// of a step, not all of them.
+// The thread's CPU time leaves out the moments other programs run instead
+// of ours, but not how much slower ours runs beside them (shared caches
+// and memory), so one real run measures the neighbours as much as the
+// engine. A queue with every request there at the start is decided by
+// counts alone, never by how long a step took, so every run of it runs
+// the same steps in the same order, and each step can be timed at the
+// fastest of its runs: a burst of other work slows one run of a step, not
+// all of them.
 #pragma once
 
 #include <algorithm>
 #include <array>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "../core/transformer.h"
-#include "../serving/memory_budget.h"
-#include "../serving/real_executor.h"
 #include "../serving/scheduler.h"
 #include "../serving/step_plan.h"
 
@@ -37,29 +28,24 @@ inline constexpr int kRealRuns = 5;
 class FastestOfRuns : public Executor {
   public:
     // The next run of the queue executes on `engine` (a fresh one each
-    // run: its caches start empty). Runs after the first must run the
-    // same steps: a different step is a logic error, thrown.
+    // run). Runs after the first must run the same steps, or it throws.
     void start_run(Executor& engine) {
         check_last_run_ended();
         engine_ = &engine;
-        runs_ += 1;
         step_ = 0;
         run_totals_.push_back(0);
     }
     // Run the queue once more without an engine: each step returns its
-    // fastest time so far (to price a queue's steps after the runs).
+    // fastest time.
     void replay() {
         check_last_run_ended();
         engine_ = nullptr;
         step_ = 0;
     }
-    int runs() const { return runs_; }
     // Each run's own time, its steps summed as the engine timed them.
     const std::vector<double>& run_totals() const { return run_totals_; }
-    // How much longer the slowest run took than the fastest, as a
-    // fraction (0 with fewer than two runs): how much the machine's speed
-    // changed while the runs ran. The queue's real times are each step's
-    // fastest run, which changes less than any one run does.
+    // How much longer the slowest run took than the fastest, as a fraction
+    // (0 with fewer than two runs): how much the machine's speed changed.
     double run_spread() const {
         if (run_totals_.size() < 2) return 0;
         const auto [least, most] = std::minmax_element(run_totals_.begin(), run_totals_.end());
@@ -75,11 +61,11 @@ class FastestOfRuns : public Executor {
             return fastest_[step_++];
         }
         const double seconds = engine_->run(plan);
-        if (runs_ == 1) {
+        if (run_totals_.size() == 1) {
             shapes_.push_back(shape);
             fastest_.push_back(seconds);
         } else if (step_ >= shapes_.size() || shapes_[step_] != shape) {
-            throw std::logic_error("FastestOfRuns: run " + std::to_string(runs_) +
+            throw std::logic_error("FastestOfRuns: run " + std::to_string(run_totals_.size()) +
                                    " ran another step " + std::to_string(step_) +
                                    " than the first run");
         } else {
@@ -93,12 +79,10 @@ class FastestOfRuns : public Executor {
     }
 
   private:
-    // A run that stopped short (an exception in the middle of the queue)
-    // would leave its last steps at older times and its total short:
-    // the runs after it must not build on it.
+    // A run that stopped short (an exception) must not be built on.
     void check_last_run_ended() const {
         if (engine_ && step_ != shapes_.size())
-            throw std::logic_error("FastestOfRuns: run " + std::to_string(runs_) +
+            throw std::logic_error("FastestOfRuns: run " + std::to_string(run_totals_.size()) +
                                    " stopped after step " + std::to_string(step_) + " of " +
                                    std::to_string(shapes_.size()));
     }
@@ -112,7 +96,6 @@ class FastestOfRuns : public Executor {
     }
 
     Executor* engine_ = nullptr;
-    int runs_ = 0;
     std::size_t step_ = 0;            // steps so far in this run
     std::vector<Shape> shapes_;       // (steps) of the first run
     std::vector<double> fastest_;     // (steps) seconds, the fastest run of each so far

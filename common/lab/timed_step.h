@@ -1,18 +1,15 @@
-// The lab: one engine step on caches marked filled, timed.
-//
-// A step costs the same whatever numbers its caches hold, so a probe marks
-// them filled (reserve, then commit) instead of computing a prefill, and
-// truncates them back before each run so that every run writes the same
-// positions. Timed by the thread's CPU time, as the lab times every step.
+// The lab: one engine step on caches marked filled, timed in the thread's
+// CPU time. A step costs the same whatever numbers its caches hold, so a
+// probe marks them filled instead of computing a prefill, and truncates
+// them back before each run so that every run writes the same positions.
 #pragma once
 
 #include <cstddef>
 #include <span>
-#include <vector>
 
 #include "../core/kv_store.h"
+#include "../core/timing.h"
 #include "../core/transformer.h"
-#include "../serving/cpu_time.h"
 
 namespace kv {
 

@@ -1,12 +1,10 @@
 // The lab: does the simulator tell the truth?
 //
-// A checked queue is a queue a chapter teaches (its requests, its policy,
-// its memory manager, what its steps carry), run twice through the same
-// scheduler: once by the simulator, each step priced by the step cost
-// (serving/step_cost.h), and once on the real engine, each step timed by
-// the thread's CPU time. The scheduler is the same code in both, so any
-// difference in the times is the step cost's error. The real queue runs
-// several times and keeps each step's fastest run (real_queue.h).
+// A checked queue is a queue a chapter teaches, run through the same
+// scheduler twice: by the simulator, each step priced by the step cost
+// (serving/step_cost.h), and on the real engine, each step at its fastest
+// of several runs (real_queue.h). The scheduler is the same code in both,
+// so any difference in the times is the step cost's error.
 #pragma once
 
 #include <functional>
@@ -68,17 +66,15 @@ inline constexpr Measure kMeasures[] = {{"ttft p50", &Summary::ttft_median},
                                         {"tbt p99", &Summary::tbt_p99},
                                         {"total", &Summary::total_s}};
 
-// The queue `q` on `model`, `runs` times, each step at its fastest run,
-// against the simulator priced by `cost`. Before each run, on_run(run)
-// with run = 1..runs (for a progress line).
+// The queue `q` on `model`, `runs` times, against the simulator priced by
+// `cost`. Before each run, on_run(run) with run = 1..runs.
 CheckedRow check_queue_against_engine(const CheckedQueue& q, Transformer& model,
                                       const StepCost& cost, int runs,
                                       const std::function<void(int run)>& on_run = {});
 
-// Whether an error is within the target as the report prints it, to 0.1 %.
+// Whether an error is within the target as the report prints it, to 0.1 %;
+// whether every measure of `row` is.
 bool within_target(double error);
-
-// Whether every measure of `row` is within the target.
 bool within_target(const CheckedRow& row);
 
 }  // namespace kv

@@ -5,13 +5,11 @@
 // (its name must end in .jsonl), one request per line, each an object with
 // a "prompt" string; some versions also read an "output_tokens" number per
 // line when given --custom-output-len -1 (vllm/benchmarks/datasets.py,
-// CustomDataset). The book's prompts are token ids of a random-weight demo
-// model, meaningless to a real model, so each request gets a text prompt
-// of as many words as its prompt has tokens: a real tokenizer counts words
-// differently (often more than one token a word), so the replay matches
-// the queue's shape, not its exact token counts. Arrival times are not in
-// the form: `vllm bench serve` draws its own (--request-rate; inf: all at
-// once, as the checked queues).
+// CustomDataset). The book's prompts are token ids meaningless to a real
+// model, so each request gets a text prompt of as many words as its prompt
+// has tokens: the replay matches the queue's shape, not its exact token
+// counts (a real tokenizer counts words differently). `vllm bench serve`
+// draws its own arrival times (--request-rate inf: all at once, as here).
 #pragma once
 
 #include <span>

@@ -1,7 +1,5 @@
 #include "checkpoint.h"
 
-#include "../core/kernels.h"
-
 #include <array>
 #include <bit>
 #include <cmath>
@@ -11,6 +9,7 @@
 #include <stdexcept>
 
 #include "../core/checked.h"
+#include "../core/kernels.h"  // RopeTable
 #include "../kit/files.h"
 #include "../kit/program.h"  // Allocating
 #include "../kit/report.h"
@@ -22,37 +21,22 @@ static_assert(std::numeric_limits<float>::is_iec559 && sizeof(float) == 4,
 
 // ------------------------------------------------------ little-endian files
 
-namespace {
-
-std::uint32_t le_uint32(const unsigned char* b) {
-    return std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 | std::uint32_t(b[2]) << 16 |
-           std::uint32_t(b[3]) << 24;
-}
-
-void append_le_uint32(std::string& out, std::uint32_t u) {
-    for (int shift = 0; shift < 32; shift += 8) out += static_cast<char>((u >> shift) & 0xFF);
-}
-
-}  // namespace
-
-std::int32_t le_int32(const unsigned char* bytes) {
-    return std::bit_cast<std::int32_t>(le_uint32(bytes));
+std::int32_t le_int32(const unsigned char* b) {
+    return std::bit_cast<std::int32_t>(std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 |
+                                       std::uint32_t(b[2]) << 16 | std::uint32_t(b[3]) << 24);
 }
 
 float le_float32(const unsigned char* bytes) {
-    return std::bit_cast<float>(le_uint32(bytes));
+    return std::bit_cast<float>(le_int32(bytes));
 }
 
 void append_le_int32(std::string& out, std::int32_t value) {
-    append_le_uint32(out, std::bit_cast<std::uint32_t>(value));
+    const auto u = std::bit_cast<std::uint32_t>(value);
+    for (int shift = 0; shift < 32; shift += 8) out += static_cast<char>((u >> shift) & 0xFF);
 }
 
 void append_le_float32(std::string& out, float value) {
-    append_le_uint32(out, std::bit_cast<std::uint32_t>(value));
-}
-
-std::uint64_t regular_file_size(const std::string& path, std::string_view what) {
-    return InputFile(path, what, std::numeric_limits<std::uint64_t>::max()).size();
+    append_le_int32(out, std::bit_cast<std::int32_t>(value));
 }
 
 // ------------------------------------------------------------------ header
@@ -128,21 +112,6 @@ Config config_from_header(const std::string& path, const unsigned char* bytes) {
     return c;
 }
 
-}  // namespace
-
-std::uint64_t checkpoint_bytes(const Config& c) {
-    // parameter_count() counts exactly the stored tensors (the output
-    // projection only when it is not shared); the two RoPE tables add
-    // seq_len * head_size / 2 numbers each.
-    const char* what = "checkpoint size";
-    const std::uint64_t rope =
-        checked_mul(std::uint64_t(c.max_seq), std::uint64_t(c.head_size()), what);
-    const std::uint64_t floats = checked_add(c.parameter_count(), rope, what);
-    return checked_add(header_bytes, checked_mul(floats, sizeof(float), what), what);
-}
-
-namespace {
-
 // Opens the checkpoint, checks its size against its header, and leaves the
 // file at the first weight.
 Config open_checkpoint(const std::string& path, InputFile& in) {
@@ -167,14 +136,62 @@ constexpr std::uint64_t any_size = std::numeric_limits<std::uint64_t>::max();  /
 
 }  // namespace
 
+// parameter_count() counts exactly the stored tensors (the output
+// projection only when it is not shared); the two RoPE tables add seq_len
+// * head_size / 2 numbers each.
+std::uint64_t checkpoint_bytes(const Config& c) {
+    const char* what = "checkpoint size";
+    const std::uint64_t rope =
+        checked_mul(std::uint64_t(c.max_seq), std::uint64_t(c.head_size()), what);
+    const std::uint64_t floats = checked_add(c.parameter_count(), rope, what);
+    return checked_add(header_bytes, checked_mul(floats, sizeof(float), what), what);
+}
+
 Config read_checkpoint_config(const std::string& path) {
     InputFile in(path, "checkpoint", any_size);
     return open_checkpoint(path, in);
 }
 
-// ------------------------------------------------------------------ reading
+// ------------------------------------------------------------- the tensors
 
 namespace {
+
+std::string of_layer(const char* tensor, int layer) {
+    return std::string(tensor) + " of layer " + std::to_string(layer);
+}
+
+// The tensors in the file's order, each with its name and the shape the
+// config gives it (rows x cols; a norm is one row of cols), each stored for
+// all layers before the next begins. The RoPE tables and the output
+// projection come after these.
+template <class W, class F>
+void for_each_tensor(const Config& c, W& w, F&& f) {
+    f("the token embedding", w.token_embedding, c.vocab_size, c.dim);
+    auto layers = [&](const char* name, auto member, int rows, int cols) {
+        for (int l = 0; l < c.n_layers; ++l) f(of_layer(name, l), w.layers[l].*member, rows, cols);
+    };
+    layers("attn_norm", &LayerWeights::attn_norm, 1, c.dim);
+    layers("wq", &LayerWeights::wq, c.dim, c.dim);
+    layers("wk", &LayerWeights::wk, c.kv_dim(), c.dim);
+    layers("wv", &LayerWeights::wv, c.kv_dim(), c.dim);
+    layers("wo", &LayerWeights::wo, c.dim, c.dim);
+    layers("ffn_norm", &LayerWeights::ffn_norm, 1, c.dim);
+    layers("w1", &LayerWeights::w1, c.ffn_dim, c.dim);
+    layers("w2", &LayerWeights::w2, c.dim, c.ffn_dim);
+    layers("w3", &LayerWeights::w3, c.ffn_dim, c.dim);
+    f("the final norm", w.final_norm, 1, c.dim);
+}
+
+// A tensor's numbers: a matrix's, or a norm's vector.
+template <class T>
+auto numbers(T& t) {
+    if constexpr (requires { t.rows; })
+        return std::span(t.data);
+    else
+        return std::span(t);
+}
+
+// ------------------------------------------------------------------ reading
 
 // Reads float32 tensors one after another, a block of bytes at a time.
 class TensorReader {
@@ -208,10 +225,6 @@ class TensorReader {
     InputFile& in_;
 };
 
-std::string of_layer(const char* tensor, int layer) {
-    return std::string(tensor) + " of layer " + std::to_string(layer);
-}
-
 }  // namespace
 
 Checkpoint read_checkpoint(const std::string& path) {
@@ -225,18 +238,8 @@ Checkpoint read_checkpoint(const std::string& path) {
         w = empty_weights(c);
     }
     TensorReader in(path, file);
-    in.read(w.token_embedding.data, "the token embedding");
-    // Each tensor is stored for all layers before the next tensor begins.
-    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].attn_norm, of_layer("attn_norm", l));
-    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].wq.data, of_layer("wq", l));
-    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].wk.data, of_layer("wk", l));
-    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].wv.data, of_layer("wv", l));
-    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].wo.data, of_layer("wo", l));
-    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].ffn_norm, of_layer("ffn_norm", l));
-    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].w1.data, of_layer("w1", l));
-    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].w2.data, of_layer("w2", l));
-    for (int l = 0; l < c.n_layers; ++l) in.read(w.layers[l].w3.data, of_layer("w3", l));
-    in.read(w.final_norm, "the final norm");
+    for_each_tensor(c, w,
+                    [&](const std::string& name, auto& t, int, int) { in.read(numbers(t), name); });
     in.skip(std::uint64_t(c.max_seq) * std::uint64_t(c.head_size()));  // RoPE cos and sin
     if (c.shared_output) {
         // The Transformer reads its own output matrix, so it gets a copy.
@@ -252,39 +255,20 @@ Checkpoint read_checkpoint(const std::string& path) {
 
 namespace {
 
-void check_shape(const Matrix& m, int rows, int cols, const std::string& name) {
-    if (m.rows != rows || m.cols != cols || m.data.size() != std::size_t(rows) * cols)
-        throw std::invalid_argument("write_checkpoint: " + name + " is " + std::to_string(m.rows) +
-                                    "x" + std::to_string(m.cols) + ", the config says " +
-                                    std::to_string(rows) + "x" + std::to_string(cols));
-}
-
-void check_shape(const std::vector<float>& v, int size, const std::string& name) {
-    if (v.size() != std::size_t(size))
-        throw std::invalid_argument("write_checkpoint: " + name + " has " +
-                                    std::to_string(v.size()) + " numbers, the config says " +
-                                    std::to_string(size));
-}
-
 void check_shapes(const Config& c, const Weights& w) {
-    check_shape(w.token_embedding, c.vocab_size, c.dim, "the token embedding");
+    auto check = [](const std::string& name, const auto& t, int rows, int cols) {
+        auto text = [](auto r, auto c) { return std::to_string(r) + "x" + std::to_string(c); };
+        std::string is = text(1, numbers(t).size());  // a norm: one row
+        if constexpr (requires { t.rows; }) is = text(t.rows, t.cols);
+        if (is != text(rows, cols) || numbers(t).size() != std::size_t(rows) * std::size_t(cols))
+            throw std::invalid_argument("write_checkpoint: " + name + " is " + is +
+                                        ", the config says " + text(rows, cols));
+    };
     if (w.layers.size() != std::size_t(c.n_layers))
         throw std::invalid_argument("write_checkpoint: " + std::to_string(w.layers.size()) +
                                     " layers, the config says " + std::to_string(c.n_layers));
-    for (int l = 0; l < c.n_layers; ++l) {
-        const LayerWeights& layer = w.layers[l];
-        check_shape(layer.attn_norm, c.dim, of_layer("attn_norm", l));
-        check_shape(layer.wq, c.dim, c.dim, of_layer("wq", l));
-        check_shape(layer.wk, c.kv_dim(), c.dim, of_layer("wk", l));
-        check_shape(layer.wv, c.kv_dim(), c.dim, of_layer("wv", l));
-        check_shape(layer.wo, c.dim, c.dim, of_layer("wo", l));
-        check_shape(layer.ffn_norm, c.dim, of_layer("ffn_norm", l));
-        check_shape(layer.w1, c.ffn_dim, c.dim, of_layer("w1", l));
-        check_shape(layer.w2, c.dim, c.ffn_dim, of_layer("w2", l));
-        check_shape(layer.w3, c.ffn_dim, c.dim, of_layer("w3", l));
-    }
-    check_shape(w.final_norm, c.dim, "the final norm");
-    check_shape(w.output, c.vocab_size, c.dim, "the output projection");
+    for_each_tensor(c, w, check);
+    check("the output projection", w.output, c.vocab_size, c.dim);
     if (c.shared_output && w.output.data != w.token_embedding.data)
         throw std::invalid_argument(
             "write_checkpoint: config.shared_output is set but the output projection differs "
@@ -327,20 +311,10 @@ void write_checkpoint(const std::string& path, const Config& c, const Weights& w
     for (int value : {c.dim, c.ffn_dim, c.n_layers, c.n_heads, c.n_kv_heads,
                       c.shared_output ? c.vocab_size : -c.vocab_size, c.max_seq})
         out.int32(value);
-    out.floats(w.token_embedding.data);
-    for (const LayerWeights& l : w.layers) out.floats(l.attn_norm);
-    for (const LayerWeights& l : w.layers) out.floats(l.wq.data);
-    for (const LayerWeights& l : w.layers) out.floats(l.wk.data);
-    for (const LayerWeights& l : w.layers) out.floats(l.wv.data);
-    for (const LayerWeights& l : w.layers) out.floats(l.wo.data);
-    for (const LayerWeights& l : w.layers) out.floats(l.ffn_norm);
-    for (const LayerWeights& l : w.layers) out.floats(l.w1.data);
-    for (const LayerWeights& l : w.layers) out.floats(l.w2.data);
-    for (const LayerWeights& l : w.layers) out.floats(l.w3.data);
-    out.floats(w.final_norm);
-    // The RoPE tables llama2.c's exporter writes: cos, then sin, of
-    // pos * 10000^(-2i/head_size). Readers skip them; we write them anyway so
-    // the file is what other tools of that format expect.
+    for_each_tensor(c, w,
+                    [&](const std::string&, const auto& t, int, int) { out.floats(numbers(t)); });
+    // The RoPE tables llama2.c's exporter writes, which readers skip: the
+    // file is what other tools of that format expect.
     const RopeTable rope(c.head_size(), c.max_seq);
     out.floats(rope.cosines());
     out.floats(rope.sines());

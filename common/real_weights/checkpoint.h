@@ -24,11 +24,10 @@
 //
 // Every matrix is (out, in) row-major, the book's own layout (weights.h),
 // and the model conventions match (RoPE on adjacent pairs, theta 10000,
-// RMSNorm epsilon 1e-5, SwiGLU), so the numbers go straight in.
-//
-// Every error is a std::runtime_error whose one line starts
-// "checkpoint FILE:" and names the value that is wrong. The file's size is
-// checked against its header before any weight is read.
+// RMSNorm epsilon 1e-5, SwiGLU), so the numbers go straight in. Every error
+// is a std::runtime_error whose one line starts "checkpoint FILE:" and
+// names the value that is wrong; the file's size is checked against its
+// header before any weight is read.
 #pragma once
 
 #include <cstdint>
@@ -62,18 +61,12 @@ void write_checkpoint(const std::string& path, const Config& config, const Weigh
 // The exact size in bytes of a checkpoint of this shape.
 std::uint64_t checkpoint_bytes(const Config& config);
 
-// ------------------------------------------------------ little-endian files
-// Shared with the tokenizer file (tokenizer.cpp). Numbers are assembled
-// byte by byte, so the files read the same on any host.
+// Little-endian numbers, shared with the tokenizer file: assembled byte by
+// byte, so the files read the same on any host.
 
 std::int32_t le_int32(const unsigned char* bytes);
 float le_float32(const unsigned char* bytes);
 void append_le_int32(std::string& out, std::int32_t value);
 void append_le_float32(std::string& out, float value);
-
-// The size of the regular file at `path`; otherwise throws runtime_error
-// "<what> <path>: <cause>" (missing, a folder, a FIFO, unreadable: the
-// system's own cause, kit/files.h).
-std::uint64_t regular_file_size(const std::string& path, std::string_view what);
 
 }  // namespace kv

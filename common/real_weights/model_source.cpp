@@ -50,19 +50,6 @@ void reject_shape_flags(const Config& shape) {
                              " cannot be used with --checkpoint: the checkpoint sets the shape");
 }
 
-}  // namespace
-
-void check_model_source(const ModelSource& source, const Config& shape) {
-    if (!source.prompt.empty() && source.tokenizer.empty())
-        throw UsageError("--prompt needs --tokenizer to turn the text into tokens");
-    if (!source.checkpoint.empty())
-        reject_shape_flags(shape);
-    else
-        check_model(shape, 0);  // the flags' shape, before anything relies on it
-}
-
-namespace {
-
 // The readers' one-line errors start "checkpoint FILE:" or "tokenizer FILE:";
 // as a flag's error they start "--checkpoint FILE:", "--tokenizer FILE:".
 template <class Read>
@@ -87,7 +74,30 @@ std::string positions_text(const ModelSource& source, std::int64_t prompt_tokens
     return text;
 }
 
+// The text of `tokens` after the token `prev`; BOS and EOS mark where texts
+// begin and end and are not text, and an answer stops at the first.
+std::string text_of(const Tokenizer& tokenizer, std::span<const int> tokens, int prev,
+                    bool stop_at_mark) {
+    std::string text;
+    for (int token : tokens) {
+        const bool mark = token == Tokenizer::bos || token == Tokenizer::eos;
+        if (mark && stop_at_mark) break;
+        if (!mark) text += tokenizer.decode(prev, token);
+        prev = token;
+    }
+    return display_text(text);
+}
+
 }  // namespace
+
+void check_model_source(const ModelSource& source, const Config& shape) {
+    if (!source.prompt.empty() && source.tokenizer.empty())
+        throw UsageError("--prompt needs --tokenizer to turn the text into tokens");
+    if (!source.checkpoint.empty())
+        reject_shape_flags(shape);
+    else
+        check_model(shape, 0);  // the flags' shape, before anything relies on it
+}
 
 LoadedModel load_model(const ModelSource& source, const Config& shape, std::uint64_t seed,
                        int prompt_len, int answer_len) {
@@ -144,28 +154,11 @@ LoadedModel load_model(const ModelSource& source, const Config& shape, std::uint
 }
 
 std::string LoadedModel::prompt_text() const {
-    if (!tokenizer) return "";
-    std::string text;
-    int prev = -1;
-    for (int token : prompt) {
-        // BOS and EOS mark where texts begin and end; they are not text.
-        if (token != Tokenizer::bos && token != Tokenizer::eos)
-            text += tokenizer->decode(prev, token);
-        prev = token;
-    }
-    return display_text(text);
+    return tokenizer ? text_of(*tokenizer, prompt, -1, false) : "";
 }
 
 std::string LoadedModel::answer_text(std::span<const int> answer) const {
-    if (!tokenizer) return "";
-    std::string text;
-    int prev = prompt.empty() ? -1 : prompt.back();
-    for (int token : answer) {
-        if (token == Tokenizer::bos || token == Tokenizer::eos) break;
-        text += tokenizer->decode(prev, token);
-        prev = token;
-    }
-    return display_text(text);
+    return tokenizer ? text_of(*tokenizer, answer, prompt.empty() ? -1 : prompt.back(), true) : "";
 }
 
 std::string save_model_files(const ModelSource& source, const LoadedModel& loaded) {

@@ -30,6 +30,12 @@ std::string byte_piece(int byte) {
     return std::string("<0x") + digits[byte / 16] + digits[byte % 16] + ">";
 }
 
+constexpr int longest_allowed_token = 1024;  // Llama 2's longest is 27 bytes
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+    throw std::runtime_error(file_label("tokenizer", path) + ": " + message);
+}
+
 }  // namespace
 
 // --------------------------------------------------------------- the tokens
@@ -125,21 +131,9 @@ std::uint64_t Tokenizer::fewest_tokens(std::string_view text, bool add_bos, bool
 
 // ---------------------------------------------------------------- the file
 
-namespace {
-
-constexpr int longest_allowed_token = 1024;  // Llama 2's longest is 27 bytes
-
-[[noreturn]] void fail(const std::string& path, const std::string& message) {
-    throw std::runtime_error(file_label("tokenizer", path) + ": " + message);
-}
-
-}  // namespace
-
 Tokenizer read_tokenizer(const std::string& path, int vocab_size) {
     if (vocab_size <= 0)
         throw std::invalid_argument("read_tokenizer: vocab_size " + std::to_string(vocab_size));
-    // A regular file, opened and readable; its size is bounded below, from
-    // its header, before the rest is read.
     InputFile in(path, "tokenizer", std::numeric_limits<std::uint64_t>::max());
     const std::uint64_t size = in.size();
     unsigned char header[4];
@@ -150,7 +144,7 @@ Tokenizer read_tokenizer(const std::string& path, int vocab_size) {
     if (max_length <= 0 || max_length > longest_allowed_token)
         fail(path, "max_token_length = " + std::to_string(max_length) + " is not in 1.." +
                        std::to_string(longest_allowed_token));
-    // The most bytes vocab_size tokens can take, checked before reading them all.
+    // The most bytes vocab_size tokens can take, checked before reading them.
     const std::uint64_t most = checked_add(
         sizeof header,
         checked_mul(std::uint64_t(vocab_size), 8 + std::uint64_t(max_length), "size"), "size");

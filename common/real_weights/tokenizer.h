@@ -3,12 +3,10 @@
 //
 // The file holds one int32 (the longest token's length in bytes), then for
 // each of the model's vocab_size tokens: a float32 merge score, an int32
-// byte length and that many bytes. It does not store the count: the model's
-// vocabulary says how many tokens to read, so a tokenizer made for another
-// model is caught by its size. Token 0 is <unk>, 1 is BOS (the start of a
-// text), 2 is EOS, and tokens 3..258 are the 256 single bytes, written
-// "<0x00>" ... "<0xFF>", so any text can be written down.
-//
+// byte length and that many bytes. The count is not stored: the model's
+// vocabulary says it, so a tokenizer made for another model is caught by
+// its size. Token 0 is <unk>, 1 is BOS, 2 is EOS, and tokens 3..258 are the
+// 256 single bytes, "<0x00>" ... "<0xFF>", so any text can be written down.
 // File errors are std::runtime_error whose one line starts "tokenizer FILE:".
 #pragma once
 
@@ -27,8 +25,7 @@ class Tokenizer {
     static constexpr int first_byte_token = 3;  // the token of byte b is 3 + b
 
     // pieces[i] is token i's bytes, scores[i] its merge priority (higher
-    // merges first). Throws std::invalid_argument on empty pieces or a size
-    // mismatch.
+    // first). Throws std::invalid_argument on an empty piece or a mismatch.
     Tokenizer(std::vector<std::string> pieces, std::vector<float> scores);
 
     int vocab_size() const { return static_cast<int>(pieces_.size()); }
@@ -37,25 +34,23 @@ class Tokenizer {
     int max_token_length() const { return max_token_length_; }
 
     // The bytes `token` stands for, after token `prev`: a "<0xHH>" token is
-    // that one raw byte, and a piece that follows BOS loses its leading
-    // space (encode() added that space). Throws std::out_of_range for a
-    // token outside the vocabulary.
+    // that byte, and a piece after BOS loses the leading space encode()
+    // added. Throws std::out_of_range outside the vocabulary.
     std::string decode(int prev, int token) const;
 
     // Byte-pair encoding: a space is put in front of the text (so a word
     // reads the same at the start as in the middle; only if the vocabulary
-    // has a token for it), each UTF-8 character
-    // becomes its own token, or its byte tokens when it has none; then the
-    // adjacent pair whose joined piece has the highest score is merged, again
-    // and again, until no pair joins into a token. BOS and EOS on request.
+    // has a token for it), each UTF-8 character becomes its own token, or
+    // its byte tokens when it has none; then the adjacent pair whose joined
+    // piece has the highest score is merged, again and again, until no pair
+    // joins into a token. BOS and EOS on request.
     std::vector<int> encode(std::string_view text, bool bos, bool eos) const;
 
-    // The fewest tokens encode(text, bos, eos) can give, known from the
-    // text's length alone, before any (quadratic) merging: every token after
-    // BOS covers at least one byte of the text (or of the space put in front
-    // of it) and at most max_token_length() bytes (a piece is never shorter
-    // than the bytes it stands for: "<0x41>" is 6 bytes for one). A text
-    // whose fewest tokens do not fit a context is refused without encoding.
+    // The fewest tokens encode(text, bos, eos) can give, from the text's
+    // length alone, before any (quadratic) merging: every token after BOS
+    // covers at least one byte and at most max_token_length() bytes (a piece
+    // is never shorter than the bytes it stands for). A text whose fewest
+    // tokens do not fit a context is refused without encoding.
     std::uint64_t fewest_tokens(std::string_view text, bool bos, bool eos) const;
 
   private:
@@ -67,22 +62,22 @@ class Tokenizer {
     int max_token_length_ = 0;                     // longest piece in bytes
 };
 
-// Reads a tokenizer file for a model of `vocab_size` tokens.
+// Reads a tokenizer file for a model of `vocab_size` tokens, and writes
+// one: a file that cannot be written is a FileError "<what> <path>:
+// <cause>" (kit/files.h), `what` naming the flag that asked for it.
 Tokenizer read_tokenizer(const std::string& path, int vocab_size);
-// A file that cannot be written is a FileError "<what> <path>: <cause>"
-// (kit/files.h): `what` names the flag that asked for it.
 void write_tokenizer(const std::string& path, const Tokenizer& tokenizer,
                      std::string_view what = "tokenizer");
 
-// A tokenizer for the book's random models, which were never trained on
-// text: <unk>, BOS, EOS and the 256 byte tokens as in Llama 2's, then the
-// printable ASCII characters, then strings of two, three, ... letters and
-// spaces until the vocabulary is full. Needs vocab_size >= 259.
+// A tokenizer for the book's random models: <unk>, BOS, EOS and the 256
+// byte tokens as in Llama 2's, then the printable ASCII characters, then
+// strings of two, three, ... letters and spaces until the vocabulary is
+// full. Needs vocab_size >= 259.
 Tokenizer byte_level_tokenizer(int vocab_size);
 
 // Decoded bytes made safe to print: invalid UTF-8 becomes U+FFFD, and
-// control characters (which a random model may well produce, terminal
-// escapes among them) are dropped, except newline and tab.
+// control characters (terminal escapes among them) are dropped, except
+// newline and tab.
 std::string display_text(std::string_view bytes);
 
 }  // namespace kv

@@ -20,9 +20,8 @@ namespace kv {
 
 class PagedExecutor : public RealExecutor {
   public:
-    PagedExecutor(Transformer& model, std::uint64_t seed, BlockPool& pool, Preemption preemption,
-                  StepClock clock = StepClock::wall)
-        : RealExecutor(model, seed, clock), pool_(pool), preemption_(preemption) {}
+    PagedExecutor(Transformer& model, std::uint64_t seed, BlockPool& pool, Preemption preemption)
+        : RealExecutor(model, seed), pool_(pool), preemption_(preemption) {}
 
     std::uint64_t bytes_swapped() const { return bytes_swapped_; }  // out and back in
 

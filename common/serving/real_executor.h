@@ -4,12 +4,11 @@
 // the cache, every row continues its request's own KV cache; without it,
 // every row's sequence is recomputed from its first token (chapter 01's
 // naive step, for a batch). The tokens it produces join the request's
-// record. Each step returns the time since the previous one returned, on
-// the wall clock or the thread's CPU time (cpu_time.h), so the scheduler's
-// own bookkeeping between steps is counted too.
+// record. Each step returns the thread's CPU time (core/timing.h) since the
+// previous one returned, so the scheduler's own bookkeeping between steps
+// is counted too, and other programs on the machine do not stretch it.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -20,8 +19,8 @@
 #include "../core/generation.h"
 #include "../core/kv_cache.h"
 #include "../core/kv_store.h"
+#include "../core/timing.h"
 #include "../core/transformer.h"
-#include "cpu_time.h"
 #include "scheduler.h"
 #include "step_plan.h"
 #include "workload.h"
@@ -46,10 +45,7 @@ inline const Matrix& naive_batch_step(Transformer& model,
 
 class RealExecutor : public Executor {
   public:
-    RealExecutor(Transformer& model, std::uint64_t seed, StepClock clock = StepClock::wall)
-        : model_(model), seed_(seed), clock_(clock) {
-        lap();
-    }
+    RealExecutor(Transformer& model, std::uint64_t seed) : model_(model), seed_(seed) { lap(); }
 
     double run(const StepPlan& plan) override {
         for (const StepRow& row : plan.rows)
@@ -117,11 +113,7 @@ class RealExecutor : public Executor {
     }
 
     double lap() {
-        const double now =
-            clock_ == StepClock::thread_cpu
-                ? thread_cpu_seconds()
-                : std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-                      .count();
+        const double now = thread_cpu_seconds();
         const double seconds = now - last_;
         last_ = now;
         return seconds;
@@ -133,8 +125,7 @@ class RealExecutor : public Executor {
                                                     // request while it runs with the cache
     std::vector<SequenceInput> inputs_;             // (rows) scratch for the forward pass
     std::vector<std::vector<int>> whole_;           // (rows) whole sequences, without the cache
-    StepClock clock_;
-    double last_ = 0;  // the clock when the last step returned
+    double last_ = 0;                               // the clock when the last step returned
 };
 
 }  // namespace kv

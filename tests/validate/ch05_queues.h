@@ -41,7 +41,7 @@ inline std::vector<CheckedQueue> ch05_checked_queues(const ValidateOptions& o) {
         };
         const std::uint64_t seed = o.seed;
         c.engine = [seed](Transformer& model) -> std::unique_ptr<Executor> {
-            return std::make_unique<RealExecutor>(model, seed, StepClock::thread_cpu);
+            return std::make_unique<RealExecutor>(model, seed);
         };
         return c;
     };

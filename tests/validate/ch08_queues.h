@@ -52,8 +52,8 @@ inline std::vector<CheckedQueue> ch08_checked_queues(const ValidateOptions& o) {
         c.engine = [=](Transformer& model) -> std::unique_ptr<Executor> {
             auto engine = std::make_unique<PoolEngine>(model.config(), block_size, blocks);
             auto memory = std::make_unique<PrefixSharingMemory>(engine->pool, sharing);
-            engine->executor = std::make_unique<SharedBlocksExecutor>(
-                model, seed, engine->pool, *memory, StepClock::thread_cpu);
+            engine->executor =
+                std::make_unique<SharedBlocksExecutor>(model, seed, engine->pool, *memory);
             engine->memory = std::move(memory);
             return engine;
         };
