@@ -304,7 +304,8 @@ std::string saved_results_error(const std::string& path) {
 TEST_CASE("chapter 06 says to run make run only when a results file is not there") {
     const TempDir dir;
     CHECK(saved_results_error(dir.file("ch02.json")) ==
-          dir.file("ch02.json") + ": No such file or directory (run `make run` first)");
+          dir.file("ch02.json") + ": No such file or directory (run `./build/ch02 --save-json " +
+              dir.file("ch02.json") + "` first, or `make run`)");
     // Other causes are named as they are, without the hint.
     write_bytes(dir.file("file"), "x");
     CHECK(saved_results_error(dir.file("file") + "/ch02.json") ==

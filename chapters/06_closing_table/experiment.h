@@ -48,7 +48,9 @@ inline std::optional<SavedResults> read_saved(const std::string& path, bool requ
     } catch (const FileError& e) {
         if (e.error_number != ENOENT) throw;
         if (!required) return std::nullopt;
-        throw std::runtime_error(std::string(e.what()) + " (run `make run` first)");
+        throw std::runtime_error(std::string(e.what()) + " (run `./build/ch" + chapter +
+                                 " --save-json " + excerpt(path, kMostQuotedPath) +
+                                 "` first, or `make run`)");
     }
     SavedResults saved = SavedResults::parse(excerpt(path, kMostQuotedPath), text);
     saved.require_origin(chapter_writing("ch" + chapter));

@@ -1,5 +1,5 @@
 // What the closing table prints: the published figures beside this run's,
-// then the shapes that must hold on any machine, then Part II's chapters
+// then the shapes every machine shows, then Part II's chapters
 // beside their papers; or all of it as JSON.
 #pragma once
 
@@ -150,7 +150,7 @@ inline int report(const Results& r, const OutputOptions& out) {
 
     std::cout << "The book's closing table: the published figures and this run's\n\n";
     table.print(std::cout);
-    std::cout << "\nThe shapes that must hold on any machine:\n\n";
+    std::cout << "\nThe shapes every machine shows (the factors are this machine's):\n\n";
     shapes.print(std::cout);
     std::cout << "\nPart II, where servers went next: each chapter's headline beside what its "
                  "paper reports\n\n"

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,13 +56,9 @@ struct Results {
     int block_size = 0, batch = 0, engine_requests = 0;
     std::string cost_model;             // "measured" or "analytic" (--cost-model)
     StepCalibration pricing;            // the step cost the simulator prices every width's steps by
-    std::vector<FormatResult> formats;  // float32 first (all_formats())
+    std::vector<FormatResult> formats;  // in all_formats()'s order, the enum's
 
-    const FormatResult& at(NumberFormat f) const {
-        for (const FormatResult& r : formats)
-            if (r.format == f) return r;
-        throw std::logic_error("no result for the format " + std::string(format_name(f)));
-    }
+    const FormatResult& at(NumberFormat f) const { return formats.at(std::size_t(f)); }
 };
 
 // The article's cache shape (32 layers, 8 KV heads, head size 128), as a
@@ -126,18 +121,12 @@ struct Experiment {
                              " and the pools need " + format_bytes(std::uint64_t(bytes)) + ", " +
                              over);
         // A pool in use must hold the longest request alone in float32, or it waits forever.
-        const std::uint64_t per_block = BlockPool::bytes_per_block(model.config, block_size);
-        const WorkloadOptions& w = queue.workload;
-        const std::uint64_t blocks =
-            std::uint64_t(blocks_for(w.prompt_max + w.answer_max - 1, block_size));
-        for (const auto& [flag, mib] :
-             {std::pair{"--kv-budget-mib", queue.kv_budget_mib},
-              std::pair{"--engine-budget-mib", engine_requests ? engine_budget_mib : 0}})
-            if (mib && (mib << 20) / per_block < blocks)
-                throw UsageError(std::string(flag) + " " + std::to_string(mib) +
-                                 " cannot hold one request at its longest in blocks of " +
-                                 std::to_string(block_size) + " (" +
-                                 format_bytes(blocks * per_block) + ")");
+        const int longest = queue.workload.prompt_max + queue.workload.answer_max - 1;
+        check_blocks(model.config, "--kv-budget-mib", queue.kv_budget_mib, block_size, longest,
+                     false);
+        if (engine_requests)
+            check_blocks(model.config, "--engine-budget-mib", engine_budget_mib, block_size,
+                         longest, false);
     }
 
     Results run() const {

@@ -113,6 +113,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("article_allocated_bytes", a.allocated)
                     .add("article_resident_growth_bytes", a.growth ? *a.growth : -1)
                     .add("kv_budget_mib", r.budget_mib)
+                    .add("batch", r.batch)
                     .add("engine_requests", r.engine_requests)
                     .add("engine_budget_mib", r.engine_budget_mib)
                     .add("engine_queue", engine)

@@ -1,11 +1,11 @@
 // Chapter 04: batched decoding, one step for many requests.
 //
 // At batch size 1 a decode step reads every weight of the model to do one
-// multiply-add with each: the step is bound by how fast weights arrive from
-// memory. Give the step B sequences at once and each weight, once loaded,
-// serves B rows: B times the useful work for about the same bytes. Attention
-// cannot be shared (each sequence has its own cache and its own length), so
-// it runs per sequence; the weight products run once over a B-row matrix.
+// multiply-add with each: few operations per byte read (where that lands a
+// step against this machine's roofline, chapter 04 measures). Give the step B sequences at once and
+// each weight, once loaded, serves B rows: B times the useful work for about the same bytes.
+// Attention cannot be shared (each sequence has its own cache and its own length), so it runs per
+// sequence; the weight products run once over a B-row matrix.
 //
 // Nothing about a sequence's arithmetic depends on its neighbours: every
 // dot product adds its terms in the same order in a B-row product as in a

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -104,6 +105,14 @@ std::string program_folder() {
     const std::string exe(path, std::size_t(n));
     const std::size_t slash = exe.rfind('/');
     return slash == std::string::npos ? "" : exe.substr(0, slash);
+}
+
+// `path` as the reader would type it from where they ran the program
+// (build/calibration/... from the book's folder), absolute from elsewhere.
+std::string as_typed(const std::string& path) {
+    std::error_code e;
+    const std::string near = std::filesystem::proximate(path, e).string();
+    return e || near.starts_with("..") ? path : near;
 }
 
 std::string file_name(const Config& c) {
@@ -222,7 +231,7 @@ StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool agai
     if (!again && !path.empty() && read_saved(path, c, cal)) {
         cal.reused = true;
         cal.path = path;
-        cal.cost.source = "measured on this machine once, reused from " + path;
+        cal.cost.source = "measured on this machine once, reused from " + as_typed(path);
         return cal;
     }
     Transformer model(c, seed);
@@ -235,7 +244,7 @@ StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool agai
         cal.path = path;  // the file says where it is
         try {
             write_file(path, saved_json(cal, c), "calibration");
-            cal.cost.source += ", saved in " + path;
+            cal.cost.source += ", saved in " + as_typed(path);
         } catch (const FileError&) {
             cal.path.clear();
             cal.cost.source += " (not saved: " + path + " could not be written)";
