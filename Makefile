@@ -183,7 +183,7 @@ fuzz: $(FUZZ_NAMES:%=build/fuzz/%) $(BUILD)/ch02
 
 # ------------------------------------------------------------- format
 # clang-format with the project's .clang-format, on the C++ sources only:
-# clang-format takes any file it is given for C++, and once rewrote a
+# clang-format takes any file it is given for C++, and would rewrite a
 # Markdown page ("- ffp - contract = fast"), so the Markdown is never
 # handed to it. format-check changes nothing and fails if a file would move;
 # it names the clang-format it used (CI installs Debian's, 14 on Debian 12:

@@ -44,7 +44,7 @@ if [ "${1:-}" = "--self-test" ]; then
     {
         echo "# The book"
         echo
-        echo "Every pasted run in this book comes from commit 0b92422 on one machine."
+        echo "Every pasted run in this book comes from commit 5a1e5a1 on one machine."
         echo "A million is 1000000, a large float 1e10000; deadbeef has no digit."
     } >"$book/README.md"
     {
@@ -85,25 +85,25 @@ if [ "${1:-}" = "--self-test" ]; then
     # The line a fault appended to FILE is its last.
     last() { echo "$1:$(($(grep -c '' "$book/$1") + 1))"; }
     ch=chapters/01_one/README.md
-    planted "a commit hash in a chapter README" $ch "$(last $ch)" "Measured at commit e52fe5a."
+    planted "a commit hash in a chapter README" $ch "$(last $ch)" "Measured at commit a11c0de."
     planted "a full commit hash in a chapter README" $ch "$(last $ch)" \
         "See 0084b783bcda6d7ee15c337b1062cbee9985c954."
     planted "a commit hash in an exercise" chapters/01_one/EXERCISES.md \
-        "$(last chapters/01_one/EXERCISES.md)" "2. Check out fc83b22 and run it."
+        "$(last chapters/01_one/EXERCISES.md)" "2. Check out b0a7f00 and run it."
     planted "a commit hash in a solution" chapters/01_one/solutions/SOLUTIONS.md \
-        "$(last chapters/01_one/solutions/SOLUTIONS.md)" "(the run at 30c87ed)"
+        "$(last chapters/01_one/solutions/SOLUTIONS.md)" "(the run at c0ffee1)"
     planted "a commit hash in the course kit" chapters/course/README.md \
-        "$(last chapters/course/README.md)" "Meeting 2 runs d680b18's make run."
+        "$(last chapters/course/README.md)" "Meeting 2 runs d00dad5's make run."
     planted "a commit hash in the bench's README" tests/bench/README.md \
-        "$(last tests/bench/README.md)" "At a55f6a5 the plan was another."
+        "$(last tests/bench/README.md)" "At abc1234 the plan was another."
     planted "a commit hash on the front page" README.md "$(last README.md)" \
         "The table comes from 3358107a."
     planted "a second 'Every pasted run' line" README.md "$(last README.md)" \
-        "Every pasted run in this book comes from commit 1c0555d too."
+        "Every pasted run in this book comes from commit f00d123 too."
     planted "a digest in prose" $ch "$(last $ch)" "Its digest is af63dc4c8601ec8c."
     five=chapters/05_five/README.md
     planted "a short hash inside a text block" $five "$five:$(($(grep -c '' "$book/$five") + 2))" \
-        "$(printf '```text\nbuilt from 0173d66\n```')"
+        "$(printf '```text\nbuilt from 0ddba11\n```')"
     planted "a load average" chapters/01_one/EXERCISES.md \
         "$(last chapters/01_one/EXERCISES.md)" "3. Note the load average first."
     planted "UTC" chapters/01_one/solutions/SOLUTIONS.md \
@@ -142,7 +142,8 @@ import sys
 
 files = ["README.md"] + sorted(glob.glob("chapters/*/README.md")) \
     + sorted(glob.glob("chapters/*/EXERCISES.md")) \
-    + sorted(glob.glob("chapters/*/solutions/*.md")) + sorted(glob.glob("chapters/course/*.md"))
+    + sorted(glob.glob("chapters/*/solutions/*.md")) + sorted(glob.glob("chapters/course/*.md")) \
+    + sorted(glob.glob("chapters/*/*.md"))
 if os.path.isfile("tests/bench/README.md"):
     files.append("tests/bench/README.md")
 files = [f for i, f in enumerate(files) if os.path.isfile(f) and f not in files[:i]]
@@ -181,6 +182,9 @@ for path in files:
         if path == "README.md" and stripped.startswith(commit_line):
             commit_lines += 1
             if commit_lines == 1:
+                if not any(re.search(r"[0-9]", w) and re.search(r"[a-f]", w)
+                           for w in hex_word.findall(line)):
+                    fail(where, f"the \"{commit_line}\" line names no commit")
                 continue  # the one line that may name the commit of the pasted runs
             fail(where, f"a second line beginning \"{commit_line}\"")
         for m in hex_word.finditer(line):

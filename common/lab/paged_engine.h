@@ -1,5 +1,6 @@
 // The lab: the real engine on a pool of blocks it owns, for one run of a
-// checked queue (validation.h): a fresh pool every run, its caches empty.
+// queue (validation.h's checked queues, side_by_side.h's): a fresh pool
+// every run, its caches empty.
 #pragma once
 
 #include <cstdint>
