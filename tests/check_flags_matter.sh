@@ -8,14 +8,23 @@
 #     values differ between two runs of the same command (times) masked;
 #   - the files the run leaves in its (fresh) working folder, by name, and
 #     whether each is empty.
-# A flag whose only effect is on timing (a number of repeats) shows it in
-# the JSON, which records the count.
+# The keys that merely echo the flag being checked (--foo-bar: "foo_bar" and
+# "foo-bar", at any depth) are masked too, so a flag saved in the JSON and
+# otherwise ignored fails.
+#
+# timing only: observed by count of samples. A flag whose only effect is on
+# timing (the number of timed repeats whose median is reported) has no other
+# observable: its case says "timing-only" before CHANGED, which the check
+# accepts only for a flag whose --help line says "timed"; for such a case the
+# echoed key stays, as the count of samples the JSON records. The flags
+# marked so: ch01, ch02 and ch04's --repeats.
 #
 # The cases for build/chNN are in tests/flag_cases/chNN.txt, one a line:
 #
 #   base: ARGS                  the base run (every run adds --json, except --json's own)
 #   --flag: CHANGED             the base run with CHANGED added (the last value given wins)
 #   --flag: CHANGED vs OTHER    ... compared with the base run with OTHER added
+#   --flag: timing-only CHANGED a timing-only flag (see above)
 #
 # A side written "= ARGS" replaces the base instead of adding to it. CHANGED
 # must name its flag. {fixtures} is a folder filled first: model.bin and
@@ -30,8 +39,10 @@
 #       shows that a flag made to do nothing fails the check: a few
 #       programs are each replaced by a wrapper that drops one flag (and
 #       its value) before running the program, so that --help lists the
-#       flag and it does nothing; the check must name those flags, and no
-#       other, as doing nothing
+#       flag and it does nothing; and one program by a wrapper that drops
+#       a flag but writes its value into the JSON key named like it, so the
+#       flag is echoed and otherwise ignored; the check must name those
+#       flags, and no other, as doing nothing
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ "${1:-}" = "--drop-flag" ]; then
@@ -45,13 +56,38 @@ if [ "${1:-}" = "--drop-flag" ]; then
     done
     exec "$program" "${args[@]}"
 fi
+if [ "${1:-}" = "--echo-flag" ]; then
+    # --echo-flag FLAG PROGRAM ARGS...: the self-test's other wrapper. It
+    # drops FLAG like --drop-flag, then writes the value FLAG was given into
+    # the JSON key named like it, so the flag is echoed and otherwise ignored.
+    flag="$2" program="$3" args=() drop="" value=""
+    name="${flag#--}"
+    name="${name//-/_}"
+    shift 3
+    for arg in "$@"; do
+        if [ -n "$drop" ]; then drop="" value="$arg"; continue; fi
+        case "$arg" in "$flag") drop=1; continue ;; "$flag="*) value="${arg#*=}"; continue ;; esac
+        args+=("$arg")
+    done
+    "$program" "${args[@]}" >"${TMPDIR:-/tmp}/echo-flag.$$"
+    status=$?
+    [[ "$value" =~ ^[0-9.]+$ ]] || value="\"$value\""
+    if [ "$value" != '""' ]; then sed -E "s/\"$name\": [^,}]*/\"$name\": $value/g" "${TMPDIR:-/tmp}/echo-flag.$$"
+    else cat "${TMPDIR:-/tmp}/echo-flag.$$"; fi
+    rm -f "${TMPDIR:-/tmp}/echo-flag.$$"
+    exit $status
+fi
 if [ "${1:-}" = "--self-test" ]; then
     BIN="$(cd "${2:-build}" && pwd)" || exit 1
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
     mkdir -p "$tmp/bin" "$tmp/cases"
     # One flag per program, of each kind: a number, a choice, a file written.
-    dropped=(ch03:--context ch05:--seed ch06:--save-json ch09:--chunk ch10:--answer-dist)
+    dropped=(ch03:--context ch06:--save-json ch08:--seed ch09:--chunk ch10:--answer-dist)
+    # And one flag whose value the JSON echoes while the program ignores it,
+    # in a program whose JSON holds no rounded times (which two runs can
+    # print alike by chance, and so leave unmasked).
+    echoed=(ch05:--reserve)
     # The fixtures' programs, as they are.
     ln -s "$BIN/ch02" "$BIN/ch03" "$BIN/ch05" "$tmp/bin/"
     for pair in "${dropped[@]}"; do
@@ -62,15 +98,23 @@ if [ "${1:-}" = "--self-test" ]; then
             "$flag" "$BIN/$ch" >"$tmp/bin/$ch"
         chmod +x "$tmp/bin/$ch"
     done
+    for pair in "${echoed[@]}"; do
+        ch="${pair%%:*}" flag="${pair#*:}"
+        cp "$here/flag_cases/$ch.txt" "$tmp/cases/"
+        rm -f "$tmp/bin/$ch"
+        printf '#!/bin/bash\nexec bash "%s" --echo-flag %s "%s" "$@"\n' "$here/$(basename "$0")" \
+            "$flag" "$BIN/$ch" >"$tmp/bin/$ch"
+        chmod +x "$tmp/bin/$ch"
+    done
     FLAG_CASES="$tmp/cases" bash "$0" "$tmp/bin" >"$tmp/out" 2>&1
     status=$?
-    expected="$(for pair in "${dropped[@]}"; do echo "FAILED: ${pair%%:*} ${pair#*:} does nothing"; done)"
-    found="$(grep '^FAILED' "$tmp/out" | sed 's/ does nothing:.*/ does nothing/')"
+    expected="$(for pair in "${dropped[@]}" "${echoed[@]}"; do echo "FAILED: ${pair%%:*} ${pair#*:} does nothing"; done | sort)"
+    found="$(grep '^FAILED' "$tmp/out" | sed 's/ does nothing:.*/ does nothing/' | sort)"
     if [ "$status" = 0 ] || [ "$found" != "$expected" ]; then
         echo "flags self-test FAILED: expected exactly:"; echo "$expected"; echo "got:"; cat "$tmp/out"
         exit 1
     fi
-    echo "flags self-test: each flag made to do nothing is caught (${dropped[*]})"
+    echo "flags self-test: each flag made to do nothing is caught (${dropped[*]}; echoed: ${echoed[*]})"
     exit 0
 fi
 BIN="$(cd "${1:-build}" && pwd)" || exit 1
@@ -111,11 +155,18 @@ noisy() {
               for (l in b) if (a[l] != b[l]) print key(l) }' <(flat "$1") <(flat "$2") | sort -u
 }
 
-# signature DIR NOISY: what the run in DIR showed, its noisy keys' values masked.
+# signature DIR NOISY [FLAG]: what the run in DIR showed, its noisy keys'
+# values masked, and so are the keys that merely echo FLAG (--foo-bar:
+# "foo_bar" and "foo-bar", at any depth): a flag whose value is saved in the
+# JSON but otherwise ignored must not pass by that echo.
 signature() {
+    local echoed="" name="${3:-}"
+    name="${name#--}"
+    [ -n "$name" ] && echoed="\"${name//-/_}\" \"$name\""
     echo "exit status $(cat "$1/status")"
-    flat "$1/stdout" | awk -v noisy="$2" "$KEY"'
-        BEGIN { while ((getline line < noisy) > 0) masked[line] = 1 }
+    flat "$1/stdout" | awk -v noisy="$2" -v echoed="$echoed" "$KEY"'
+        BEGIN { while ((getline line < noisy) > 0) masked[line] = 1
+                n = split(echoed, e, " "); for (i = 1; i <= n; i++) masked[e[i]] = 1 }
         { k = key($0)
           if (k in masked) { match($0, /[]}]*$/); print k "\": *" substr($0, RSTART) }
           else print }'
@@ -143,12 +194,14 @@ args_of() {
     if [[ "$side" == "= "* ]]; then echo "${side#= }"; else echo "$base $side"; fi
 }
 
-# check_case FLAG CHANGED OTHER JSON: the program with CHANGED against the
-# program with OTHER (each on top of the base), JSON the flag that asks for
-# JSON ("" for --json's own case, which leaves it out).
+# check_case FLAG CHANGED OTHER JSON [TIMING]: the program with CHANGED against
+# the program with OTHER (each on top of the base), JSON the flag that asks for
+# JSON ("" for --json's own case, which leaves it out); TIMING set for a
+# timing-only flag, whose echoed key is its observable and stays unmasked.
 count=0
 check_case() {
-    local flag="$1" changed other json="$4" key dir
+    local flag="$1" changed other json="$4" key dir echo_of="$1"
+    [ -n "${5:-}" ] && echo_of=""
     read -ra changed <<<"$(args_of "$2")"
     read -ra other <<<"$(args_of "$3")"
     count=$((count + 1))
@@ -163,7 +216,8 @@ check_case() {
         fail "$ch $flag: the changed run exited $(cat "$dir/status"): $(head -c 300 "$dir/stderr")"
         return
     fi
-    if cmp -s <(signature "$TMP/$key.2" "$TMP/$key.noisy") <(signature "$dir" "$TMP/$key.noisy")
+    if cmp -s <(signature "$TMP/$key.2" "$TMP/$key.noisy" "$echo_of") \
+        <(signature "$dir" "$TMP/$key.noisy" "$echo_of")
     then fail "$ch $flag does nothing: the base with ${2:-nothing} added shows what it shows with ${3:-nothing} added"
     else ok; fi
 }
@@ -210,11 +264,18 @@ for cases in "$CASES"/ch*.txt; do
     while IFS= read -r line; do
         flag="${line%%: *}"
         rest="${line#*: }"
+        timing=""
+        if [[ "$rest" == "timing-only "* ]]; then
+            rest="${rest#timing-only }"
+            timing=1
+            "$prog" --help | grep -E -- "^  $flag " | grep -q timed ||
+                { fail "$ch: $flag is marked timing-only, but its --help line says nothing is timed"; continue; }
+        fi
         changed="${rest%% vs *}"
         other=""; [[ "$rest" == *" vs "* ]] && other="${rest#* vs }"
         [[ " $changed " == *" $flag "* || " $changed " == *" $flag="* ]] ||
             { fail "$ch: the case for $flag does not change $flag: $changed"; continue; }
-        check_case "$flag" "$changed" "$other" --json
+        check_case "$flag" "$changed" "$other" --json "$timing"
     done < <(grep -E '^--[a-z0-9-]+: ' "$cases")
 done
 
