@@ -17,7 +17,7 @@
 # observable: its case says "timing-only" before CHANGED, which the check
 # accepts only for a flag whose --help line says "timed"; for such a case the
 # echoed key stays, as the count of samples the JSON records. The flags
-# marked so: ch01, ch02 and ch04's --repeats.
+# marked so: ch01, ch02 and ch04's --repeats, ch07's --indirection-batch.
 #
 # The cases for build/chNN are in tests/flag_cases/chNN.txt, one a line:
 #

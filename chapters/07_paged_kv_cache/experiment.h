@@ -86,7 +86,7 @@ struct Setup {
                   "requests of the tight queue the real engine runs beside the simulator "
                   "(0: none)");
         flags.add("indirection-batch", indirection_batch, 1, 256,
-                  "sequences per decode step when timing paged against contiguous");
+                  "sequences per decode step timed paged against contiguous");
     }
 
     void check() const {
