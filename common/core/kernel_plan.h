@@ -22,7 +22,7 @@ namespace kv {
 // What a plan holds for: the CPU (from /proc/cpuinfo) and the build (its
 // vector instructions and its compiler, from the compiler's macros).
 struct MachineIdentity {
-    std::string cpu;    // "Intel(R) Xeon(R) Processor, family 6, model 167"
+    std::string cpu;    // "<model name>, family F, model M"
     std::string build;  // "avx512f avx2 fma sse2, gcc 12.2.0"
     bool operator==(const MachineIdentity&) const = default;
 };
@@ -74,7 +74,7 @@ CandidateTimer model_timer(const Weights& weights);
 // ------------------------------------------------------------- plan files
 
 // A plan file: a comment, the machine's identity, one line per model shape:
-//   cpu: Intel(R) Xeon(R) Processor, family 6, model 167
+//   cpu: <model name>, family F, model M
 //   build: avx512f avx2 fma sse2, gcc 12.2.0
 //   plan layers 6 dim 256 kv_dim 64 ffn 768 vocab 4096: one stream8 few stream4 many tile4x4
 std::string plan_file_text(const MachineIdentity& machine, const std::vector<KernelPlan>& plans);
