@@ -13,10 +13,9 @@
 #       * a digest the programs print: exactly 16 hex digits (FNV-1a, 64
 #         bits) inside a ```text or ```json block, where pasted output
 #         goes; the same word in prose, or 7 to 15 or 17 to 40 digits in
-#         such a block, is taken for a hash;
-#       * on the front page only, one line beginning "Every pasted run in
-#         this book comes from": it may name the commit the pasted runs were
-#         built from (a second such line fails).
+#         such a block, is taken for a hash.
+#     No text names a commit, not even the one the pasted runs come from:
+#     the notes on the issues carry that.
 #   - A history mark: "load average", "UTC", a time of day (18:16, 9:05,
 #     18:16:02), "in an earlier run", "last session" (any case but UTC's).
 #   - A chapter README (chapters/NN_name/README.md) of fewer than 1,200 or
@@ -44,7 +43,7 @@ if [ "${1:-}" = "--self-test" ]; then
     {
         echo "# The book"
         echo
-        echo "Every pasted run in this book comes from commit 5a1e5a1 on one machine."
+        echo "Every pasted run in this book comes from one build on one machine."
         echo "A million is 1000000, a large float 1e10000; deadbeef has no digit."
     } >"$book/README.md"
     {
@@ -98,8 +97,8 @@ if [ "${1:-}" = "--self-test" ]; then
         "$(last tests/bench/README.md)" "At abc1234 the plan was another."
     planted "a commit hash on the front page" README.md "$(last README.md)" \
         "The table comes from 3358107a."
-    planted "a second 'Every pasted run' line" README.md "$(last README.md)" \
-        "Every pasted run in this book comes from commit f00d123 too."
+    planted "a commit on the front page's pasted-runs line" README.md "$(last README.md)" \
+        "Every pasted run in this book comes from commit f00d123."
     planted "a digest in prose" $ch "$(last $ch)" "Its digest is af63dc4c8601ec8c."
     five=chapters/05_five/README.md
     planted "a short hash inside a text block" $five "$five:$(($(grep -c '' "$book/$five") + 2))" \
@@ -122,10 +121,10 @@ if [ "${1:-}" = "--self-test" ]; then
         echo "self-test FAILED: a chapter README under 1,200 words was not caught"
         exit 1
     fi
-    echo "README text self-test: the small book passes (one front-page commit line, a digest in a" \
+    echo "README text self-test: the small book passes (a digest in a" \
         "text block, numbers); each planted fault fails, named (a commit hash in a chapter README," \
-        "an exercise, a solution, the course kit, the bench's README and the front page; a second" \
-        "front-page commit line; a digest in prose; a short hash in a text block; a load average," \
+        "an exercise, a solution, the course kit, the bench's README and the front page, its" \
+        "pasted-runs line included; a digest in prose; a short hash in a text block; a load average," \
         "UTC, a time of day, 'in an earlier run', 'last session'; a chapter README over 2,500" \
         "words, chapter 05's over 3,500, one under 1,200)"
     exit 0
@@ -157,7 +156,6 @@ marks = [
     ("'in an earlier run'", re.compile(r"in an earlier run", re.I)),
     ("'last session'", re.compile(r"last session", re.I)),
 ]
-commit_line = "Every pasted run in this book comes from"
 budgets = {"05": 3500}  # the rest: 2,500
 shortest = 1200
 
@@ -167,7 +165,6 @@ def fail(where, what):
 
 for path in files:
     fence = None  # the open block's info string ("" for a bare ```), or None
-    commit_lines = 0
     with open(path, encoding="utf-8", errors="replace") as f:
         lines = f.read().split("\n")
     for number_of_line, line in enumerate(lines, 1):
@@ -179,14 +176,6 @@ for path in files:
         for what, pattern in marks:
             if pattern.search(line):
                 fail(where, f"{what} (history belongs to git): {line.strip()}")
-        if path == "README.md" and stripped.startswith(commit_line):
-            commit_lines += 1
-            if commit_lines == 1:
-                if not any(re.search(r"[0-9]", w) and re.search(r"[a-f]", w)
-                           for w in hex_word.findall(line)):
-                    fail(where, f"the \"{commit_line}\" line names no commit")
-                continue  # the one line that may name the commit of the pasted runs
-            fail(where, f"a second line beginning \"{commit_line}\"")
         for m in hex_word.finditer(line):
             word = m.group(0)
             if not (re.search(r"[0-9]", word) and re.search(r"[a-f]", word)):
@@ -195,8 +184,7 @@ for path in files:
                 continue
             if len(word) == 16 and fence in ("text", "json"):
                 continue  # a 64-bit digest in a program's pasted output
-            fail(where, f"a commit hash? '{word}' (history belongs to git; only the front page's "
-                        f"\"{commit_line}\" line may name one)")
+            fail(where, f"a commit hash? '{word}' (history belongs to git and the issues' notes)")
 
 for path in files:
     m = re.fullmatch(r"chapters/([0-9][0-9])_[^/]+/README\.md", path)
