@@ -92,22 +92,18 @@ if [ "${1:-}" = "--self-test" ]; then
     echoed=(ch05:--reserve)
     # The fixtures' programs, as they are.
     ln -s "$BIN/ch02" "$BIN/ch03" "$BIN/ch05" "$tmp/bin/"
-    for pair in "${dropped[@]}"; do
-        ch="${pair%%:*}" flag="${pair#*:}"
+    # wrap KIND CHAPTER:FLAG: the chapter's program replaced by this script's
+    # --KIND-flag wrapper around it, with its flag cases beside.
+    wrap() {
+        local ch="${2%%:*}" flag="${2#*:}"
         cp "$here/flag_cases/$ch.txt" "$tmp/cases/"
         rm -f "$tmp/bin/$ch"
-        printf '#!/bin/bash\nexec bash "%s" --drop-flag %s "%s" "$@"\n' "$here/$(basename "$0")" \
-            "$flag" "$BIN/$ch" >"$tmp/bin/$ch"
+        printf '#!/bin/bash\nexec bash "%s" --%s-flag %s "%s" "$@"\n' "$here/$(basename "$0")" \
+            "$1" "$flag" "$BIN/$ch" >"$tmp/bin/$ch"
         chmod +x "$tmp/bin/$ch"
-    done
-    for pair in "${echoed[@]}"; do
-        ch="${pair%%:*}" flag="${pair#*:}"
-        cp "$here/flag_cases/$ch.txt" "$tmp/cases/"
-        rm -f "$tmp/bin/$ch"
-        printf '#!/bin/bash\nexec bash "%s" --echo-flag %s "%s" "$@"\n' "$here/$(basename "$0")" \
-            "$flag" "$BIN/$ch" >"$tmp/bin/$ch"
-        chmod +x "$tmp/bin/$ch"
-    done
+    }
+    for pair in "${dropped[@]}"; do wrap drop "$pair"; done
+    for pair in "${echoed[@]}"; do wrap echo "$pair"; done
     FLAG_CASES="$tmp/cases" bash "$0" "$tmp/bin" >"$tmp/out" 2>&1
     status=$?
     expected="$(for pair in "${dropped[@]}" "${echoed[@]}"; do echo "FAILED: ${pair%%:*} ${pair#*:} does nothing"; done | sort)"
