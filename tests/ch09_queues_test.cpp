@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "../common/lab/validation.h"
 #include "../common/serving/step_cost.h"
 #include "tiny_models.h"
 #include "validate/ch09_queues.h"
+#include "validate/validation.h"
 
 using namespace kv;
 

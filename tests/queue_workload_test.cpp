@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "../chapters/05_queue_simulation/experiment.h"
-#include "../common/lab/vllm_workload.h"
 #include "../common/serving/workload.h"
+#include "validate/vllm_workload.h"
 
 using namespace kv;
 

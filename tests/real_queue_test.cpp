@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../common/lab/real_queue.h"
-#include "../common/lab/validation.h"
 #include "tiny_models.h"
+#include "validate/real_queue.h"
+#include "validate/validation.h"
 
 using namespace kv;
 

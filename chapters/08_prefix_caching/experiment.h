@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,7 +14,6 @@
 #include "../../common/core/generation.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
-#include "../../common/kit/machine.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/queue_flags.h"
 #include "../../common/serving/metrics.h"
@@ -176,7 +174,6 @@ struct Experiment : Setup {
         r.sample_answer = w.answer_len;
         const std::vector<int> prompt = fixed_prompt(r.sample_prompt, model.vocab_size, seed + 8);
         const int positions = r.sample_prompt + r.sample_answer - 1;
-        // n first tokens must be n different tokens: at most the vocabulary.
         for (int n = 1; n <= std::min(kMaxSamples, model.vocab_size); ++n) {
             const std::int64_t copying = blocks_copying_the_prompt(positions, n, block_size);
             BlockPool pool(model, block_size, int(copying));

@@ -65,9 +65,9 @@ class PrefixCache : public BlockReclaimer {
         return blocks;
     }
 
-    // A sequence of `tokens` holds its blocks in `table` (block i holds
-    // tokens i*B..i*B+B-1): every full block becomes an entry, unless the
-    // chain already names one for those tokens. Returns the entries added.
+    // A sequence of `tokens` holds its blocks in `table`: every full block
+    // becomes an entry, unless the chain already names one for those
+    // tokens. Returns the entries added.
     int insert(std::span<const int> tokens, std::span<const int> table) {
         int parent = kRoot, added = 0;
         for (std::size_t b = 0; (b + 1) * block_size() <= tokens.size() && b < table.size(); ++b) {
@@ -90,9 +90,8 @@ class PrefixCache : public BlockReclaimer {
     }
 
     // Blocks that leaves-first eviction could give back: only the cache
-    // holds them, and nothing cached after them is held by a sequence.
-    // (Entries are made parents first, so one pass from the newest down
-    // sees every child before its parent.)
+    // holds them, and no block cached after them is held by a sequence.
+    // Entries are made parents first: from the newest down, children come first.
     int reclaimable() const override {
         std::vector<char> kept(entries_.size(), 0);  // in use, or continued by a block in use
         int n = 0;

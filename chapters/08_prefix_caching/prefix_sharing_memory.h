@@ -131,7 +131,9 @@ class PrefixSharingMemory : public MemoryManager {
             if (cache_ && row.first < r.prompt_len)
                 cache_->insert(prompt(r).first(std::size_t(computed)), t);
         }
-        count_blocks();
+        ++steps_;
+        named_sum_ += named_;
+        held_sum_ += held_;
     }
 
     // A request sent back before it finishes loses what it computed.
@@ -175,11 +177,6 @@ class PrefixSharingMemory : public MemoryManager {
         if (tables_naming_[std::size_t(b)]++ == 0) ++held_;
         t.push_back(b);
         ++named_;
-    }
-    void count_blocks() {
-        ++steps_;
-        named_sum_ += named_;
-        held_sum_ += held_;
     }
 
     BlockLedger& ledger_;

@@ -3,9 +3,7 @@
 // trade-off plots and the headline; or all of it as one JSON object.
 #pragma once
 
-#include <algorithm>
 #include <iostream>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -33,10 +31,11 @@ inline Table queue_table(const Results& r, const std::string& workload) {
 
 // One plot per workload (09_tradeoff_1: the short prompts): p99 time
 // between tokens against the median time to first token, a point per rule.
-inline std::vector<std::string> tradeoff_plots(const Results& r, const std::string& dir) {
-    const Setup& s = r.setup;
-    std::vector<std::string> paths;
-    for (const std::string& workload : {kShortPrompts, long_prompts(s.long_prompt)}) {
+// Returns their paths, separated by spaces.
+inline std::string tradeoff_plots(const Results& r, const std::string& dir) {
+    std::string paths;
+    int n = 0;
+    for (const std::string& workload : {kShortPrompts, long_prompts(r.setup.long_prompt)}) {
         SvgPlot plot(
             "The trade, " + workload + ", " + std::to_string(r.work.requests) + " requests",
             "median time to first token (s)", "p99 time between tokens (ms)");
@@ -51,8 +50,8 @@ inline std::vector<std::string> tradeoff_plots(const Results& r, const std::stri
             const Summary& m = r.run(workload, rule.name).summary;
             plot.add_series(rule.name, {m.ttft_median}, {m.tbt_p99 * 1e3});
         }
-        paths.push_back(
-            plot.write(dir + "/09_tradeoff_" + std::to_string(paths.size() + 1) + ".svg"));
+        paths += (paths.empty() ? "" : " ") +
+                 plot.write(dir + "/09_tradeoff_" + std::to_string(++n) + ".svg");
     }
     return paths;
 }
@@ -82,9 +81,7 @@ inline int report(const Results& r, const OutputOptions& out) {
     const std::string workload = long_prompts(s.long_prompt);
     const Summary& before = r.run(workload, kPrefillFirst.name).summary;
     const Summary& after = r.run(workload, chunked(s.chunk).name).summary;
-    const std::vector<std::string> plots = tradeoff_plots(r, out.plot_dir);
-    std::string plot;
-    for (const std::string& p : plots) plot += (plot.empty() ? "" : " ") + p;
+    const std::string plot = tradeoff_plots(r, out.plot_dir);
     const std::string headline = "chunked prefill (chunk " + std::to_string(s.chunk) +
                                  "): p99 time between tokens " + fixed(before.tbt_p99 * 1e3, 1) +
                                  " ms -> " + fixed(after.tbt_p99 * 1e3, 1) +

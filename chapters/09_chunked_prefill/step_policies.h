@@ -3,18 +3,12 @@
 // Chapter 05's steps (PrefillFirst) run each newcomer's prompt alone, and
 // every request already answering waits for it: a long prompt is a long
 // stall in every stream. Two other rules fill chapter 05's step seam:
-//   BatchedPrefill: every admitted prompt in one pass, then decode. The
-//     weights are read once for all of them, but the running requests
-//     still wait for the whole pass.
-//   ChunkedPrefill: every step carries a decode row for each running
-//     request, then at most C prompt tokens, the oldest prompt first, a
-//     chunk of it if it does not fit. No stream waits for more than C
-//     prompt tokens. This is Sarathi-Serve's "stall-free batching" and
-//     vLLM's chunked prefill, except that their token budget counts the
-//     decode rows too (exercise 3 builds that one).
-// The forward pass already takes rows of several sequences, each from its
-// own position (chapter 04), so a mixed step is one call, and gives each
-// row the logits it would get alone.
+// BatchedPrefill reads the weights once for every admitted prompt, but the
+// running requests still wait for the whole pass; ChunkedPrefill lets no
+// stream wait for more than C prompt tokens. The forward pass already
+// takes rows of several sequences, each from its own position (chapter
+// 04), so a mixed step is one call, and gives each row the logits it would
+// get alone.
 #pragma once
 
 #include <algorithm>
@@ -41,8 +35,11 @@ class BatchedPrefill : public StepComposition {
 };
 
 // Rule: a decode row for every request answering, then prompt tokens, the
-// oldest prompt first, at most `chunk` of them in the step. Only with the
-// cache: without it there is nothing to continue a prompt from.
+// oldest prompt first, at most `chunk` of them in the step, a chunk of a
+// prompt if it does not fit. This is Sarathi-Serve's "stall-free batching"
+// and vLLM's chunked prefill, except that their token budget counts the
+// decode rows too (exercise 3 builds that one). Only with the cache:
+// without it there is nothing to continue a prompt from.
 class ChunkedPrefill : public StepComposition {
   public:
     explicit ChunkedPrefill(int chunk) : chunk_(std::max(1, chunk)) {}

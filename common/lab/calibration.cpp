@@ -73,21 +73,19 @@ StepWork work_of(const StepShape& s) {
 // after a long one runs slower for a step or two.
 double time_once(Transformer& model, const StepShape& s) {
     const Config& c = model.config();
+    std::vector<int> tokens(std::size_t(std::max(s.chunk, 1)));  // a row of n takes the first n
+    for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = int(7 * i + 1) % c.vocab_size;
     std::vector<std::unique_ptr<KVCache>> caches;
     std::vector<int> bases;
-    std::vector<std::vector<int>> tokens;
+    std::vector<SequenceInput> inputs;
     auto row = [&](int base, int n) {
         caches.push_back(std::make_unique<KVCache>(c, base + n));
         mark_filled(*caches.back(), base);
         bases.push_back(base);
-        std::vector<int> ids(static_cast<std::size_t>(n));
-        for (int i = 0; i < n; ++i) ids[std::size_t(i)] = (7 * i + 1) % c.vocab_size;
-        tokens.push_back(std::move(ids));
+        inputs.push_back({std::span<const int>(tokens).first(std::size_t(n)), caches.back().get()});
     };
     for (int b = 0; b < s.batch; ++b) row(s.context, 1);
     if (s.chunk > 0) row(s.first, s.chunk);
-    std::vector<SequenceInput> inputs;
-    for (std::size_t i = 0; i < caches.size(); ++i) inputs.push_back({tokens[i], caches[i].get()});
     double fastest = 1e300;
     for (int run = 0; run < 3; ++run) {
         const double took = timed_step(model, inputs, bases);
@@ -113,10 +111,6 @@ std::string as_typed(const std::string& path) {
     std::error_code e;
     const std::string near = std::filesystem::proximate(path, e).string();
     return e || near.starts_with("..") ? path : near;
-}
-
-std::string file_name(const Config& c) {
-    return "step_cost-" + file_name_part(c.describe()) + ".json";
 }
 
 // The prices as every report writes them (step_cost_json), with what they
@@ -165,45 +159,42 @@ bool read_saved(const std::string& path, const Config& c, StepCalibration& cal) 
         s.per_position = saved.non_negative_number("per_position_s");
         s.fit_error = saved.non_negative_number("max_fit_error");
         cal.seconds = saved.non_negative_number("calibration_seconds");
-        for (const SavedResults& p : saved.rows("probes")) {
-            StepProbe probe;
-            probe.what = p.text("what");
-            probe.seconds = p.positive_number("seconds");
-            probe.fitted = p.non_negative_number("fitted");
-            cal.probes.push_back(probe);
-        }
+        for (const SavedResults& p : saved.rows("probes"))
+            cal.probes.push_back({p.text("what"),
+                                  {},
+                                  p.positive_number("seconds"),
+                                  p.non_negative_number("fitted")});
         return s.prefill_seconds(1) > 0 && s.decode_seconds(1, 0) > 0;
     } catch (const std::exception&) {
         return false;  // measured again, and saved over it
     }
 }
 
-}  // namespace
-
-// Shape after shape, round after round, keeping each shape's fastest: a
-// burst of other work slows one run of many shapes, not every run of one.
-StepCalibration calibrate_step_cost(Transformer& model, int rounds,
-                                    const std::function<void(int, int)>& on_round) {
+// Shape after shape, round after round (round 0 warms up), keeping each
+// shape's fastest: a burst of other work slows one run of many shapes, not
+// every run of one.
+StepCalibration calibrate(Transformer& model, int rounds) {
     const auto start = Clock::now();
+    Progress progress("calibrating the step cost on this machine (once), round");
     const std::vector<StepShape> shapes = calibration_shapes(model.config());
     std::vector<double> fastest(shapes.size(), 1e300);
-    for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
+    for (int round = 0; round <= rounds; ++round) {
         for (std::size_t k = 0; k < shapes.size(); ++k) {
             const double took = time_once(model, shapes[k]);
             if (round > 0) fastest[k] = std::min(fastest[k], took);
         }
-        if (on_round) on_round(round, rounds);
+        progress.update(round, rounds);
     }
     StepCalibration cal;
     std::vector<std::array<double, 5>> features;
     for (std::size_t k = 0; k < shapes.size(); ++k) {
-        StepProbe p{describe(shapes[k]), work_of(shapes[k]), fastest[k], 0};
-        features.push_back({1.0, p.work.rows, p.work.sequences, p.work.pairs, p.work.positions});
-        cal.probes.push_back(p);
+        const StepWork w = work_of(shapes[k]);
+        features.push_back({1.0, w.rows, w.sequences, w.pairs, w.positions});
+        cal.probes.push_back({describe(shapes[k]), w, fastest[k], 0});
     }
     std::vector<double> fitted(shapes.size());
     const std::array<double, 5> k = fit_nonnegative<5>(features, fastest, fitted);
-    cal.cost = {k[0], k[1], k[2], k[3], k[4], 0, "measured on this machine"};
+    cal.cost = {k[0], k[1], k[2], k[3], k[4], 0, "measured on this machine now"};
     for (std::size_t i = 0; i < cal.probes.size(); ++i) {
         cal.probes[i].fitted = fitted[i];
         cal.cost.fit_error = std::max(cal.cost.fit_error, std::fabs(fitted[i] / fastest[i] - 1));
@@ -211,6 +202,8 @@ StepCalibration calibrate_step_cost(Transformer& model, int rounds,
     cal.seconds = seconds_since(start);
     return cal;
 }
+
+}  // namespace
 
 // --------------------------------------------------- once per machine
 
@@ -226,7 +219,8 @@ StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool agai
 
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again,
                                   const std::string& folder) {
-    const std::string path = folder.empty() ? "" : folder + "/" + file_name(c);
+    const std::string path =
+        folder.empty() ? "" : folder + "/step_cost-" + file_name_part(c.describe()) + ".json";
     StepCalibration cal;
     if (!again && !path.empty() && read_saved(path, c, cal)) {
         cal.reused = true;
@@ -235,11 +229,7 @@ StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool agai
         return cal;
     }
     Transformer model(c, seed);
-    {
-        Progress progress("calibrating the step cost on this machine (once), round");
-        cal = calibrate_step_cost(model, 3, [&](int done, int of) { progress.update(done, of); });
-    }
-    cal.cost.source = "measured on this machine now";
+    cal = calibrate(model, 3);
     if (!path.empty()) {
         cal.path = path;  // the file says where it is
         try {

@@ -4,16 +4,14 @@
 // both, near the start of the context and deep in it), each the fastest of
 // a few rounds, then fit the formula's five prices by non-negative least
 // squares on relative error. It takes a few seconds, once: the prices are
-// saved under build/ with what they were measured on (this CPU, this
-// build, this model's shape) and reused until one of those changes or a
-// reader asks again with --calibrate.
+// saved under build/ with this CPU, this build and this model's shape, and
+// reused until one of those changes or a reader asks again with --calibrate.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -134,24 +132,18 @@ std::vector<StepShape> calibration_shapes(const Config& c);
 // caches), for the check that it fits in memory.
 std::uint64_t calibration_positions(const Config& c);
 
-// Times every shape `rounds` times on `model` (after one round that warms
-// up) and fits the formula. After each round, on_round(done, of).
-StepCalibration calibrate_step_cost(Transformer& model, int rounds,
-                                    const std::function<void(int, int)>& on_round = {});
-
 // --------------------------------------------------- once per machine
 
 // The step cost of the model `c` on this machine: read from the file saved
 // in `folder` (by default build/calibration/ beside the program; "": none)
-// when it was measured on this CPU, by this build, for this shape, and
-// `again` is false; otherwise measured now and saved. A file that cannot
-// be read or written is no error: the text says the prices were not saved.
+// unless `again` or the file is another machine's, build's or shape's;
+// otherwise measured now and saved. A file that cannot be read or written
+// is no error: the source text says the prices were not saved.
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again);
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again,
                                   const std::string& folder);
 
-// What the saved prices are tied to: this CPU and this build, as the
-// kernel planner names them (core/kernel_plan.h).
+// What the saved prices are tied to: this CPU and this build (core/kernel_plan.h).
 std::string machine_and_build();
 
 }  // namespace kv

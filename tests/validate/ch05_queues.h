@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "../../common/kit/queue_flags.h"
-#include "../../common/lab/validation.h"
 #include "../../common/serving/memory_budget.h"
 #include "../../common/serving/real_executor.h"
 #include "../../common/serving/scheduler.h"
 #include "../../common/serving/workload.h"
 #include "options.h"
+#include "validation.h"
 
 namespace kv {
 

@@ -17,11 +17,11 @@
 #include "../../chapters/07_paged_kv_cache/swap_priced_executor.h"
 #include "../../common/core/block_pool.h"
 #include "../../common/core/transformer.h"
-#include "../../common/lab/paged_engine.h"
-#include "../../common/lab/validation.h"
+#include "../../common/lab/side_by_side.h"  // paged_engine
 #include "../../common/serving/paged_memory.h"
 #include "../../common/serving/scheduler.h"
 #include "options.h"
+#include "validation.h"
 
 namespace kv {
 

@@ -20,10 +20,10 @@
 #include "../../chapters/08_prefix_caching/shared_blocks_executor.h"
 #include "../../common/core/block_pool.h"
 #include "../../common/core/transformer.h"
-#include "../../common/lab/paged_engine.h"
-#include "../../common/lab/validation.h"
+#include "../../common/lab/side_by_side.h"  // paged_engine
 #include "../../common/serving/scheduler.h"
 #include "options.h"
+#include "validation.h"
 
 namespace kv {
 

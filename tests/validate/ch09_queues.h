@@ -11,8 +11,8 @@
 
 #include "../../chapters/09_chunked_prefill/experiment.h"
 #include "../../common/core/transformer.h"
-#include "../../common/lab/paged_engine.h"
-#include "../../common/lab/validation.h"
+#include "../../common/lab/side_by_side.h"  // paged_engine
+#include "validation.h"
 
 #include "options.h"
 

@@ -8,7 +8,7 @@
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/lab/calibration.h"
-#include "../../common/lab/real_queue.h"  // kRealRuns
+#include "real_queue.h"  // kRealRuns
 
 namespace kv {
 

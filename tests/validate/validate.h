@@ -1,5 +1,5 @@
 // make validate: every chapter's checked queues on the real engine and on
-// the simulator (common/lab/validation.h), and one report: each measure
+// the simulator (validation.h), and one report: each measure
 // real against simulated, and whether each operating point is within the
 // target. A measurement, not a test: a missed target still exits 0. Only
 // first tokens in different orders are an error (exit 1): the scheduler is
@@ -21,9 +21,9 @@
 #include "../../common/kit/queue_flags.h"
 #include "../../common/kit/report.h"
 #include "../../common/lab/calibration.h"
-#include "../../common/lab/validation.h"
-#include "../../common/lab/vllm_workload.h"
 #include "options.h"
+#include "validation.h"
+#include "vllm_workload.h"
 
 namespace kv {
 

@@ -1,4 +1,4 @@
-// The lab: a checked queue as a file a real server's benchmark can replay
+// make validate: a checked queue as a file a real server's benchmark can replay
 // (make validate --save-workloads DIR writes one per queue).
 //
 // vLLM's `vllm bench serve --dataset-name custom` reads a JSON Lines file
@@ -15,7 +15,7 @@
 #include <span>
 #include <string>
 
-#include "../serving/workload.h"
+#include "../../common/serving/workload.h"
 
 namespace kv {
 

@@ -1,4 +1,4 @@
-// The lab: a queue on the real engine, run several times, each step timed
+// make validate: a queue on the real engine, run several times, each step timed
 // at its fastest, as the bench times a kernel.
 //
 // The thread's CPU time leaves out the moments other programs run instead
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "../serving/scheduler.h"
-#include "../serving/step_plan.h"
+#include "../../common/serving/scheduler.h"
+#include "../../common/serving/step_plan.h"
 
 namespace kv {
 

@@ -1,4 +1,4 @@
-// The lab: does the simulator tell the truth?
+// make validate: does the simulator tell the truth?
 //
 // A checked queue is a queue a chapter teaches, run through the same
 // scheduler twice: by the simulator, each step priced by the step cost
@@ -7,15 +7,17 @@
 // so any difference in the times is the step cost's error.
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "../core/transformer.h"
-#include "../serving/metrics.h"
-#include "../serving/scheduler.h"
-#include "../serving/step_cost.h"
+#include "../../common/core/transformer.h"
+#include "../../common/lab/side_by_side.h"  // first_token_order
+#include "../../common/serving/metrics.h"
+#include "../../common/serving/scheduler.h"
+#include "../../common/serving/step_cost.h"
 #include "real_queue.h"
 
 namespace kv {
@@ -68,13 +70,35 @@ inline constexpr Measure kMeasures[] = {{"ttft p50", &Summary::ttft_median},
 
 // The queue `q` on `model`, `runs` times, against the simulator priced by
 // `cost`. Before each run, on_run(run) with run = 1..runs.
-CheckedRow check_queue_against_engine(const CheckedQueue& q, Transformer& model,
-                                      const StepCost& cost, int runs,
-                                      const std::function<void(int run)>& on_run = {});
+inline CheckedRow check_queue_against_engine(const CheckedQueue& q, Transformer& model,
+                                             const StepCost& cost, int runs,
+                                             const std::function<void(int run)>& on_run = {}) {
+    FastestOfRuns fastest;
+    for (int run = 1; run <= runs; ++run) {
+        if (on_run) on_run(run);
+        const std::unique_ptr<Executor> engine = q.engine(model);
+        fastest.start_run(*engine);
+        q.run(fastest, engine.get());
+    }
+    fastest.replay();
+    const Schedule real = q.run(fastest, nullptr);
+    SimulatedExecutor simulated(cost);
+    const Schedule sim = q.simulate ? q.simulate(cost) : q.run(simulated, nullptr);
+    CheckedRow row{q.chapter, q.name, q.operating_point, summarize(real), summarize(sim)};
+    row.same_order = first_token_order(real) == first_token_order(sim);
+    row.run_spread = fastest.run_spread();
+    return row;
+}
 
 // Whether an error is within the target as the report prints it, to 0.1 %;
 // whether every measure of `row` is.
-bool within_target(double error);
-bool within_target(const CheckedRow& row);
+inline bool within_target(double error) {
+    return std::fabs(std::round(1000 * error) / 1000) <= kTarget;
+}
+inline bool within_target(const CheckedRow& row) {
+    for (const Measure& m : kMeasures)
+        if (!within_target(relative_error(row.simulated.*m.value, row.real.*m.value))) return false;
+    return true;
+}
 
 }  // namespace kv
