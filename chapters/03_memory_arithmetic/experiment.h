@@ -1,9 +1,14 @@
 // Chapter 03's experiment: price the cache of any model shape (the flags
 // describe the model priced, not one the program runs: their ranges are
 // wide, the limit is whether the byte counts fit in 64 bits), and check the
-// formula against the bytes the demo model's cache really holds.
+// formula against the bytes the demo model's cache really holds: its
+// KVCache after prefill and after decode steps must report exactly the
+// formula's bytes; and the process's resident memory grows, when a cache is
+// allocated and filled, by those bytes in whole pages, plus the allocator's
+// bookkeeping.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -21,11 +26,6 @@
 #include "../../common/kit/machine.h"  // page_size, resident_bytes
 #include "../../common/kit/report.h"
 
-// The formula against the bytes a real cache holds, on the demo model: its
-// KVCache after prefill and after decode steps must report exactly the
-// formula's bytes; and the process's resident memory grows, when a cache is
-// allocated and filled, by those bytes in whole pages, plus the allocator's
-// bookkeeping.
 namespace kv {
 
 // ------------------------------------------- the KVCache against the formula
@@ -89,11 +89,10 @@ inline ResidentGrowth measure_resident_growth(Config config, int tokens) {
     auto cache = std::make_unique<KVCache>(config, tokens);
     // Written again, as decoding would, so that every page is touched.
     for (int layer = 0; layer < config.n_layers; ++layer)
-        for (int pos = 0; pos < tokens; ++pos)
-            for (int i = 0; i < cache->kv_dim(); ++i) {
-                cache->key(layer, pos)[i] = float(pos);
-                cache->value(layer, pos)[i] = float(-pos);
-            }
+        for (int pos = 0; pos < tokens; ++pos) {
+            std::fill_n(cache->key(layer, pos), cache->kv_dim(), float(pos));
+            std::fill_n(cache->value(layer, pos), cache->kv_dim(), float(-pos));
+        }
     const std::optional<std::uint64_t> after = resident_bytes();
     result.allocated = cache->bytes_allocated();
     if (before && after) result.growth = std::int64_t(*after) - std::int64_t(*before);
@@ -152,11 +151,7 @@ struct Results {
     ResidentGrowth resident;             // the process's memory when a cache is filled
     int demo_capacity;                   // positions the decoding cache reserved
 
-    bool all_agree() const {
-        for (const CacheReading& r : readings)
-            if (!r.agree()) return false;
-        return true;
-    }
+    bool all_agree() const { return std::ranges::all_of(readings, &CacheReading::agree); }
 };
 
 struct Experiment {

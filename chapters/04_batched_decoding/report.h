@@ -110,19 +110,28 @@ inline void print_width(std::ostream& out, const WidthResult& w, const Results& 
         << ":\n  below it a step waits for weights, above it for arithmetic.\n";
 }
 
+// One line per width, a point per batch at (x(timing), y(timing)).
+template <class X, class Y>
+void add_widths(SvgPlot& plot, const std::vector<WidthResult>& widths, const std::string& suffix,
+                X x, Y y) {
+    for (const WidthResult& w : widths) {
+        std::vector<double> xs, ys;
+        for (const BatchTiming& t : w.timings) {
+            xs.push_back(x(t));
+            ys.push_back(y(t));
+        }
+        plot.add_series("dim " + std::to_string(w.config.dim) + suffix, xs, ys);
+    }
+}
+
 // Tokens per second against batch size, one line per width.
 inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths) {
     SvgPlot plot("Decode throughput against batch size", "batch size (sequences)",
                  "tokens per second");
     plot.set_log2_x(true);
-    for (const WidthResult& w : widths) {
-        std::vector<double> xs, ys;
-        for (const BatchTiming& t : w.timings) {
-            xs.push_back(t.batch);
-            ys.push_back(t.tokens_per_second());
-        }
-        plot.add_series("dim " + std::to_string(w.config.dim), xs, ys);
-    }
+    add_widths(
+        plot, widths, "", [](const BatchTiming& t) { return double(t.batch); },
+        [](const BatchTiming& t) { return t.tokens_per_second(); });
     return plot;
 }
 
@@ -146,14 +155,10 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
     for (const WidthResult& w : widths)
         if (w.from_last_level) roof("cache", w.memory_roof);
     roof("DRAM", roofs.dram_bytes_per_second);
-    for (const WidthResult& w : widths) {
-        std::vector<double> xs, ys;
-        for (const BatchTiming& t : w.timings) {
-            xs.push_back(t.arithmetic.flops_per_byte());
-            ys.push_back(t.arithmetic.flops() / t.step_seconds / 1e9);
-        }
-        plot.add_series("dim " + std::to_string(w.config.dim) + ", attained", xs, ys);
-    }
+    add_widths(
+        plot, widths, ", attained",
+        [](const BatchTiming& t) { return t.arithmetic.flops_per_byte(); },
+        [](const BatchTiming& t) { return t.arithmetic.flops() / t.step_seconds / 1e9; });
     plot.add_hline("peak: " + fixed(roofs.peak_flops / 1e9, 1) + " GFLOP/s",
                    roofs.peak_flops / 1e9);
     return plot;
@@ -180,13 +185,14 @@ inline void add_width_json(Json& json, const std::string& prefix, const WidthRes
 // chose another token than the sequence alone.
 inline int report(const Results& r, const OutputOptions& out) {
     const LoadedModel& loaded = r.loaded;
-    const int status = r.same_tokens ? 0 : 1;
+    const AloneReference& alone = r.alone;
+    const int status = alone.same_tokens() ? 0 : 1;
     const std::string plot_path =
         throughput_plot(r.widths).write(out.plot_dir + "/04_tokens_per_second.svg");
     const std::string roofline_path =
         roofline_plot(r.widths, r.roofs).write(out.plot_dir + "/04_roofline.svg");
     const bool has_text = loaded.tokenizer.has_value();
-    const std::string answer_text = loaded.answer_text(r.answer0);
+    const std::string answer_text = loaded.answer_text(alone.answer(0));
 
     Json json;
     json.add("max_batch", r.max_batch)
@@ -197,8 +203,8 @@ inline int report(const Results& r, const OutputOptions& out) {
         .add("peak_flops", r.roofs.peak_flops)
         .add("dram_bytes_per_second", r.roofs.dram_bytes_per_second)
         .add("dram_probe_bytes", r.dram_probe_bytes)
-        .add("same_tokens", r.same_tokens)
-        .add("max_logit_difference", r.max_logit_difference)
+        .add("same_tokens", alone.same_tokens())
+        .add("max_logit_difference", alone.largest_difference())
         .add("weights", loaded.weights);
     if (has_text) json.add("answer_text", answer_text);
     add_width_json(json, "", r.widths[0], r.roofs);  // the demo model
@@ -219,10 +225,10 @@ inline int report(const Results& r, const OutputOptions& out) {
               << format_bytes(r.dram_probe_bytes)
               << "); weights that fit the reported cache are read once more at their own size\n";
     for (const WidthResult& w : r.widths) print_width(std::cout, w, r);
-    std::cout << "\nbatched vs alone (chapter 02's decode_step), " << r.rows_compared
-              << " sequence-steps: same tokens " << (r.same_tokens ? "yes" : "NO")
-              << ", largest logit difference " << r.max_logit_difference
-              << (r.max_logit_difference == 0 ? " (identical to the last bit)" : "")
+    std::cout << "\nbatched vs alone (chapter 02's decode_step), " << alone.rows_compared()
+              << " sequence-steps: same tokens " << (alone.same_tokens() ? "yes" : "NO")
+              << ", largest logit difference " << alone.largest_difference()
+              << (alone.largest_difference() == 0 ? " (identical to the last bit)" : "")
               << "\nplots: " << visible(plot_path) << ", " << visible(roofline_path) << "\n\n";
     if (has_text)
         std::cout << "sequence 0, prompt: " << loaded.prompt_text() << "\n"
