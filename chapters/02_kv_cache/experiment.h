@@ -74,14 +74,10 @@ struct Experiment {
         // (tests/check_same_tokens.sh): equal digests, equal logits.
         Fnv1a64 digest;
         for (const std::vector<float>& step : cached_logits) digest.add_floats(step);
-        return {std::move(loaded),
-                !model.source.checkpoint.empty(),
-                std::move(saved),
-                answer_len,
-                repeats,
-                std::move(naive_timing),
-                std::move(cached_timing),
-                max_abs_difference(naive_logits, cached_logits),
+        const double max_diff = max_abs_difference(naive_logits, cached_logits);
+        const bool from_checkpoint = !model.source.checkpoint.empty();
+        return {std::move(loaded), from_checkpoint,         std::move(saved),         answer_len,
+                repeats,           std::move(naive_timing), std::move(cached_timing), max_diff,
                 digest.hex()};
     }
 };

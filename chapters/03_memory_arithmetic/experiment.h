@@ -28,8 +28,6 @@
 
 namespace kv {
 
-// ------------------------------------------- the KVCache against the formula
-
 // The cache at one moment of an answer, priced three ways.
 struct CacheReading {
     std::string moment;        // "after prefill", ...
@@ -65,8 +63,6 @@ inline std::vector<CacheReading> read_cache_while_decoding(const Config& config,
     read("allocated up front", std::uint64_t(cache.capacity()), cache.bytes_allocated());
     return readings;
 }
-
-// ------------------------------------------ resident memory of the process
 
 struct ResidentGrowth {
     std::uint64_t tokens;                // positions of the cache

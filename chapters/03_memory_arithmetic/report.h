@@ -1,7 +1,6 @@
-// What chapter 03 prints: the price derived factor by factor, every layout
-// and width, the budget's count, the demo cache against the formula and
-// where it keeps its bytes, the resident memory, and the plot of the price
-// against the context; or all of it as one JSON object.
+// What chapter 03 prints: the price factor by factor, every layout and
+// width against the budget, the demo cache against the formula, where it
+// keeps its bytes and the resident memory; or all of it as one JSON object.
 #pragma once
 
 #include <algorithm>
