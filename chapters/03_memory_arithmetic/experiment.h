@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -23,8 +22,9 @@
 #include "../../common/core/memory_arithmetic.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
-#include "../../common/kit/machine.h"  // page_size, resident_bytes
+#include "../../common/kit/machine.h"  // beyond_memory
 #include "../../common/kit/report.h"
+#include "../../common/lab/resident_cache.h"
 
 namespace kv {
 
@@ -73,26 +73,14 @@ struct ResidentGrowth {
     std::uint64_t page_size;             // the unit resident memory is counted in
 };
 
-// Allocates a cache of `tokens` positions for `config`'s shape, writes every
-// number of it, and measures how much the process's resident memory grew.
-// Called first: a fresh process gets fresh pages, where a used one might
-// recycle pages it holds, which would not show as growth.
-inline ResidentGrowth measure_resident_growth(Config config, int tokens) {
-    config.max_seq = std::max(config.max_seq, tokens);  // the room changes no per-token price
-    ResidentGrowth result{std::uint64_t(tokens), cache_bytes(cache_shape_of(config), tokens), 0,
-                          std::nullopt, page_size()};
-    const std::optional<std::uint64_t> before = resident_bytes();
-    auto cache = std::make_unique<KVCache>(config, tokens);
-    // Written again, as decoding would, so that every page is touched.
-    for (int layer = 0; layer < config.n_layers; ++layer)
-        for (int pos = 0; pos < tokens; ++pos) {
-            std::fill_n(cache->key(layer, pos), cache->kv_dim(), float(pos));
-            std::fill_n(cache->value(layer, pos), cache->kv_dim(), float(-pos));
-        }
-    const std::optional<std::uint64_t> after = resident_bytes();
-    result.allocated = cache->bytes_allocated();
-    if (before && after) result.growth = std::int64_t(*after) - std::int64_t(*before);
-    return result;
+// Allocates a float32 cache of `tokens` positions for `config`'s shape,
+// writes every number of it, and measures how much the process's resident
+// memory grew (the lab's measure, common/lab/resident_cache.h). Called
+// first: a fresh process gets fresh pages, where a used one might recycle
+// pages it holds, which would not show as growth.
+inline ResidentGrowth measure_resident_growth(const Config& config, int tokens) {
+    const ResidentCache r = measure_resident_cache(config, tokens, NumberFormat::float32);
+    return {std::uint64_t(tokens), r.formula, r.allocated, r.growth, r.page_size};
 }
 
 }  // namespace kv

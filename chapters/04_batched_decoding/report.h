@@ -110,28 +110,19 @@ inline void print_width(std::ostream& out, const WidthResult& w, const Results& 
         << ":\n  below it a step waits for weights, above it for arithmetic.\n";
 }
 
-// One line per width, a point per batch at (x(timing), y(timing)).
-template <class X, class Y>
-void add_widths(SvgPlot& plot, const std::vector<WidthResult>& widths, const std::string& suffix,
-                X x, Y y) {
-    for (const WidthResult& w : widths) {
-        std::vector<double> xs, ys;
-        for (const BatchTiming& t : w.timings) {
-            xs.push_back(x(t));
-            ys.push_back(y(t));
-        }
-        plot.add_series("dim " + std::to_string(w.config.dim) + suffix, xs, ys);
-    }
-}
-
 // Tokens per second against batch size, one line per width.
 inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths) {
     SvgPlot plot("Decode throughput against batch size", "batch size (sequences)",
                  "tokens per second");
     plot.set_log2_x(true);
-    add_widths(
-        plot, widths, "", [](const BatchTiming& t) { return double(t.batch); },
-        [](const BatchTiming& t) { return t.tokens_per_second(); });
+    for (const WidthResult& w : widths) {
+        std::vector<double> xs, ys;
+        for (const BatchTiming& t : w.timings) {
+            xs.push_back(t.batch);
+            ys.push_back(t.tokens_per_second());
+        }
+        plot.add_series("dim " + std::to_string(w.config.dim), xs, ys);
+    }
     return plot;
 }
 
@@ -155,10 +146,14 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
     for (const WidthResult& w : widths)
         if (w.from_last_level) roof("cache", w.memory_roof);
     roof("DRAM", roofs.dram_bytes_per_second);
-    add_widths(
-        plot, widths, ", attained",
-        [](const BatchTiming& t) { return t.arithmetic.flops_per_byte(); },
-        [](const BatchTiming& t) { return t.arithmetic.flops() / t.step_seconds / 1e9; });
+    for (const WidthResult& w : widths) {
+        std::vector<double> xs, ys;
+        for (const BatchTiming& t : w.timings) {
+            xs.push_back(t.arithmetic.flops_per_byte());
+            ys.push_back(t.arithmetic.flops() / t.step_seconds / 1e9);
+        }
+        plot.add_series("dim " + std::to_string(w.config.dim) + ", attained", xs, ys);
+    }
     plot.add_hline("peak: " + fixed(roofs.peak_flops / 1e9, 1) + " GFLOP/s",
                    roofs.peak_flops / 1e9);
     return plot;
