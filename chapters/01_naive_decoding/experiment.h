@@ -1,8 +1,6 @@
 // Chapter 01's experiment: one answer decoded naively, timed step by step.
 #pragma once
 
-#include <cstdint>
-
 #include "../../common/core/naive_decoding.h"
 #include "../../common/kit/answer_timing.h"
 #include "../../common/kit/flags.h"
@@ -12,14 +10,11 @@
 namespace kv::ch01 {
 
 struct Results {
-    LoadedModel loaded;       // the model that ran, its prompt and tokenizer
-    bool from_checkpoint;     // real weights rather than random ones
-    int answer_len;           // tokens generated
-    int repeats;              // timed answers behind each median
-    AnswerTiming naive;       // the answer, its time and each step's
-    std::uint64_t predicted;  // naive_positions(): what the formula says naive.positions is
-
-    int prompt_len() const { return static_cast<int>(loaded.prompt.size()); }
+    LoadedModel loaded;    // the model that ran, its prompt and tokenizer
+    bool from_checkpoint;  // real weights rather than random ones
+    int answer_len;        // tokens generated
+    int repeats;           // timed answers behind each median
+    AnswerTiming naive;    // the answer, its time and each step's
 };
 
 struct Experiment {
@@ -37,14 +32,11 @@ struct Experiment {
 
     Results run() const {
         LoadedModel loaded = model.load(prompt_len, answer_len);
-        Transformer& m = loaded.model;
-        const std::vector<int>& prompt = loaded.prompt;
-        const AnswerTiming naive = time_answer(m, repeats, [&](const StepCallback& on_step) {
-            return generate_naive(m, prompt, answer_len, on_step);
+        AnswerTiming naive = time_answer(loaded.model, repeats, [&](const StepCallback& on_step) {
+            return generate_naive(loaded.model, loaded.prompt, answer_len, on_step);
         });
-        const std::uint64_t predicted = naive_positions(prompt.size(), std::uint64_t(answer_len));
-        return {std::move(loaded), !model.source.checkpoint.empty(), answer_len, repeats, naive,
-                predicted};
+        return {std::move(loaded), !model.source.checkpoint.empty(), answer_len, repeats,
+                std::move(naive)};
     }
 };
 

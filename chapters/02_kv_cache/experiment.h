@@ -2,7 +2,6 @@
 // cache, both timed on the same model, and their logits compared.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,13 +27,9 @@ struct Results {
     double max_logit_difference;  // over every step of one more run of each
     std::string logits_digest;    // FNV-1a 64 over every logit of that cached run, step by step
 
-    int prompt_len() const { return static_cast<int>(loaded.prompt.size()); }
-    bool same_tokens() const { return naive.tokens == cached.tokens; }
     double speedup() const { return naive.answer_seconds / cached.answer_seconds; }
-    double prefill_seconds() const { return cached.step_seconds[0]; }
     double decode_step_seconds() const {  // the median step after the prefill
-        return median(
-            std::vector<double>(cached.step_seconds.begin() + 1, cached.step_seconds.end()));
+        return median({cached.step_seconds.begin() + 1, cached.step_seconds.end()});
     }
 };
 
@@ -57,38 +52,32 @@ struct Experiment {
         LoadedModel loaded = model.load(prompt_len, answer_len);
         std::string saved = save_model_files(model.source, loaded);
         Transformer& m = loaded.model;
-        const std::vector<int>& prompt = loaded.prompt;
         const Generator naive = [&](const StepCallback& on_step) {
-            return generate_naive(m, prompt, answer_len, on_step);
+            return generate_naive(m, loaded.prompt, answer_len, on_step);
         };
         const Generator cached = [&](const StepCallback& on_step) {
-            return generate_cached(m, prompt, answer_len, on_step);
+            return generate_cached(m, loaded.prompt, answer_len, on_step);
         };
         // Both methods, timed on the same model in the same run.
         AnswerTiming naive_timing = time_answer(m, repeats, naive);
         AnswerTiming cached_timing = time_answer(m, repeats, cached);
         // One more run of each, keeping every step's logits to compare them
         // (a long prompt's passes show on a terminal).
-        std::vector<int> naive_again, cached_again;
+        std::vector<int> tokens;
         Progress progress("keeping every step's logits: method");
         const PassesShown passes(m, progress);
         progress.update(1, 2, "(without the cache)");
-        const std::vector<std::vector<float>> naive_logits = logits_per_step(naive, naive_again);
+        const std::vector<std::vector<float>> naive_logits = logits_per_step(naive, tokens);
         progress.update(2, 2, "(with the cache)");
-        const std::vector<std::vector<float>> cached_logits = logits_per_step(cached, cached_again);
-        const double max_diff = max_abs_difference(naive_logits, cached_logits);
+        const std::vector<std::vector<float>> cached_logits = logits_per_step(cached, tokens);
         // Every logit's bits in one digest, so that builds can be compared
         // (tests/check_same_tokens.sh): equal digests, equal logits.
         Fnv1a64 digest;
         for (const std::vector<float>& step : cached_logits) digest.add_floats(step);
-        return {std::move(loaded),
-                !model.source.checkpoint.empty(),
-                std::move(saved),
-                answer_len,
-                repeats,
-                std::move(naive_timing),
-                std::move(cached_timing),
-                max_diff,
+        const double max_diff = max_abs_difference(naive_logits, cached_logits);
+        const bool from_checkpoint = !model.source.checkpoint.empty();
+        return {std::move(loaded), from_checkpoint,         std::move(saved),         answer_len,
+                repeats,           std::move(naive_timing), std::move(cached_timing), max_diff,
                 digest.hex()};
     }
 };

@@ -18,33 +18,30 @@ namespace kv::ch02 {
 // Writes the plot, then the JSON or the text. Returns the exit status: 1
 // if the two methods disagree on a token.
 inline int report(const Results& r, const OutputOptions& out) {
-    const Config& config = r.loaded.model.config();
-    const int prompt_len = r.prompt_len();
+    const int p = static_cast<int>(r.loaded.prompt.size()), n = r.answer_len;
     const std::vector<StepTimes> methods = {{"naive", "naive (no cache)", r.naive.step_seconds},
                                             {"cached", "KV cache", r.cached.step_seconds}};
-    const Table steps = step_table(prompt_len, methods);
+    const Table steps = step_table(p, methods);
     const std::string plot_path =
-        step_plot("Time per step: recomputing everything vs the KV cache", prompt_len, methods)
+        step_plot("Time per step: recomputing everything vs the KV cache", p, methods)
             .write(out.plot_dir + "/02_step_time.svg");
-    const bool same_tokens = r.same_tokens();
-    const double max_diff = r.max_logit_difference;
+    const bool same_tokens = r.naive.tokens == r.cached.tokens;
+    const double max_diff = r.max_logit_difference, prefill = r.cached.step_seconds[0];
     const bool has_text = r.loaded.tokenizer.has_value();
-    const std::string prompt_text = r.loaded.prompt_text();
     const std::string naive_text = r.loaded.answer_text(r.naive.tokens);
     const std::string cached_text = r.loaded.answer_text(r.cached.tokens);
-    const bool same_text = naive_text == cached_text;
-    const std::string model = config.describe();
+    const std::string model = r.loaded.model.config().describe();
     const int status = same_tokens ? 0 : 1;
 
     Json json = Json()
                     .add("model", model)
-                    .add("prompt_len", prompt_len)
-                    .add("answer_len", r.answer_len)
+                    .add("prompt_len", p)
+                    .add("answer_len", n)
                     .add("repeats", r.repeats)
                     .add("naive_answer_ms", r.naive.answer_seconds * 1e3)
                     .add("cached_answer_ms", r.cached.answer_seconds * 1e3)
                     .add("speedup", r.speedup())
-                    .add("prefill_ms", r.prefill_seconds() * 1e3)
+                    .add("prefill_ms", prefill * 1e3)
                     .add("decode_step_ms", r.decode_step_seconds() * 1e3)
                     .add("naive_positions", r.naive.positions)
                     .add("cached_positions", r.cached.positions)
@@ -56,37 +53,33 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("plot", plot_path);
     if (r.from_checkpoint) json.add("weights", r.loaded.weights);
     if (has_text)
-        json.add("prompt_text", prompt_text)
+        json.add("prompt_text", r.loaded.prompt_text())
             .add("naive_text", naive_text)
             .add("cached_text", cached_text)
-            .add("same_text", same_text);
+            .add("same_text", naive_text == cached_text);
     if (emit(out, json)) return status;
 
-    std::cout << "Chapter 02: the KV cache\n\n"
-              << "model: " << model << "\n";
+    std::cout << "Chapter 02: the KV cache\n\nmodel: " << model << "\n";
     if (r.from_checkpoint) std::cout << "weights: " << visible(r.loaded.weights) << "\n";
-    std::cout << r.saved << "prompt: " << prompt_len << " tokens, answer: " << r.answer_len
-              << " tokens, median of " << r.repeats << " runs per method after a warm-up\n\n";
+    std::cout << r.saved << "prompt: " << p << " tokens, answer: " << n << " tokens, median of "
+              << r.repeats << " runs per method after a warm-up\n\n";
     steps.print(std::cout);
-    std::cout << "\n"
-              << "prefill (" << prompt_len << " tokens): " << format_duration(r.prefill_seconds())
+    std::cout << "\nprefill (" << p << " tokens): " << format_duration(prefill)
               << ", then a decode step takes " << format_duration(r.decode_step_seconds())
-              << " (median)\n"
-              << "token-positions processed: naive " << with_commas(r.naive.positions)
-              << " (n*p + n*(n-1)/2 = " << with_commas(naive_positions(prompt_len, r.answer_len))
-              << "), cached " << with_commas(r.cached.positions)
-              << " (p + n - 1 = " << with_commas(cached_positions(prompt_len, r.answer_len))
-              << ")\n"
+              << " (median)\ntoken-positions processed: naive " << with_commas(r.naive.positions)
+              << " (n*p + n*(n-1)/2 = " << with_commas(naive_positions(p, n)) << "), cached "
+              << with_commas(r.cached.positions)
+              << " (p + n - 1 = " << with_commas(cached_positions(p, n)) << ")\n"
               << "same tokens: " << (same_tokens ? "yes" : "NO")
-              << "; largest logit difference over all " << r.answer_len << " steps: " << max_diff
+              << "; largest logit difference over all " << n << " steps: " << max_diff
               << (max_diff == 0 ? " (identical to the last bit)" : "") << "\n"
               << "plot: " << visible(plot_path) << "\n\n";
     if (has_text)
-        std::cout << "prompt text: " << prompt_text << "\n"
-                  << "answer without the cache: " << naive_text << "\n"
-                  << "answer with the cache:    " << cached_text << "\n"
-                  << "same text: " << (same_text ? "yes" : "NO") << "\n\n";
-    std::cout << r.answer_len << "-token answer: " << format_duration(r.naive.answer_seconds)
+        std::cout << "prompt text: " << r.loaded.prompt_text()
+                  << "\nanswer without the cache: " << naive_text
+                  << "\nanswer with the cache:    " << cached_text
+                  << "\nsame text: " << (naive_text == cached_text ? "yes" : "NO") << "\n\n";
+    std::cout << n << "-token answer: " << format_duration(r.naive.answer_seconds)
               << " without the cache -> " << format_duration(r.cached.answer_seconds)
               << " with it (" << fixed(r.speedup(), 1) << " x faster)\n";
     return status;

@@ -2,8 +2,6 @@
 // throws until you write it. Its tests, skipped until you enable them:
 //
 //     make build/book_tests && ./build/book_tests -ts="exercises ch03" --no-skip
-//
-// Worked solutions: solutions/SOLUTIONS.md.
 #pragma once
 
 #include <cstdint>
@@ -13,37 +11,29 @@
 
 namespace kv::exercises {
 
-// ------------------------------------------- exercise 03.4: a 4-bit cache
-
-// Bytes per token when each cached number takes `bits_per_number` bits
-// (1..64), ignoring s.bytes_per_number. Exact: throws std::invalid_argument
-// when a token's bits are not a whole number of bytes, and
-// std::overflow_error when its count of numbers or of bytes does not fit in
-// 64 bits. A count of bits that does not fit is no reason to refuse.
+// Exercise 4: bytes per token when each cached number takes
+// `bits_per_number` bits (1..64), ignoring s.bytes_per_number. Exact: throws
+// std::invalid_argument when a token's bits are not a whole number of
+// bytes, and std::overflow_error when its count of numbers or of bytes does
+// not fit in 64 bits. A count of bits that does not fit is no reason to refuse.
 inline std::uint64_t bytes_per_token_at_bits(const CacheShape& s, std::uint64_t bits_per_number) {
-    (void)s;
-    (void)bits_per_number;
+    (void)s, (void)bits_per_number;
     throw std::logic_error("exercise 03.4: bytes_per_token_at_bits is not implemented yet");
 }
 
-// ---------------------------------------- exercise 03.5: paging arithmetic
-
-// Blocks of `block_tokens` positions needed to hold `tokens` tokens: a
-// conversation's last block is partly empty. Throws std::invalid_argument
-// for a block of 0 tokens; never overflows.
+// Exercise 5: blocks of `block_tokens` positions needed to hold `tokens`
+// tokens: a conversation's last block is partly empty. Throws
+// std::invalid_argument for a block of 0 tokens; never overflows.
 inline std::uint64_t blocks_needed(std::uint64_t tokens, std::uint64_t block_tokens) {
-    (void)tokens;
-    (void)block_tokens;
+    (void)tokens, (void)block_tokens;
     throw std::logic_error("exercise 03.5: blocks_needed is not implemented yet");
 }
 
-// Bytes a conversation of `tokens` tokens holds when its cache is allocated
-// in blocks of `block_tokens` positions.
+// Exercise 5: bytes a conversation of `tokens` tokens holds when its cache
+// is allocated in blocks of `block_tokens` positions.
 inline std::uint64_t paged_bytes(const CacheShape& s, std::uint64_t tokens,
                                  std::uint64_t block_tokens) {
-    (void)s;
-    (void)tokens;
-    (void)block_tokens;
+    (void)s, (void)tokens, (void)block_tokens;
     throw std::logic_error("exercise 03.5: paged_bytes is not implemented yet");
 }
 

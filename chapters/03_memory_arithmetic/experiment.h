@@ -1,11 +1,15 @@
 // Chapter 03's experiment: price the cache of any model shape (the flags
 // describe the model priced, not one the program runs: their ranges are
 // wide, the limit is whether the byte counts fit in 64 bits), and check the
-// formula against the bytes the demo model's cache really holds.
+// formula against the bytes the demo model's cache really holds: its
+// KVCache after prefill and after decode steps must report exactly the
+// formula's bytes; and the process's resident memory grows, when a cache is
+// allocated and filled, by those bytes in whole pages, plus the allocator's
+// bookkeeping.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -18,17 +22,11 @@
 #include "../../common/core/memory_arithmetic.h"
 #include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
-#include "../../common/kit/machine.h"  // page_size, resident_bytes
+#include "../../common/kit/machine.h"  // beyond_memory
 #include "../../common/kit/report.h"
+#include "../../common/lab/resident_cache.h"
 
-// The formula against the bytes a real cache holds, on the demo model: its
-// KVCache after prefill and after decode steps must report exactly the
-// formula's bytes; and the process's resident memory grows, when a cache is
-// allocated and filled, by those bytes in whole pages, plus the allocator's
-// bookkeeping.
 namespace kv {
-
-// ------------------------------------------- the KVCache against the formula
 
 // The cache at one moment of an answer, priced three ways.
 struct CacheReading {
@@ -66,8 +64,6 @@ inline std::vector<CacheReading> read_cache_while_decoding(const Config& config,
     return readings;
 }
 
-// ------------------------------------------ resident memory of the process
-
 struct ResidentGrowth {
     std::uint64_t tokens;                // positions of the cache
     std::uint64_t formula;               // cache_bytes(cache_shape_of(config), tokens)
@@ -77,27 +73,14 @@ struct ResidentGrowth {
     std::uint64_t page_size;             // the unit resident memory is counted in
 };
 
-// Allocates a cache of `tokens` positions for `config`'s shape, writes every
-// number of it, and measures how much the process's resident memory grew.
-// Called first: a fresh process gets fresh pages, where a used one might
-// recycle pages it holds, which would not show as growth.
-inline ResidentGrowth measure_resident_growth(Config config, int tokens) {
-    config.max_seq = std::max(config.max_seq, tokens);  // the room changes no per-token price
-    ResidentGrowth result{std::uint64_t(tokens), cache_bytes(cache_shape_of(config), tokens), 0,
-                          std::nullopt, page_size()};
-    const std::optional<std::uint64_t> before = resident_bytes();
-    auto cache = std::make_unique<KVCache>(config, tokens);
-    // Written again, as decoding would, so that every page is touched.
-    for (int layer = 0; layer < config.n_layers; ++layer)
-        for (int pos = 0; pos < tokens; ++pos)
-            for (int i = 0; i < cache->kv_dim(); ++i) {
-                cache->key(layer, pos)[i] = float(pos);
-                cache->value(layer, pos)[i] = float(-pos);
-            }
-    const std::optional<std::uint64_t> after = resident_bytes();
-    result.allocated = cache->bytes_allocated();
-    if (before && after) result.growth = std::int64_t(*after) - std::int64_t(*before);
-    return result;
+// Allocates a float32 cache of `tokens` positions for `config`'s shape,
+// writes every number of it, and measures how much the process's resident
+// memory grew (the lab's measure, common/lab/resident_cache.h). Called
+// first: a fresh process gets fresh pages, where a used one might recycle
+// pages it holds, which would not show as growth.
+inline ResidentGrowth measure_resident_growth(const Config& config, int tokens) {
+    const ResidentCache r = measure_resident_cache(config, tokens, NumberFormat::float32);
+    return {std::uint64_t(tokens), r.formula, r.allocated, r.growth, r.page_size};
 }
 
 }  // namespace kv
@@ -152,11 +135,7 @@ struct Results {
     ResidentGrowth resident;             // the process's memory when a cache is filled
     int demo_capacity;                   // positions the decoding cache reserved
 
-    bool all_agree() const {
-        for (const CacheReading& r : readings)
-            if (!r.agree()) return false;
-        return true;
-    }
+    bool all_agree() const { return std::ranges::all_of(readings, &CacheReading::agree); }
 };
 
 struct Experiment {

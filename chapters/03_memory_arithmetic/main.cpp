@@ -1,8 +1,5 @@
-// Chapter 03: what the KV cache costs in memory, and what that caps: the
-// price of any model shape factor by factor, every attention layout and
-// number width, the conversations a budget holds, and the formula against
-// the bytes the demo model's cache uses. The lessons are
-// memory_arithmetic.h (common/core) and cache_layout.h.
+// Chapter 03: what the KV cache costs in memory, and what that caps. The
+// lessons are memory_arithmetic.h (common/core) and cache_layout.h.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

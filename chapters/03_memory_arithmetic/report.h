@@ -1,7 +1,6 @@
-// What chapter 03 prints: the price derived factor by factor, every layout
-// and width, the budget's count, the demo cache against the formula and
-// where it keeps its bytes, the resident memory, and the plot of the price
-// against the context; or all of it as one JSON object.
+// What chapter 03 prints: the price factor by factor, every layout and
+// width against the budget, the demo cache against the formula, where it
+// keeps its bytes and the resident memory; or all of it as one JSON object.
 #pragma once
 
 #include <algorithm>
@@ -100,19 +99,17 @@ inline void print_resident_growth(std::ostream& out, const ResidentGrowth& g) {
         out << "  resident memory: not readable here (no /proc/self/statm)\n";
         return;
     }
+    auto magnitude = [](std::int64_t v) { return std::uint64_t(v < 0 ? -v : v); };
     const std::int64_t extra = *g.growth - std::int64_t(g.allocated);
-    const std::uint64_t magnitude = std::uint64_t(extra < 0 ? -extra : extra);
-    const std::string pages = magnitude % g.page_size == 0
-                                  ? std::to_string(magnitude / g.page_size)
-                                  : fixed(double(magnitude) / double(g.page_size), 1);
-    out << "  resident memory grew by:     "
-        << (*g.growth < 0 ? "minus " + size_words(std::uint64_t(-*g.growth))
-                          : size_words(std::uint64_t(*g.growth)))
-        << "\n"
-        << "  difference:                  " << (extra < 0 ? "-" : "+") << with_commas(magnitude)
-        << " bytes = " << pages << (pages == "1" ? " page of " : " pages of ")
-        << with_commas(g.page_size) << " bytes ("
-        << fixed(100.0 * double(magnitude) / double(g.allocated), 3) << "% of the cache)\n";
+    const std::uint64_t bytes = magnitude(extra), page = g.page_size;
+    const std::string pages =
+        bytes % page == 0 ? std::to_string(bytes / page) : fixed(double(bytes) / double(page), 1);
+    out << "  resident memory grew by:     " << (*g.growth < 0 ? "minus " : "")
+        << size_words(magnitude(*g.growth)) << "\n"
+        << "  difference:                  " << (extra < 0 ? "-" : "+") << with_commas(bytes)
+        << " bytes = " << pages << (pages == "1" ? " page of " : " pages of ") << with_commas(page)
+        << " bytes (" << fixed(100.0 * double(bytes) / double(g.allocated), 3)
+        << "% of the cache)\n";
 }
 
 inline Json resident_json(const ResidentGrowth& g) {

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -41,9 +40,9 @@ struct BatchTiming {
     double tokens_per_second() const { return batch / step_seconds; }
 };
 
-// Sees the logits of every decode step (row i: sequence i), untimed.
+// Sees the logits of every decode step (row i: sequence i), untimed; and
+// told as each round of the bench begins (0, 1, ... rounds - 1).
 using BatchStepCallback = std::function<void(int step, const Matrix& logits)>;
-// Told as each round of the bench begins (0, 1, ... rounds - 1).
 using RoundCallback = std::function<void(int round, int rounds)>;
 
 // Batch sizes 1, 2, 4, ... up to max_batch (and max_batch itself).

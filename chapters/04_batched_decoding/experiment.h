@@ -40,10 +40,7 @@ struct Results {
     int repeats;                      // timed decode steps per batch size
     double mean_prompt;               // mean prompt length over all max_batch sequences
     std::vector<WidthResult> widths;  // the demo width, then the wide one (if any)
-    bool same_tokens;                 // batched vs alone, every sequence-step
-    double max_logit_difference;      // over those sequence-steps
-    long rows_compared;               // sequence-steps compared
-    std::vector<int> answer0;         // sequence 0's answer decoded alone
+    AloneReference alone;             // every batched step of the demo width compared with it
     std::uint64_t cache_bytes;        // the largest CPU cache, as Linux reports it (0: unknown)
     Roofline roofs;                   // this thread's peak arithmetic and DRAM's read bandwidth
     std::uint64_t dram_probe_bytes;   // the buffer the DRAM probe reads
@@ -154,19 +151,8 @@ struct Experiment {
             w.memory_roof = memory_roof(bytes, caches.last_level, w.read_at_weights,
                                         roofs.dram_bytes_per_second);
         }
-        return {std::move(loaded),
-                max_batch,
-                longest,
-                repeats,
-                mean_prompt,
-                std::move(widths),
-                alone.same_tokens(),
-                alone.largest_difference(),
-                alone.rows_compared(),
-                alone.answer(0),
-                caches.last_level,
-                roofs,
-                dram_bytes};
+        return {std::move(loaded), max_batch,        longest,           repeats, mean_prompt,
+                std::move(widths), std::move(alone), caches.last_level, roofs,   dram_bytes};
     }
 
   private:

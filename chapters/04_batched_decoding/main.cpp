@@ -1,8 +1,6 @@
-// Chapter 04: batched decoding. Times one decode step for batches of 1, 2,
-// 4, ... 64 ragged sequences, at the demo width and at a width whose weights
-// miss the CPU's cache, and checks every batched step against the same
-// sequences decoded alone. The lessons are common/core/batched_decoding.h
-// and arithmetic_intensity.h; batch_benchmark.h times them.
+// Chapter 04: batched decoding (experiment.h says what it runs). The lessons
+// are common/core/batched_decoding.h and arithmetic_intensity.h;
+// batch_benchmark.h times them.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

@@ -180,13 +180,14 @@ inline void add_width_json(Json& json, const std::string& prefix, const WidthRes
 // chose another token than the sequence alone.
 inline int report(const Results& r, const OutputOptions& out) {
     const LoadedModel& loaded = r.loaded;
-    const int status = r.same_tokens ? 0 : 1;
+    const AloneReference& alone = r.alone;
+    const int status = alone.same_tokens() ? 0 : 1;
     const std::string plot_path =
         throughput_plot(r.widths).write(out.plot_dir + "/04_tokens_per_second.svg");
     const std::string roofline_path =
         roofline_plot(r.widths, r.roofs).write(out.plot_dir + "/04_roofline.svg");
     const bool has_text = loaded.tokenizer.has_value();
-    const std::string answer_text = loaded.answer_text(r.answer0);
+    const std::string answer_text = loaded.answer_text(alone.answer(0));
 
     Json json;
     json.add("max_batch", r.max_batch)
@@ -197,8 +198,8 @@ inline int report(const Results& r, const OutputOptions& out) {
         .add("peak_flops", r.roofs.peak_flops)
         .add("dram_bytes_per_second", r.roofs.dram_bytes_per_second)
         .add("dram_probe_bytes", r.dram_probe_bytes)
-        .add("same_tokens", r.same_tokens)
-        .add("max_logit_difference", r.max_logit_difference)
+        .add("same_tokens", alone.same_tokens())
+        .add("max_logit_difference", alone.largest_difference())
         .add("weights", loaded.weights);
     if (has_text) json.add("answer_text", answer_text);
     add_width_json(json, "", r.widths[0], r.roofs);  // the demo model
@@ -219,10 +220,10 @@ inline int report(const Results& r, const OutputOptions& out) {
               << format_bytes(r.dram_probe_bytes)
               << "); weights that fit the reported cache are read once more at their own size\n";
     for (const WidthResult& w : r.widths) print_width(std::cout, w, r);
-    std::cout << "\nbatched vs alone (chapter 02's decode_step), " << r.rows_compared
-              << " sequence-steps: same tokens " << (r.same_tokens ? "yes" : "NO")
-              << ", largest logit difference " << r.max_logit_difference
-              << (r.max_logit_difference == 0 ? " (identical to the last bit)" : "")
+    std::cout << "\nbatched vs alone (chapter 02's decode_step), " << alone.rows_compared()
+              << " sequence-steps: same tokens " << (alone.same_tokens() ? "yes" : "NO")
+              << ", largest logit difference " << alone.largest_difference()
+              << (alone.largest_difference() == 0 ? " (identical to the last bit)" : "")
               << "\nplots: " << visible(plot_path) << ", " << visible(roofline_path) << "\n\n";
     if (has_text)
         std::cout << "sequence 0, prompt: " << loaded.prompt_text() << "\n"
