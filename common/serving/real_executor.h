@@ -73,7 +73,10 @@ class RealExecutor : public Executor {
     // A request's cache, made at its first prefill: one array for its
     // longest context. Chapter 07 makes block tables into a pool instead.
     virtual std::unique_ptr<KVStore> make_cache(const Request& r) {
-        return std::make_unique<KVCache>(model_.config(), r.prompt_len + r.answer_cap - 1);
+        return std::make_unique<KVCache>(model_.config(), int(longest_context(r)));
+    }
+    KVStore* cache_of(const Request& r) const {  // r's cache while it runs, or none
+        return std::size_t(r.id) < caches_.size() ? caches_[std::size_t(r.id)].get() : nullptr;
     }
 
   private:
