@@ -78,14 +78,16 @@ class SavedResults {
                     : v.kind == Kind::number ? excerpt(v.text)
                                              : std::string("not a number or a string"));
         };
-        const std::string format = says(kResultsFormatKey), writer = says(kResultsChapterKey);
-        if (format ==
-                "\"" + std::string(kResultsFormatKey) + "\": " + std::to_string(kResultsFormat) &&
-            writer == "\"" + std::string(kResultsChapterKey) + "\": \"" + chapter + "\"")
+        auto is = [&](const std::string& key, Kind kind, const std::string& text) {
+            const auto it = fields_.find(key);
+            return it != fields_.end() && it->second.kind == kind && it->second.text == text;
+        };
+        if (is(kResultsFormatKey, Kind::number, std::to_string(kResultsFormat)) &&
+            is(kResultsChapterKey, Kind::string, chapter))
             return;
-        throw std::runtime_error(path_ + ": written as " + format + ", " + writer +
-                                 "; expected chapter \"" + chapter + "\" in results format " +
-                                 std::to_string(kResultsFormat));
+        throw std::runtime_error(path_ + ": written as " + says(kResultsFormatKey) + ", " +
+                                 says(kResultsChapterKey) + "; expected chapter \"" + chapter +
+                                 "\" in results format " + std::to_string(kResultsFormat));
     }
 
     bool has(const std::string& key) const { return fields_.count(key) > 0; }
