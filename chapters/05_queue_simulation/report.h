@@ -92,20 +92,11 @@ inline std::string timeline_ms(double seconds) {
     return svg_number(seconds * 1e3) + " ms";
 }
 
-inline const char* phase_name(Phase p) {
-    switch (p) {
-        case Phase::waiting:
-            return "waiting for its prefill";
-        case Phase::prefill:
-            return "prefill";
-        case Phase::decode:
-            return "decode steps";
-        case Phase::stalled:
-            return "stalled: another request's prefill runs alone";
-        case Phase::padding:
-            return "answered, still in the batch (padding)";
-    }
-    return "";
+inline const char* phase_name(Phase p) {  // indexed by Phase
+    const char* const names[] = {"waiting for its prefill", "prefill", "decode steps",
+                                 "stalled: another request's prefill runs alone",
+                                 "answered, still in the batch (padding)"};
+    return names[int(p)];
 }
 
 // The batching timeline: one panel per policy, one row per request, on one
@@ -116,11 +107,8 @@ inline SvgTimeline batching_timeline_plot(const std::vector<PolicyTimeline>& pol
                          std::to_string(policies.empty() ? 0 : policies[0].requests.size()) +
                          " requests, step by step",
                      "time since the first arrival (ms)");
-    const Phase phases[] = {Phase::waiting, Phase::prefill, Phase::decode, Phase::stalled,
-                            Phase::padding};
-    const char* colors[] = {"#d9d9d9", "#ff7f0e", "#1f77b4", "#aec7e8", "#c5b0d5"};
-    for (std::size_t i = 0; i < std::size(phases); ++i)
-        plot.add_kind(phase_name(phases[i]), colors[i]);
+    const char* colors[] = {"#d9d9d9", "#ff7f0e", "#1f77b4", "#aec7e8", "#c5b0d5"};  // by Phase
+    for (int phase = 0; phase < 5; ++phase) plot.add_kind(phase_name(Phase(phase)), colors[phase]);
     for (const PolicyTimeline& p : policies) {
         plot.add_panel(p.policy.name + ", batch " + std::to_string(p.policy.batch) + ": " +
                        (p.policy.continuous ? "the waiting join as soon as a slot is free"
@@ -196,20 +184,22 @@ inline std::string headline(const Results& run) {
 // How much padding static batching computed, and how often requests were
 // sent back (--reserve held), or nothing.
 inline std::string preemption_line(const Results& run) {
-    std::string pad;
-    for (std::size_t i = 0; i < run.policies.size(); ++i)
-        if (run.summaries[i].padding_share > 0)
-            pad += (pad.empty() ? "padding (answered requests' rows still computed): " : "; ") +
-                   run.policies[i].name + ": " + fixed(100 * run.summaries[i].padding_share, 1) +
-                   "% of rows";
-    std::string line;
-    for (std::size_t i = 0; i < run.policies.size(); ++i)
-        if (run.summaries[i].preemptions > 0)
-            line += (line.empty() ? "sent back to the queue when the caches outgrew the budget: "
-                                  : "; ") +
-                    run.policies[i].name + ": " +
-                    with_commas(std::uint64_t(run.summaries[i].preemptions)) + " times";
-    return (pad.empty() ? pad : pad + "\n") + (line.empty() ? line : line + "\n");
+    auto line = [&](const char* opening, auto share) {
+        std::string out;
+        for (std::size_t i = 0; i < run.policies.size(); ++i)
+            if (const std::string said = share(run.summaries[i]); !said.empty())
+                out += (out.empty() ? opening : "; ") + run.policies[i].name + ": " + said;
+        return out.empty() ? out : out + "\n";
+    };
+    return line("padding (answered requests' rows still computed): ",
+                [](const Summary& m) {
+                    return m.padding_share > 0 ? fixed(100 * m.padding_share, 1) + "% of rows" : "";
+                }) +
+           line("sent back to the queue when the caches outgrew the budget: ",
+                [](const Summary& m) {
+                    return m.preemptions > 0 ? with_commas(std::uint64_t(m.preemptions)) + " times"
+                                             : "";
+                });
 }
 
 inline Json to_json(const Results& run, const Plots& plots) {

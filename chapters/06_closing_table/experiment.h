@@ -24,16 +24,13 @@ namespace kv::ch06 {
 // A results file is a few kilobytes; anything past this is not one.
 inline constexpr std::uint64_t kMostResultBytes = 16 << 20;
 
-// The chapter that writes a results file, as its JSON names it: "ch02" -> "02_kv_cache".
-inline std::string chapter_writing(const std::string& file) {
-    static const std::map<std::string, std::string> writers = {
-        {"ch02", "02_kv_cache"},           {"ch03", "03_memory_arithmetic"},
-        {"ch05", "05_queue_simulation"},   {"ch07", "07_paged_kv_cache"},
-        {"ch08", "08_prefix_caching"},     {"ch09", "09_chunked_prefill"},
-        {"ch10", "10_cache_number_format"}};
-    const auto it = writers.find(file);
-    if (it == writers.end()) throw std::logic_error("no chapter writes " + file + ".json");
-    return it->second;
+// The chapter that writes "chNN.json", as its JSON names it: "02" -> "02_kv_cache".
+inline std::string chapter_writing(const std::string& chapter) {
+    for (const std::string name :
+         {"02_kv_cache", "03_memory_arithmetic", "05_queue_simulation", "07_paged_kv_cache",
+          "08_prefix_caching", "09_chunked_prefill", "10_cache_number_format"})
+        if (name.starts_with(chapter + "_")) return name;
+    throw std::logic_error("no chapter writes ch" + chapter + ".json");
 }
 
 // A chapter's saved results, or nothing if the file is not there and not
@@ -53,7 +50,7 @@ inline std::optional<SavedResults> read_saved(const std::string& path, bool requ
                                  "` first, or `make run`)");
     }
     SavedResults saved = SavedResults::parse(excerpt(path, kMostQuotedPath), text);
-    saved.require_origin(chapter_writing("ch" + chapter));
+    saved.require_origin(chapter_writing(chapter));
     return saved;
 }
 inline SavedResults load_saved_results(const std::string& path, const std::string& chapter) {
@@ -113,16 +110,24 @@ struct PartTwoRun {
     std::string workload;  // chapter 09's: the workload of its headline
 };
 
-// The fit table's row named `memory` (at `block_size`, if above zero).
-inline const SavedResults& fit_row(const SavedResults& ch07, const std::string& file,
-                                   const std::string& memory, double block_size) {
-    for (const SavedResults& row : ch07.rows("fit"))
-        if (row.has("memory") && row.text("memory") == memory &&
+// The row of `table` whose `column` says `name` (at `block_size`, if above zero).
+inline const SavedResults& row_named(const SavedResults& saved, const std::string& file,
+                                     const char* table, const char* column, const std::string& name,
+                                     double block_size = 0) {
+    for (const SavedResults& row : saved.rows(table))
+        if (row.has(column) && row.text(column) == name &&
             (block_size == 0 ||
              (row.has_number("block size") && row.number("block size") == block_size)))
             return row;
-    throw std::runtime_error(file + ": \"fit\" has no row \"" + memory + "\"" +
+    throw std::runtime_error(file + ": \"" + table + "\" has no row \"" + name + "\"" +
                              (block_size > 0 ? " with block size " + fixed(block_size, 0) : ""));
+}
+
+// saved[a] / saved[b], each above zero.
+inline double ratio_of(const SavedResults& saved, const std::string& file, const std::string& a,
+                       const std::string& b) {
+    return checked_ratio(file + ": " + a + " / " + b, saved.positive_number(a),
+                         saved.positive_number(b));
 }
 
 inline PartTwoRun part_two_run(const SavedResults& saved, std::map<std::string, double> figures) {
@@ -132,49 +137,42 @@ inline PartTwoRun part_two_run(const SavedResults& saved, std::map<std::string, 
 // Chapter 07: how much of the reserved memory held a token, and how many
 // more conversations fit paged.
 inline PartTwoRun read_paged(const SavedResults& ch07, const std::string& file) {
-    const double reserved = ch07.positive_number("conversations_reserved"),
-                 paged = ch07.positive_number("conversations_paged"),
-                 block_size = ch07.positive_number("block_size");
-    auto unused = [](const SavedResults& row) { return row.number_between("unused (%)", 0, 100); };
-    return part_two_run(
-        ch07,
-        {{"kv_budget_mib", ch07.positive_number("kv_budget_mib")},
-         {"conversations_reserved", reserved},
-         {"conversations_paged", paged},
-         {"conversations_gain",
-          checked_ratio(file + ": conversations_paged / conversations_reserved", paged, reserved)},
-         {"filled_reserved_pct", 100 - unused(fit_row(ch07, file, "reserve the whole context", 0))},
-         {"block_size", block_size},
-         {"filled_paged_pct", 100 - unused(fit_row(ch07, file, "paged", block_size))}});
+    const double block_size = ch07.positive_number("block_size");
+    auto filled = [&](const char* memory, double b) {
+        return 100 - row_named(ch07, file, "fit", "memory", memory, b)
+                         .number_between("unused (%)", 0, 100);
+    };
+    return part_two_run(ch07,
+                        {{"kv_budget_mib", ch07.positive_number("kv_budget_mib")},
+                         {"conversations_reserved", ch07.positive_number("conversations_reserved")},
+                         {"conversations_paged", ch07.positive_number("conversations_paged")},
+                         {"conversations_gain",
+                          ratio_of(ch07, file, "conversations_paged", "conversations_reserved")},
+                         {"filled_reserved_pct", filled("reserve the whole context", 0)},
+                         {"block_size", block_size},
+                         {"filled_paged_pct", filled("paged", block_size)}});
 }
 
 // Chapter 08: the share of prompt tokens the cache served, the median wait
-// without and with it, and the memory sharing did not copy.
+// without and with it, and the memory sharing did not copy (zero where no
+// two requests shared a block).
 inline PartTwoRun read_sharing(const SavedResults& ch08, const std::string& file) {
-    const double share = ch08.number_between("prompt_share_from_cache", 0, 1),
-                 without = ch08.positive_number("ttft_median_without_s"),
-                 with = ch08.positive_number("ttft_median_with_s");
     return part_two_run(
-        ch08, {{"prompt_share_from_cache", share},
-               {"ttft_median_without_s", without},
-               {"ttft_median_with_s", with},
-               {"ttft_gain", checked_ratio(file + ": ttft_median_without_s / ttft_median_with_s",
-                                           without, with)},
-               // Zero where no two requests shared a block; never below.
+        ch08, {{"prompt_share_from_cache", ch08.number_between("prompt_share_from_cache", 0, 1)},
+               {"ttft_median_without_s", ch08.positive_number("ttft_median_without_s")},
+               {"ttft_median_with_s", ch08.positive_number("ttft_median_with_s")},
+               {"ttft_gain", ratio_of(ch08, file, "ttft_median_without_s", "ttft_median_with_s")},
                {"memory_not_copied_bytes", ch08.non_negative_number("memory_not_copied_bytes")}});
 }
 
 // Chapter 09: the p99 time between tokens and the median wait, prefill
 // first and chunked.
 inline PartTwoRun read_chunking(const SavedResults& ch09, const std::string& file) {
-    const double first = ch09.positive_number("tbt_p99_prefill_first_s"),
-                 chunked = ch09.positive_number("tbt_p99_chunked_s");
     PartTwoRun r = part_two_run(
         ch09, {{"chunk", ch09.positive_number("chunk")},
-               {"tbt_p99_prefill_first_s", first},
-               {"tbt_p99_chunked_s", chunked},
-               {"tbt_gain", checked_ratio(file + ": tbt_p99_prefill_first_s / tbt_p99_chunked_s",
-                                          first, chunked)},
+               {"tbt_p99_prefill_first_s", ch09.positive_number("tbt_p99_prefill_first_s")},
+               {"tbt_p99_chunked_s", ch09.positive_number("tbt_p99_chunked_s")},
+               {"tbt_gain", ratio_of(ch09, file, "tbt_p99_prefill_first_s", "tbt_p99_chunked_s")},
                {"ttft_median_prefill_first_s", ch09.positive_number("ttft_median_prefill_first_s")},
                {"ttft_median_chunked_s", ch09.positive_number("ttft_median_chunked_s")}});
     r.workload = ch09.text("headline_workload");
@@ -185,9 +183,7 @@ inline PartTwoRun read_chunking(const SavedResults& ch09, const std::string& fil
 // of its answers kept every float32 token (its tables' rows, by format).
 inline PartTwoRun read_format(const SavedResults& ch10, const std::string& file) {
     auto row = [&](const char* table, const char* format) -> const SavedResults& {
-        for (const SavedResults& r : ch10.rows(table))
-            if (r.has("format") && r.text("format") == format) return r;
-        throw std::runtime_error(file + ": \"" + table + "\" has no row \"" + format + "\"");
+        return row_named(ch10, file, table, "format", format);
     };
     const double answers = row("answers", "float32").positive_number("answers");
     auto fit = [&](const char* f) { return row("memory", f).positive_number("conversations"); };

@@ -48,9 +48,8 @@ inline FitCount fit_reserving(std::span<const Request> requests, std::uint64_t p
     FitCount f;
     f.positions_budget = positions;
     for (const Request& r : requests) {
-        const std::uint64_t charge = std::uint64_t(r.prompt_len + r.answer_cap - 1);
-        if (f.positions_charged + charge > positions) break;
-        f.positions_charged += charge;
+        if (f.positions_charged + longest_context(r) > positions) break;
+        f.positions_charged += longest_context(r);
         f.positions_filled += std::uint64_t(positions_at_last_step(r));
         ++f.conversations;
     }

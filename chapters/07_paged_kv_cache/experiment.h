@@ -7,7 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -145,9 +145,8 @@ struct Experiment : Setup {
         r.queue = make_workload(workload_of(queue, seed));
         r.budget = make_budget(model, queue.kv_budget_mib, Reservation::whole_context);
         r.reserved = fit_reserving(r.queue, r.budget.tokens);
-        std::vector<int> sizes = kFitBlockSizes;
-        if (std::find(sizes.begin(), sizes.end(), block_size) == sizes.end())
-            sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), block_size), block_size);
+        std::set<int> sizes(kFitBlockSizes.begin(), kFitBlockSizes.end());
+        sizes.insert(block_size);
         for (int b : sizes) r.paged.push_back(fit_paged(model, r.budget.bytes, b, r.queue));
         Transformer engine(model, seed);
         time_the_indirection(r, engine);

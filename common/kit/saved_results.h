@@ -14,9 +14,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "report.h"  // excerpt, kResultsFormat
@@ -30,7 +32,12 @@ class SavedResults {
     // The results held by `text`, read from `path`; throws
     // std::runtime_error naming the file if it is not one JSON object.
     static SavedResults parse(const std::string& path, std::string_view text) {
-        return parse(path, text, true);
+        Parser p{path, text};
+        p.skip_space();
+        SavedResults r = p.object(1, Keep::tables);
+        p.skip_space();
+        if (p.pos != text.size()) p.fail("text after the object");
+        return r;
     }
 
     // The top-level number under `key`; throws if it is absent, not a
@@ -107,21 +114,9 @@ class SavedResults {
         std::string text;                // a number as written, or a string decoded
         std::vector<SavedResults> rows;  // an array of objects, each read as a file
     };
-
-    // A row keeps its numbers and strings, not tables of its own.
-    static SavedResults parse(const std::string& path, std::string_view text, bool keep_rows) {
-        SavedResults r;
-        r.path_ = path;
-        r.text_ = text;
-        r.keep_rows_ = keep_rows;
-        r.skip_space();
-        if (r.peek() != '{') r.fail("expected '{'");
-        r.parse_object(1, true);
-        r.skip_space();
-        if (r.pos_ != text.size()) r.fail("text after the object");
-        r.text_ = {};
-        return r;
-    }
+    // What an object keeps: nothing (a nested one, only checked), its
+    // numbers and strings (a row), or its tables' rows too (the file).
+    enum class Keep { nothing, values, tables };
 
     const Value& field(const std::string& key, Kind kind, const char* otherwise) const {
         const auto it = fields_.find(key);
@@ -141,165 +136,165 @@ class SavedResults {
     }
 
     static std::string number_text(double v) {  // "0", "100", "0.5"
-        std::string s = std::to_string(v);
-        while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.'))
-            s.pop_back();
-        return s;
+        std::ostringstream s;
+        s << v;
+        return s.str();
     }
 
-    // At '{'. Top-level fields are kept; nested ones only checked.
-    void parse_object(int depth, bool top) {
-        enter(depth, '{');
-        if (peek() == '}') return void(++pos_);
-        for (;;) {
-            skip_space();
-            const std::string key = parse_string();
-            skip_space();
-            expect(':');
-            skip_space();
-            Value v;
-            if (peek() == '-' || is_digit(peek())) {
-                v.kind = Kind::number;
-                v.text = parse_number();
-            } else if (top && peek() == '"') {
-                v.kind = Kind::string;
-                v.text = parse_string();
-            } else if (top && keep_rows_ && peek() == '[') {
-                v.kind = parse_array(depth + 1, key, &v.rows) ? Kind::rows : Kind::other;
-            } else {
-                parse_value(depth);
+    struct Parser {
+        std::string path;  // what its errors name: the file, or a row of one of its tables
+        std::string_view text;
+        std::size_t pos = 0;
+
+        // At '{'.
+        SavedResults object(int depth, Keep keep) {
+            SavedResults r;
+            r.path_ = path;
+            enter(depth, '{');
+            if (peek() == '}') return ++pos, r;
+            for (;;) {
+                skip_space();
+                const std::string key = string();
+                skip_space();
+                expect(':');
+                skip_space();
+                Value v;
+                const char c = peek();
+                if (keep != Keep::nothing && (c == '-' || is_digit(c)))
+                    v = {Kind::number, number(), {}};
+                else if (keep != Keep::nothing && c == '"')
+                    v = {Kind::string, string(), {}};
+                else if (keep == Keep::tables && c == '[')
+                    v.kind = array(depth + 1, &v.rows, key) ? Kind::rows : Kind::other;
+                else
+                    value(depth);
+                if (keep != Keep::nothing && !r.fields_.emplace(key, std::move(v)).second)
+                    fail("the key \"" + excerpt(key) + "\" appears twice");
+                skip_space();
+                if (peek() != ',') return expect('}'), r;
+                ++pos;
             }
-            if (top && !fields_.emplace(key, v).second)
-                fail("the key \"" + excerpt(key) + "\" appears twice");
-            skip_space();
-            if (peek() != ',') return expect('}');
-            ++pos_;
         }
-    }
 
-    // At '['. With `rows`, keeps the elements as rows if every one is an
-    // object (then returns true), each read again as a file of its own.
-    bool parse_array(int depth, const std::string& key = {},
-                     std::vector<SavedResults>* rows = nullptr) {
-        enter(depth, '[');
-        if (peek() == ']') return ++pos_, true;
-        bool all_objects = true;
-        for (;;) {
-            skip_space();
-            const std::size_t start = pos_;
-            const bool object = peek() == '{';
-            parse_value(depth);
-            if (rows && object && all_objects) {
-                const std::string row =
-                    path_ + ": \"" + key + "\" row " + std::to_string(rows->size() + 1);
-                rows->push_back(parse(row, text_.substr(start, pos_ - start), false));
-            } else if (rows) {
-                all_objects = false;
-                rows->clear();
+        // At '['. With `rows`, reads the elements as the rows of the table
+        // `key` and returns true if every one is an object.
+        bool array(int depth, std::vector<SavedResults>* rows = nullptr,
+                   const std::string& key = {}) {
+            enter(depth, '[');
+            if (peek() == ']') return ++pos, true;
+            bool all_objects = true;
+            for (;;) {
+                skip_space();
+                all_objects = all_objects && peek() == '{';
+                if (rows && all_objects) {
+                    const std::string file = std::exchange(
+                        path, path + ": \"" + key + "\" row " + std::to_string(rows->size() + 1));
+                    rows->push_back(object(depth + 1, Keep::values));
+                    path = file;
+                } else {
+                    value(depth);
+                }
+                skip_space();
+                if (peek() != ',') return expect(']'), all_objects;
+                ++pos;
             }
-            skip_space();
-            if (peek() != ',') return expect(']'), all_objects;
-            ++pos_;
         }
-    }
 
-    void parse_value(int depth) {
-        const char c = peek();
-        if (c == '{') return parse_object(depth + 1, false);
-        if (c == '[') return void(parse_array(depth + 1));
-        if (c == '"') return void(parse_string());
-        if (c == '-' || is_digit(c)) return void(parse_number());
-        for (std::string_view word : {"true", "false", "null"})
-            if (text_.substr(pos_, word.size()) == word) return void(pos_ += word.size());
-        fail("expected a JSON value");
-    }
-
-    // JSON's number grammar exactly; returns the number's text.
-    std::string parse_number() {
-        const std::size_t start = pos_;
-        auto digits = [&](const char* what) {
-            if (!is_digit(peek_or_end())) fail(std::string("expected a digit") + what);
-            while (is_digit(peek_or_end())) ++pos_;
-        };
-        if (peek_or_end() == '-') ++pos_;
-        if (peek_or_end() == '0')
-            ++pos_;
-        else
-            digits("");
-        if (peek_or_end() == '.') {
-            ++pos_;
-            digits(" after the decimal point");
-        }
-        if (peek_or_end() == 'e' || peek_or_end() == 'E') {
-            ++pos_;
-            if (peek_or_end() == '+' || peek_or_end() == '-') ++pos_;
-            digits(" in the exponent");
-        }
-        const char after = peek_or_end();
-        if (after != '\0' && after != ',' && after != '}' && after != ']' && !is_space(after))
-            fail("not a JSON number");
-        return std::string(text_.substr(start, pos_ - start));
-    }
-
-    // At '"'; returns the string with its escapes decoded (\uXXXX kept as written).
-    std::string parse_string() {
-        expect('"');
-        std::string out;
-        for (;;) {
+        void value(int depth) {
             const char c = peek();
-            ++pos_;
-            if (c == '"') return out;
-            if (static_cast<unsigned char>(c) < 0x20) fail("a control character inside a string");
-            if (c != '\\') {
-                out += c;
-                continue;
+            if (c == '{') return void(object(depth + 1, Keep::nothing));
+            if (c == '[') return void(array(depth + 1));
+            if (c == '"') return void(string());
+            if (c == '-' || is_digit(c)) return void(number());
+            for (std::string_view word : {"true", "false", "null"})
+                if (text.substr(pos, word.size()) == word) return void(pos += word.size());
+            fail("expected a JSON value");
+        }
+
+        // JSON's number grammar exactly; returns the number's text.
+        std::string number() {
+            const std::size_t start = pos;
+            auto digits = [&](const char* what) {
+                if (!is_digit(at(pos))) fail(std::string("expected a digit") + what);
+                while (is_digit(at(pos))) ++pos;
+            };
+            if (at(pos) == '-') ++pos;
+            if (at(pos) == '0')
+                ++pos;
+            else
+                digits("");
+            if (at(pos) == '.') {
+                ++pos;
+                digits(" after the decimal point");
             }
-            const std::string_view escapes = "\"\\/bfnrt", meanings = "\"\\/\b\f\n\r\t";
-            const char e = peek();
-            if (const std::size_t i = escapes.find(e); i != std::string_view::npos) {
-                out += meanings[i];
-                ++pos_;
-            } else if (e == 'u') {
-                for (int i = 0; i < 4; ++i)
-                    if (!std::isxdigit(static_cast<unsigned char>(peek_at(pos_ + 1 + i))))
-                        fail("expected four hex digits after \\u");
-                out.append(text_.substr(pos_ - 1, 6));
-                pos_ += 5;
-            } else {
-                fail("an unknown escape in a string");
+            if (at(pos) == 'e' || at(pos) == 'E') {
+                ++pos;
+                if (at(pos) == '+' || at(pos) == '-') ++pos;
+                digits(" in the exponent");
+            }
+            const char after = at(pos);
+            if (after != '\0' && after != ',' && after != '}' && after != ']' && !is_space(after))
+                fail("not a JSON number");
+            return std::string(text.substr(start, pos - start));
+        }
+
+        // At '"'; returns the string with its escapes decoded (\uXXXX kept as written).
+        std::string string() {
+            expect('"');
+            std::string out;
+            for (;;) {
+                const char c = peek();
+                ++pos;
+                if (c == '"') return out;
+                if (static_cast<unsigned char>(c) < 0x20)
+                    fail("a control character inside a string");
+                if (c != '\\') {
+                    out += c;
+                    continue;
+                }
+                const std::string_view escapes = "\"\\/bfnrt", meanings = "\"\\/\b\f\n\r\t";
+                const char e = peek();
+                if (const std::size_t i = escapes.find(e); i != std::string_view::npos) {
+                    out += meanings[i];
+                    ++pos;
+                } else if (e == 'u') {
+                    for (std::size_t i = 1; i <= 4; ++i)
+                        if (!std::isxdigit(static_cast<unsigned char>(at(pos + i))))
+                            fail("expected four hex digits after \\u");
+                    out.append(text.substr(pos - 1, 6));
+                    pos += 5;
+                } else {
+                    fail("an unknown escape in a string");
+                }
             }
         }
-    }
 
-    void enter(int depth, char open) {
-        if (depth > kDeepest) fail("nested more than " + std::to_string(kDeepest) + " deep");
-        expect(open);
-        skip_space();
-    }
-    static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-    static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-    char peek_at(std::size_t i) const { return i < text_.size() ? text_[i] : '\0'; }
-    char peek_or_end() const { return peek_at(pos_); }
-    char peek() const {
-        if (pos_ >= text_.size()) fail("unexpected end");
-        return text_[pos_];
-    }
-    void expect(char c) {
-        if (peek() != c) fail(std::string("expected '") + c + "'");
-        ++pos_;
-    }
-    void skip_space() {
-        while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
-    }
-    [[noreturn]] void fail(const std::string& what) const {
-        throw std::runtime_error(path_ + " is not a JSON object: " + what + " at byte " +
-                                 std::to_string(pos_));
-    }
+        void enter(int depth, char open) {
+            if (depth > kDeepest) fail("nested more than " + std::to_string(kDeepest) + " deep");
+            expect(open);
+            skip_space();
+        }
+        static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+        static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+        char at(std::size_t i) const { return i < text.size() ? text[i] : '\0'; }
+        char peek() const {
+            if (pos >= text.size()) fail("unexpected end");
+            return text[pos];
+        }
+        void expect(char c) {
+            if (peek() != c) fail(std::string("expected '") + c + "'");
+            ++pos;
+        }
+        void skip_space() {
+            while (is_space(at(pos))) ++pos;
+        }
+        [[noreturn]] void fail(const std::string& what) const {
+            throw std::runtime_error(path + " is not a JSON object: " + what + " at byte " +
+                                     std::to_string(pos));
+        }
+    };
 
     std::string path_;
-    std::string_view text_;  // while parsing
-    std::size_t pos_ = 0;
-    bool keep_rows_ = true;
     std::map<std::string, Value> fields_;  // top-level key -> its value
 };
 

@@ -2,14 +2,9 @@
 //
 // Every running request holds its KV cache, chapter 03's bytes_per_token
 // for every position. A server gives the caches a fixed budget and admits a
-// request only if its cache will fit, charging it one of two ways
-// (memory_manager.h keeps the accounts):
-//   full (whole_context): the longest context it may reach, prompt + answer
-//         cap - 1 positions, from admission on. Nothing runs out later, but
-//         most of it sits empty: answers are usually far shorter than the cap.
-//   held (tokens_held): only the positions its cache holds now. More fit,
-//         but when the caches outgrow the budget the newest request is
-//         preempted: its cache dropped, back to the queue, prefilled again.
+// request only if its cache will fit, charged its longest context (full,
+// whole_context) or what its cache holds (held, tokens_held):
+// memory_manager.h keeps the accounts.
 #pragma once
 
 #include <algorithm>
@@ -38,12 +33,6 @@ inline MemoryBudget make_budget(const Config& config, std::uint64_t mib, Reserva
     b.tokens = tokens_that_fit(b.bytes, shape);
     b.reserve = reserve;
     return b;
-}
-
-// The positions a request's cache may come to hold: its prompt, and every
-// answer token up to the cap but the last, which is produced, never fed back.
-inline std::uint64_t longest_context(const Request& r) {
-    return std::uint64_t(r.prompt_len) + std::uint64_t(r.answer_cap) - 1;
 }
 
 // A request whose longest context cannot fit even alone would wait

@@ -7,9 +7,11 @@
 // keeps the accounts, never the keys and values (the executor's caches).
 // Chapter 05 has chapter 03's two ways of charging a request:
 //   WholeContextReservation (full): its longest context, prompt + answer
-//     cap - 1 positions, from admission on: nothing is ever preempted.
+//     cap - 1 positions, from admission on. Nothing is ever preempted, but
+//     most of it sits empty: answers are usually far shorter than the cap.
 //   TokensHeld (held): the positions its cache holds now. More requests
-//     fit, but when the next step would not, a request must make room.
+//     fit, but when the next step would not, a request is preempted: its
+//     cache dropped, it goes back to the queue to be prefilled again.
 // Chapters 07 and 08 add paged and prefix-sharing managers as subclasses.
 #pragma once
 

@@ -8,8 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
-#include <vector>
 
 #include "../core/block_pool.h"
 #include "../core/paged_kv_cache.h"
@@ -27,13 +27,9 @@ class PagedExecutor : public RealExecutor {
 
     // Preempted by swap: the blocks go to host memory, then back to the pool.
     void release(const Request& r) override {
-        PagedKVCache* cache = paged(r);
-        if (cache && r.status != RequestStatus::finished && preemption_ == Preemption::swap) {
-            if (swapped_.size() <= std::size_t(r.id)) swapped_.resize(std::size_t(r.id) + 1);
-            swapped_[std::size_t(r.id)] = cache->swap_out();
-            bytes_swapped_ += swapped_[std::size_t(r.id)].bytes();
-        }
-        if (std::size_t(r.id) < paged_.size()) paged_[std::size_t(r.id)] = nullptr;
+        auto* cache = static_cast<PagedKVCache*>(cache_of(r));  // make_cache made it
+        if (cache && r.status != RequestStatus::finished && preemption_ == Preemption::swap)
+            bytes_swapped_ += (swapped_[r.id] = cache->swap_out()).bytes();
         RealExecutor::release(r);  // frees the cache, and with it any block still held
     }
 
@@ -41,28 +37,19 @@ class PagedExecutor : public RealExecutor {
     // A block table for the request's longest context; back from a swap,
     // its blocks are copied in first.
     std::unique_ptr<KVStore> make_cache(const Request& r) override {
-        auto cache = std::make_unique<PagedKVCache>(pool_, r.prompt_len + r.answer_cap - 1);
-        if (std::size_t(r.id) < swapped_.size() && swapped_[std::size_t(r.id)].positions > 0) {
-            SwappedBlocks& saved = swapped_[std::size_t(r.id)];
-            cache->swap_in(saved);
-            bytes_swapped_ += saved.bytes();
-            saved = SwappedBlocks{};
+        auto cache = std::make_unique<PagedKVCache>(pool_, int(longest_context(r)));
+        if (const auto saved = swapped_.find(r.id); saved != swapped_.end()) {
+            cache->swap_in(saved->second);
+            bytes_swapped_ += saved->second.bytes();
+            swapped_.erase(saved);
         }
-        if (paged_.size() <= std::size_t(r.id)) paged_.resize(std::size_t(r.id) + 1, nullptr);
-        paged_[std::size_t(r.id)] = cache.get();
         return cache;
     }
 
   private:
     BlockPool& pool_;
     Preemption preemption_;
-    // The request's block table, which the base class owns as a KVStore.
-    PagedKVCache* paged(const Request& r) const {
-        return std::size_t(r.id) < paged_.size() ? paged_[std::size_t(r.id)] : nullptr;
-    }
-
-    std::vector<PagedKVCache*> paged_;    // (requests) each running request's block table
-    std::vector<SwappedBlocks> swapped_;  // (requests) blocks waiting in host memory
+    std::map<int, SwappedBlocks> swapped_;  // (request id) blocks waiting in host memory
     std::uint64_t bytes_swapped_ = 0;
 };
 

@@ -16,9 +16,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
-#include <string>
-#include <vector>
+#include <utility>
 
 #include "../core/block_pool.h"  // blocks_for
 #include "memory_manager.h"
@@ -45,7 +45,7 @@ class PagedMemory : public MemoryManager {
     int free_blocks() const { return o_.blocks - used_; }
     int used_blocks() const { return used_; }
     int watermark_blocks() const { return watermark_blocks_; }
-    int blocks_of(const Request& r) const { return table(r.id); }
+    int blocks_of(const Request& r) const { return blocks_for(r.held); }  // its block table's
 
     // What preemption has cost so far.
     std::int64_t positions_recomputed() const { return recomputed_; }  // recompute: dropped work
@@ -53,13 +53,14 @@ class PagedMemory : public MemoryManager {
     std::int64_t blocks_swapped_in() const { return swapped_in_; }
 
     bool fits_alone(const Request& r) const override {
-        return blocks_for(r.prompt_len + r.answer_cap - 1) <= o_.blocks;
+        return blocks_for(int(longest_context(r))) <= o_.blocks;
     }
 
     // Swap: a request coming back finds its computed positions in host
     // memory; they are copied in, not prefilled again.
     int cached_prefix(const Request& r) const override {
-        return std::size_t(r.id) < swapped_.size() ? swapped_[std::size_t(r.id)] : 0;
+        const auto it = swapped_.find(r.id);
+        return it == swapped_.end() ? 0 : it->second;
     }
 
     // Rule: its blocks fit and leave the watermark free.
@@ -68,27 +69,24 @@ class PagedMemory : public MemoryManager {
     }
     void admit(Request& r) override {
         MemoryManager::admit(r);
-        take(r, blocks_for(r.held));
+        used_ += blocks_of(r);
         // Its swapped positions are copied in when its first step runs (grow).
-        int& swapped = at(swapped_, r.id);
-        at(swapping_in_, r.id) = swapped;
-        swapped = 0;
+        swapping_in_[r.id] = std::exchange(swapped_[r.id], 0);
     }
 
     // Rule: every block the step's new positions need is free.
     bool can_grow(const StepPlan& plan) const override {
         int need = 0;
         for (const StepRow& row : plan.rows)
-            need += blocks_for(row.request->held + row.new_positions()) - table(row.request->id);
+            need += blocks_for(row.request->held + row.new_positions()) - blocks_of(*row.request);
         return need <= free_blocks();
     }
     void grow(const StepPlan& plan) override {
+        for (const StepRow& row : plan.rows) used_ -= blocks_of(*row.request);
         MemoryManager::grow(plan);
         for (const StepRow& row : plan.rows) {
-            take(*row.request, blocks_for(row.request->held) - table(row.request->id));
-            int& coming = at(swapping_in_, row.request->id);
-            swapped_in_ += blocks_for(coming);
-            coming = 0;
+            used_ += blocks_of(*row.request);
+            swapped_in_ += blocks_for(std::exchange(swapping_in_[row.request->id], 0));
         }
     }
 
@@ -96,19 +94,17 @@ class PagedMemory : public MemoryManager {
     // positions wait in host memory (swap) or are lost (recompute).
     void release(Request& r) override {
         if (r.status != RequestStatus::finished) {
-            int& coming = at(swapping_in_, r.id);
+            int& coming = swapping_in_[r.id];
             if (coming > 0) {  // sent back before its blocks came in: they stay out
-                at(swapped_, r.id) = coming;
-                coming = 0;
+                swapped_[r.id] = std::exchange(coming, 0);
             } else if (o_.preemption == Preemption::swap) {
-                at(swapped_, r.id) = r.cached;
+                swapped_[r.id] = r.cached;
                 swapped_out_ += blocks_for(r.cached);
             } else {
                 recomputed_ += r.cached;
             }
         }
-        used_ -= table(r.id);
-        at(tables_, r.id) = 0;
+        used_ -= blocks_of(r);
         MemoryManager::release(r);
     }
 
@@ -117,24 +113,11 @@ class PagedMemory : public MemoryManager {
     }
 
   private:
-    int table(int id) const {
-        return std::size_t(id) < tables_.size() ? tables_[std::size_t(id)] : 0;
-    }
-    static int& at(std::vector<int>& per_request, int id) {
-        if (per_request.size() <= std::size_t(id)) per_request.resize(std::size_t(id) + 1, 0);
-        return per_request[std::size_t(id)];
-    }
-    void take(const Request& r, int blocks) {
-        at(tables_, r.id) += blocks;
-        used_ += blocks;
-    }
-
     PagedMemoryOptions o_;
     int watermark_blocks_;
-    int used_ = 0;
-    std::vector<int> tables_;       // (requests) blocks each request holds
-    std::vector<int> swapped_;      // (requests) positions waiting in host memory, by swap
-    std::vector<int> swapping_in_;  // (requests) admitted, to be copied in at their next step
+    int used_ = 0;                    // blocks all requests hold: each the blocks of its r.held
+    std::map<int, int> swapped_;      // (request id) positions waiting in host memory, by swap
+    std::map<int, int> swapping_in_;  // (request id) admitted, to be copied in at its next step
     std::int64_t recomputed_ = 0, swapped_out_ = 0, swapped_in_ = 0;
 };
 

@@ -32,17 +32,6 @@ inline std::vector<int> request_prompt(const Request& r, int vocab_size, std::ui
     return fixed_prompt(r.prompt_len, vocab_size, seed + 1 + std::uint64_t(r.id));
 }
 
-// Without the cache: every sequence recomputed from its first token in one
-// forward pass, into scratch caches thrown away. Row i: sequence i's logits.
-inline const Matrix& naive_batch_step(Transformer& model,
-                                      std::span<const std::vector<int>> sequences) {
-    std::vector<KVCache> scratch;
-    scratch.reserve(sequences.size());
-    for (const std::vector<int>& seq : sequences)
-        scratch.emplace_back(model.config(), int(seq.size()));
-    return model.forward(sequences, scratch);
-}
-
 class RealExecutor : public Executor {
   public:
     RealExecutor(Transformer& model, std::uint64_t seed) : model_(model), seed_(seed) { lap(); }
@@ -73,7 +62,10 @@ class RealExecutor : public Executor {
     // A request's cache, made at its first prefill: one array for its
     // longest context. Chapter 07 makes block tables into a pool instead.
     virtual std::unique_ptr<KVStore> make_cache(const Request& r) {
-        return std::make_unique<KVCache>(model_.config(), r.prompt_len + r.answer_cap - 1);
+        return std::make_unique<KVCache>(model_.config(), int(longest_context(r)));
+    }
+    KVStore* cache_of(const Request& r) const {  // r's cache while it runs, or none
+        return std::size_t(r.id) < caches_.size() ? caches_[std::size_t(r.id)].get() : nullptr;
     }
 
   private:
@@ -102,14 +94,17 @@ class RealExecutor : public Executor {
         return model_.forward(inputs_);
     }
 
-    // Every row's sequence from position 0, into scratch caches.
+    // Every row's sequence from position 0, into scratch caches thrown away.
     const Matrix& recomputed_step(const StepPlan& plan) {
         whole_.resize(plan.rows.size());
+        std::vector<KVCache> scratch;
+        scratch.reserve(plan.rows.size());
         for (std::size_t i = 0; i < plan.rows.size(); ++i) {
             const std::vector<int>& ids = plan.rows[i].request->token_ids;
             whole_[i].assign(ids.begin(), ids.begin() + plan.rows[i].tokens);
+            scratch.emplace_back(model_.config(), plan.rows[i].tokens);
         }
-        return naive_batch_step(model_, whole_);
+        return model_.forward(whole_, scratch);
     }
 
     double lap() {

@@ -211,16 +211,13 @@ class Scheduler {
         for (const StepRow& row : plan_.rows) {
             Request& r = *row.request;
             if (r.admitted_s < 0) r.admitted_s = began;  // its first prefill
+            const bool prefill = r.status == RequestStatus::prefilling;
+            decode_step = decode_step || !prefill;
             if (r.status == RequestStatus::finished) {
                 ++s_.padding_rows;
-                decode_step = true;
                 continue;
             }
-            const bool prefill = r.status == RequestStatus::prefilling;
-            if (!prefill) {
-                ++s_.decode_rows;
-                decode_step = true;
-            }
+            if (!prefill) ++s_.decode_rows;
             r.cached = row.first + row.tokens;
             if (r.cached < r.length()) continue;  // a chunk of its prompt: more to come
             if (r.received++ == 0)

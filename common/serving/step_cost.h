@@ -2,17 +2,14 @@
 //
 // Every step (step_plan.h: a prefill, a decode step, a recomputation, a
 // mix of prompt chunks and decode rows) is priced by one formula, from what
-// the forward pass does:
-//   it reads the weights once, however many rows it carries (fixed);
-//   every row (token) goes through the layers' weights (per row);
-//   every sequence gets one row of logits, the output projection (per
-//     sequence);
-//   a row of n tokens after `first` cached ones attends to n first +
-//     n (n + 1) / 2 (query, position) pairs (per pair);
-//   and reads its sequence's keys and values, first + n positions, from
-//     memory once for all its rows (per position).
+// the forward pass does (StepWork counts it):
 //   step = fixed + per_row x rows + per_sequence x sequences
 //          + per_pair x pairs + per_position x positions
+// It reads the weights once, however many rows it carries (fixed); every
+// row (token) goes through the layers' weights; every sequence gets one row
+// of logits, the output projection; a row of n tokens after `first` cached
+// ones attends to n first + n (n + 1) / 2 (query, position) pairs, and reads
+// its sequence's keys and values, first + n positions, once for all its rows.
 // The five prices are counted (analytic_step_cost, below: the same on every
 // machine) or fitted to this machine's engine (common/lab/calibration.h).
 // The simulator prices a step by this formula and nothing else.

@@ -4,9 +4,8 @@
 // for each sequence, which of its tokens (a whole prompt, a chunk of one,
 // or one new token to decode). Deciding is a seam of its own
 // (StepComposition), so that a later chapter fills steps differently
-// without touching the scheduler: chapter 05's PrefillFirst runs each
-// newcomer's prompt alone, then one decode step for the whole batch;
-// chapter 09 batches prompts, or mixes decode rows and prompt chunks.
+// without touching the scheduler: chapter 05 runs prefills first
+// (PrefillFirst), chapter 09 batches prompts or mixes them with decode rows.
 #pragma once
 
 #include <algorithm>

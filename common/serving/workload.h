@@ -51,6 +51,12 @@ struct Request {
     int length() const { return prompt_len + received; }
 };
 
+// The positions a request's cache may come to hold: its prompt, and every
+// answer token up to the cap but the last, which is produced, never fed back.
+inline std::uint64_t longest_context(const Request& r) {
+    return std::uint64_t(r.prompt_len) + std::uint64_t(r.answer_cap) - 1;
+}
+
 struct WorkloadOptions {
     int requests = 1000;  // how many people are in the queue
     int prompt_min = 8;   // prompt lengths: uniform in [min, max]
