@@ -20,9 +20,8 @@ struct AnswerTiming {
     std::uint64_t positions = 0;       // token-positions the model processed for one answer
 };
 
-// Warms up with one answer, then times `repeats` more and takes medians.
-// On a terminal, stderr shows the run, the tokens so far and how far a long
-// pass has got (PassesShown).
+// Warms up with one answer, then times `repeats` more and takes medians;
+// on a terminal, stderr shows the run, the tokens so far and long passes.
 AnswerTiming time_answer(Transformer& model, int repeats, const Generator& generate);
 
 // While it lives, each forward pass of `model` over many tokens shows on a

@@ -2,11 +2,9 @@
 // builds, compilers or machines) can be shown to have computed the same
 // numbers to the last bit: chapter 02's JSON carries one over every logit
 // of its cached answer, and tests/check_same_tokens.sh compares it.
-//
-// FNV-1a, 64 bits: for each byte, xor it in, then multiply by the FNV
-// prime. A float goes in as its bit pattern, least significant byte first
-// on every machine, so any one bit differs (-0 from +0 too). Not a
-// cryptographic hash: it only has to tell honest runs apart.
+// FNV-1a, 64 bits: for each byte, xor it in, then multiply by the prime. A
+// float goes in as its bit pattern, least significant byte first on every
+// machine, so any one bit differs (-0 from +0 too).
 #pragma once
 
 #include <bit>

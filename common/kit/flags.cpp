@@ -27,21 +27,23 @@ std::string quote(const std::string& s) {
 // ("12", not "12k" or "1e3").
 template <class T>
 T parse_whole(const std::string& name, const std::string& text, T min, T max) {
-    bool ok = !text.empty() && text != "-";
-    for (std::size_t i = 0; i < text.size(); ++i)
-        ok =
-            ok && (std::isdigit(static_cast<unsigned char>(text[i])) || (i == 0 && text[i] == '-'));
-    if (!ok) throw UsageError("--" + name + ": expected a whole number, got " + quote(text));
+    const bool minus = !text.empty() && text[0] == '-';
+    if (text.size() == std::size_t(minus) ||
+        text.find_first_not_of("0123456789", std::size_t(minus)) != std::string::npos)
+        throw UsageError("--" + name + ": expected a whole number, got " + quote(text));
     errno = 0;
-    T v;
-    if constexpr (std::is_signed_v<T>)
-        v = std::strtoll(text.c_str(), nullptr, 10);
-    else
-        v = text[0] == '-' ? max : std::strtoull(text.c_str(), nullptr, 10);
-    if (errno == ERANGE || v < min || v > max || (!std::is_signed_v<T> && text[0] == '-'))
+    const T v = std::is_signed_v<T> ? T(std::strtoll(text.c_str(), nullptr, 10))
+                                    : T(std::strtoull(text.c_str(), nullptr, 10));
+    if (errno == ERANGE || v < min || v > max || (!std::is_signed_v<T> && minus))
         throw UsageError("--" + name + ": must be in " + std::to_string(min) + ".." +
                          std::to_string(max) + ", got " + excerpt(text));
     return v;
+}
+
+// "--name=value" -> "name".
+std::string flag_name(const std::string& arg) {
+    const std::size_t eq = arg.find('=');
+    return arg.substr(2, eq == std::string::npos ? eq : eq - 2);
 }
 
 std::string format_double(double v) {
@@ -79,13 +81,6 @@ Flags::Flags(std::string program, std::string summary)
 void Flags::declare(Flag flag) {
     if (find(flag.name) != nullptr) throw std::logic_error("flag declared twice: --" + flag.name);
     flags_.push_back(std::move(flag));
-}
-
-bool Flags::names_a_flag(const std::string& arg) {
-    if (arg.rfind("--", 0) != 0) return false;
-    const std::size_t eq = arg.find('=');  // at 2 or later: arg starts with --
-    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    return name == "help" || find(name) != nullptr;
 }
 
 Flags::Flag* Flags::find(const std::string& name) {
@@ -137,18 +132,19 @@ void Flags::add(const std::string& name, std::string& value, const std::string& 
     flags_.back().text = &value;
 }
 
-void Flags::reads_file(const std::string& name) {
+Flags::Flag& Flags::string_flag(const std::string& name, const char* asker) {
     Flag* flag = find(name);
     if (flag == nullptr || flag->text == nullptr)
-        throw std::logic_error("reads_file: no string flag --" + name);
-    flag->file = Flag::File::read;
+        throw std::logic_error(std::string(asker) + ": no string flag --" + name);
+    return *flag;
+}
+
+void Flags::reads_file(const std::string& name) {
+    string_flag(name, "reads_file").file = Flag::File::read;
 }
 
 void Flags::writes_file(const std::string& name) {
-    Flag* flag = find(name);
-    if (flag == nullptr || flag->text == nullptr)
-        throw std::logic_error("writes_file: no string flag --" + name);
-    flag->file = Flag::File::written;
+    string_flag(name, "writes_file").file = Flag::File::written;
 }
 
 void Flags::check_files() const {
@@ -219,8 +215,7 @@ bool Flags::parse(int argc, const char* const* argv) {
             throw UsageError("unexpected argument " + quote(arg) +
                              " (flags start with --; see --help)");
         const std::size_t eq = arg.find('=');
-        const std::string name =
-            arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+        const std::string name = flag_name(arg);
         Flag* flag = find(name);
         if (flag == nullptr) throw UsageError("unknown flag --" + excerpt(name) + " (see --help)");
         if (flag->is_switch) {
@@ -235,7 +230,8 @@ bool Flags::parse(int argc, const char* const* argv) {
             if (i + 1 >= argc) throw UsageError("--" + name + ": missing value");
             value = argv[++i];
             // "--save-json --json": a forgotten value would swallow the next flag.
-            if (names_a_flag(value))
+            if (value.rfind("--", 0) == 0 &&
+                (flag_name(value) == "help" || find(flag_name(value)) != nullptr))
                 throw UsageError("--" + name + ": expected a value, got the flag " +
                                  excerpt(value) + " (to mean that text, write --" + name + "=" +
                                  excerpt(value) + ")");

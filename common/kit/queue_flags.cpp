@@ -111,12 +111,10 @@ WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed) {
 }
 
 StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOptions& q) {
-    if (q.cost_model == "analytic") {
-        StepCalibration counted;
-        counted.cost = analytic_step_cost(c);
-        return counted;
-    }
-    return machine_step_cost(c, seed, q.calibrate);
+    if (q.cost_model != "analytic") return machine_step_cost(c, seed, q.calibrate);
+    StepCalibration counted;
+    counted.cost = analytic_step_cost(c);
+    return counted;
 }
 
 std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests) {
@@ -143,13 +141,11 @@ namespace {
 // A price in seconds, three figures in its own unit: from ns to ms.
 std::string price_text(double seconds) {
     if (seconds == 0) return "0";
+    const auto [scale, unit] = seconds < 1e-6   ? std::pair{1e9, " ns"}
+                               : seconds < 1e-3 ? std::pair{1e6, " us"}
+                                                : std::pair{1e3, " ms"};
     char buf[32];
-    if (seconds < 1e-6)
-        std::snprintf(buf, sizeof buf, "%.3g ns", seconds * 1e9);
-    else if (seconds < 1e-3)
-        std::snprintf(buf, sizeof buf, "%.3g us", seconds * 1e6);
-    else
-        std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
+    std::snprintf(buf, sizeof buf, "%.3g%s", seconds * scale, unit);
     return buf;
 }
 
@@ -175,13 +171,13 @@ std::string step_cost_text(const StepCalibration& pricing) {
 
 Json step_cost_json(const StepCalibration& pricing) {
     const StepCost& s = pricing.cost;
-    Json j;
-    j.add("source", s.source)
-        .add("fixed_s", s.fixed)
-        .add("per_row_s", s.per_row)
-        .add("per_sequence_s", s.per_sequence)
-        .add("per_pair_s", s.per_pair)
-        .add("per_position_s", s.per_position);
+    Json j = Json()
+                 .add("source", s.source)
+                 .add("fixed_s", s.fixed)
+                 .add("per_row_s", s.per_row)
+                 .add("per_sequence_s", s.per_sequence)
+                 .add("per_pair_s", s.per_pair)
+                 .add("per_position_s", s.per_position);
     if (!pricing.probes.empty())
         j.add("max_fit_error", s.fit_error)
             .add("steps_timed", std::uint64_t(pricing.probes.size()))

@@ -17,8 +17,8 @@ struct StepTimes {
     const std::vector<double>& seconds;  // (answer_len) median time of each step
 };
 
-// One row per few steps (about six, and the last): each step's sequence
-// length, then every method's time as a person reads it, then in ms.
+// About six rows and the last: each step's sequence length, then every
+// method's time as a person reads it, then in ms.
 Table step_table(int prompt_len, const std::vector<StepTimes>& methods);
 
 // Time per step (ms) against sequence length, one line per method.

@@ -1,7 +1,7 @@
 // The small pieces every SVG writer of the book shares (svg_plot.h,
-// svg_timeline.h, chapter 03's memory layout): text made safe to place in
-// a file, coordinates written the same way everywhere, and a tick step a
-// person reads easily.
+// svg_timeline.h): text made safe to place in a file, coordinates and
+// elements written the same way everywhere, and a tick step a person reads
+// easily.
 #pragma once
 
 #include <string>
@@ -16,6 +16,13 @@ std::string svg_escape(std::string_view text);
 
 // A coordinate with one decimal: "12.5".
 std::string svg_number(double v);
+
+// The opening of a picture: the <svg> element and its white background.
+std::string svg_open(double width, double height);
+// <text x y `attributes`>text</text>, the text escaped.
+std::string svg_text(double x, double y, std::string_view text, std::string_view attributes = "");
+// <line x1 x2 y1 y2 `attributes`/>
+std::string svg_line(double x1, double x2, double y1, double y2, std::string_view attributes);
 
 // A "nice" step between ticks (1, 2 or 5 times a power of ten) giving
 // about five of them over `span` (> 0).
