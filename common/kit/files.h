@@ -142,6 +142,7 @@ class RunFiles {
   private:
     friend class InputFile;
     friend class OutputFile;
+    friend class Flags;
     struct Known {
         std::string path, label;  // label: file_label, what and path
     };

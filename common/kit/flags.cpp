@@ -1,9 +1,7 @@
 #include "flags.h"
 
-#include "files.h"  // same_file, stream_named_by
+#include "files.h"  // RunFiles, check_output_path, stream_named_by
 #include "report.h"
-
-#include <sys/stat.h>
 
 #include <cctype>
 #include <cerrno>
@@ -147,33 +145,22 @@ void Flags::writes_file(const std::string& name) {
     string_flag(name, "writes_file").file = Flag::File::written;
 }
 
+// The rule a run applies to the files it opens (RunFiles, files.h), applied
+// to the flags before the run: a standard stream or a device may be named
+// by several outputs.
 void Flags::check_files() const {
-    // A file that several may name: a stream (/dev/stdout) or a device.
-    auto shared = [](const std::string& path) {
-        struct stat st {};
-        return stream_named_by(path) >= 0 ||
-               (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
-    };
-    for (std::size_t i = 0; i < flags_.size(); ++i) {
-        const Flag& out = flags_[i];
+    RunFiles run;
+    auto label = [](const Flag& f) { return file_label("--" + f.name, *f.text); };
+    for (const Flag& in : flags_)
+        if (in.file == Flag::File::read && !in.text->empty())
+            run.inputs_.push_back({*in.text, label(in)});
+    for (const Flag& out : flags_) {
         if (out.file != Flag::File::written || out.text->empty()) continue;
         try {
             check_output_path(*out.text, "--" + out.name);
+            if (stream_named_by(*out.text) < 0) run.check_output(*out.text, label(out));
         } catch (const FileError& e) {
             throw UsageError(e.what());
-        }
-        if (shared(*out.text)) continue;
-        for (std::size_t j = 0; j < flags_.size(); ++j) {
-            const Flag& other = flags_[j];
-            if (j == i || other.file == Flag::File::none || other.text->empty()) continue;
-            const bool input = other.file == Flag::File::read;
-            if (!input && j > i) continue;  // two outputs: named once, by the later flag
-            if (!same_file(*out.text, *other.text)) continue;
-            throw UsageError("--" + out.name + " " + excerpt(*out.text, kMostQuotedPath) +
-                             ": the same file as --" + other.name + " " +
-                             excerpt(*other.text, kMostQuotedPath) +
-                             (input ? "; an output may not replace an input"
-                                    : "; each output needs a file of its own"));
         }
     }
 }

@@ -53,8 +53,8 @@ class Flags {
                     const std::vector<std::string>& choices, const std::string& help);
 
     // Marks a string flag as naming a file the program reads, or writes:
-    // parse() refuses an output that is the same file (same_file, files.h)
-    // as an input or another output; a stream or a device may be named by several.
+    // parse() refuses an output that is the same file as an input or
+    // another output (RunFiles, files.h).
     void reads_file(const std::string& name);
     void writes_file(const std::string& name);
 

@@ -1,7 +1,6 @@
 #include "machine.h"
 
-#include "machine_probes.h"  // cache_sizes
-#include "report.h"          // fixed, format_bytes
+#include "report.h"  // fixed, format_bytes
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -71,10 +70,6 @@ std::string beyond_memory(double bytes, double fraction, const MemoryLimit& have
                               : fraction == 1    ? ""
                                                  : fixed(100 * fraction, 0) + "% of ";
     return "more than " + share + have.what + ", " + format_bytes(have.bytes);
-}
-
-std::uint64_t last_level_cache_bytes() {
-    return cache_sizes().last_level;
 }
 
 std::uint64_t page_size() {

@@ -27,11 +27,6 @@ MemoryLimit usable_memory();
 std::string beyond_memory(double bytes, double fraction);
 std::string beyond_memory(double bytes, double fraction, const MemoryLimit& have);
 
-// The largest data cache of CPU 0 in bytes, as Linux reports it in /sys
-// (cache_sizes(), machine_probes.h); 0 where unreadable. Not sysconf's
-// _SC_LEVEL3_CACHE_SIZE: some hypervisors give the whole host's there.
-std::uint64_t last_level_cache_bytes();
-
 // The unit the system hands memory out in (4096 where it cannot be read).
 std::uint64_t page_size();
 
