@@ -9,6 +9,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,9 +32,8 @@ class Fnv1a64 {
     std::uint64_t value() const { return state_; }
     // The value as 16 lowercase hex digits, e.g. "af63dc4c8601ec8c".
     std::string hex() const {
-        std::string digits(16, '0');
-        for (int i = 15, shift = 0; i >= 0; --i, shift += 4)
-            digits[i] = "0123456789abcdef"[(state_ >> shift) & 0xf];
+        char digits[17];
+        std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(state_));
         return digits;
     }
 

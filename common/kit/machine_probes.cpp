@@ -51,19 +51,14 @@ namespace {
 // least 8 chains keep both busy: 16 where there are 32 vector registers, 12
 // where there are 16, leaving room for the constants a and b.
 #if defined(__AVX512F__)
-constexpr int kLanes = 16;      // floats in one zmm register
-constexpr int kRegisters = 32;  // zmm0-zmm31
+constexpr int kLanes = 16, kChains = 16;  // zmm registers, 32 of them
 #elif defined(__AVX__)
-constexpr int kLanes = 8;       // floats in one ymm register
-constexpr int kRegisters = 16;  // ymm0-ymm15
+constexpr int kLanes = 8, kChains = 12;  // ymm registers, 16 of them
 #elif defined(__aarch64__)
-constexpr int kLanes = 4;       // floats in one NEON register
-constexpr int kRegisters = 32;  // v0-v31
+constexpr int kLanes = 4, kChains = 16;  // NEON registers, 32 of them
 #else
-constexpr int kLanes = 4;       // floats in one xmm register (SSE2, the x86-64 baseline)
-constexpr int kRegisters = 16;  // xmm0-xmm15
+constexpr int kLanes = 4, kChains = 12;  // xmm registers (SSE2, the x86-64 baseline), 16 of them
 #endif
-constexpr int kChains = kRegisters >= 32 ? 16 : 12;
 constexpr double kFlopsPerIteration = 2.0 * kChains * kLanes;  // a multiply and an add per lane
 
 typedef float ProbeLanes __attribute__((vector_size(kLanes * sizeof(float))));
