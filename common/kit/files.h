@@ -105,9 +105,8 @@ class OutputFile {
 // folder if needed; `what` names the flag in a message ("--save-json").
 void write_file(const std::string& path, const std::string& text, std::string_view what = "");
 
-// Throws FileError for an output refused whatever the run: an empty name, a
-// folder, a planted link, this program's standard output or error. Flags
-// asks it of every output flag before the run.
+// Throws FileError for an output refused whatever the run (an empty name, a
+// folder, and the refusals above); Flags asks it of every output flag.
 void check_output_path(const std::string& path, std::string_view what);
 
 // Whether two paths name one file: the same device and inode when both
@@ -122,13 +121,11 @@ std::string file_name_part(const std::string& text);
 // /proc/self/fd/N N), or -1.
 int stream_named_by(const std::string& path);
 
-// One run's files, kept while a chapter runs (run_chapter). While one
-// exists, an output that is a file the run reads or already writes is
-// refused (`--checkpoint m.bin --save-json m.bin`), and an OutputFile's
-// commit() leaves its file beside the target until commit() here renames
-// them all, with SIGINT, SIGTERM and SIGHUP held back: a run's files replace
-// the old ones together, or (a failure, a signal before) none does. Dropped
-// without commit(), it removes every file it holds.
+// One run's files, kept while a chapter runs (run_chapter): it refuses an
+// output that is a file the run reads or already writes, and holds every
+// committed OutputFile beside its target until its own commit() renames
+// them all, signals held back: they replace the old ones together, or (a
+// failure, a signal before) none does. Dropped uncommitted, it removes them.
 class RunFiles {
   public:
     RunFiles();

@@ -155,14 +155,14 @@ std::string step_cost_text(const StepCalibration& pricing) {
     const StepCost& s = pricing.cost;
     std::string text = "step cost: " + s.source;
     if (!pricing.probes.empty()) {
-        const StepProbe* worst = &pricing.probes.front();
-        for (const StepProbe& p : pricing.probes)
-            if (std::fabs(p.fitted / p.seconds - 1) > std::fabs(worst->fitted / worst->seconds - 1))
-                worst = &p;
+        auto error = [](const StepProbe& p) { return std::fabs(p.fitted / p.seconds - 1); };
+        const StepProbe& worst = *std::max_element(
+            pricing.probes.begin(), pricing.probes.end(),
+            [&](const StepProbe& a, const StepProbe& b) { return error(a) < error(b); });
         text += "; " + std::to_string(pricing.probes.size()) + " steps timed in " +
                 format_duration(pricing.seconds) + ", largest fit error " +
-                fixed(100 * s.fit_error, 1) + "% (" + worst->what + ": measured " +
-                price_text(worst->seconds) + ", formula " + price_text(worst->fitted) + ")";
+                fixed(100 * s.fit_error, 1) + "% (" + worst.what + ": measured " +
+                price_text(worst.seconds) + ", formula " + price_text(worst.fitted) + ")";
     }
     return text + "\n  a step = " + price_text(s.fixed) + " + " + price_text(s.per_row) +
            " x rows + " + price_text(s.per_sequence) + " x sequences + " + price_text(s.per_pair) +
