@@ -54,20 +54,18 @@ std::string format_double(double v) {
 
 bool is_decimal_number(std::string_view text) {
     std::size_t i = 0;
-    auto digits = [&] {
+    auto take = [&](std::string_view chars) {  // one of `chars`, if it is next
+        return i < text.size() && chars.find(text[i]) != std::string_view::npos && ++i;
+    };
+    auto digits = [&] {  // one digit or more
         const std::size_t start = i;
-        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+        while (take("0123456789")) continue;
         return i > start;
     };
-    if (i < text.size() && text[i] == '-') ++i;
-    if (!digits()) return false;
-    if (i < text.size() && text[i] == '.') {
-        ++i;
-        if (!digits()) return false;
-    }
-    if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-        ++i;
-        if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    take("-");
+    if (!digits() || (take(".") && !digits())) return false;
+    if (take("eE")) {
+        take("+-");
         if (!digits()) return false;
     }
     return i == text.size();

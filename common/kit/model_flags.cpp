@@ -49,15 +49,14 @@ std::string ModelMemory::describe() const {
            ", a pass's scratch " + format_bytes(pass_scratch) + ")";
 }
 
-void check_model(const Config& config, std::uint64_t cache_tokens) {
-    check_model(config, cache_tokens, std::min<std::uint64_t>(cache_tokens, config.max_seq));
-}
-
-void check_model(const Config& config, std::uint64_t cache_tokens, std::uint64_t pass_rows) {
+void check_model(const Config& config, std::uint64_t cache_tokens,
+                 std::optional<std::uint64_t> pass_rows) {
+    const std::uint64_t rows =
+        pass_rows.value_or(std::min<std::uint64_t>(cache_tokens, std::uint64_t(config.max_seq)));
     ModelMemory need;
     try {
         config.validate();
-        need = model_memory(config, cache_tokens, std::max<std::uint64_t>(pass_rows, 1));
+        need = model_memory(config, cache_tokens, std::max<std::uint64_t>(rows, 1));
     } catch (const std::exception& e) {
         throw UsageError(e.what());
     }
