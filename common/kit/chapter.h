@@ -1,10 +1,9 @@
 // What every chapter's main() does, written once: declare the experiment's
-// flags and the output flags, parse them (--help stops there), check the
-// values, run the experiment and report its results; any error is one line
-// on stderr and exit status 2 (run_program). An experiment has
-// add_flags(Flags&), check() and run(), and `static constexpr bool
-// draws_plots = false;` if it draws none; the report takes run()'s results
-// and the output options and returns the exit status.
+// flags and the output flags, parse them (--help stops there), check, run
+// and report; any error is one line on stderr and exit status 2
+// (run_program). An experiment has add_flags(Flags&), check() and run(), and
+// `static constexpr bool draws_plots = false;` if it draws none; the report
+// takes run()'s results and the output options and returns the exit status.
 #pragma once
 
 #include "../core/kernel_plan.h"
@@ -21,9 +20,7 @@ int run_chapter(int argc, const char* const* argv, const char* program, const ch
     return run_program(program, [&] {
         // Each build keeps its kernel plan beside its programs (build/kernel_plan.txt).
         keep_kernel_plans_in(kernel_plan_file_beside(argc > 0 ? argv[0] : nullptr));
-        // What this run reads and writes: its files replace the old ones
-        // together at the end, or none does (files.h).
-        RunFiles files;
+        RunFiles files;     // the run's files replace the old ones together, or none does
         OutputOptions out;  // --json, --save-json, --plot-dir
         out.chapter = program;
         Flags flags(program, summary);

@@ -2,15 +2,14 @@
 // builds, compilers or machines) can be shown to have computed the same
 // numbers to the last bit: chapter 02's JSON carries one over every logit
 // of its cached answer, and tests/check_same_tokens.sh compares it.
-//
-// FNV-1a, 64 bits: for each byte, xor it in, then multiply by the FNV
-// prime. A float goes in as its bit pattern, least significant byte first
-// on every machine, so any one bit differs (-0 from +0 too). Not a
-// cryptographic hash: it only has to tell honest runs apart.
+// FNV-1a, 64 bits: for each byte, xor it in, then multiply by the prime. A
+// float goes in as its bit pattern, least significant byte first on every
+// machine, so any one bit differs (-0 from +0 too).
 #pragma once
 
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,9 +32,8 @@ class Fnv1a64 {
     std::uint64_t value() const { return state_; }
     // The value as 16 lowercase hex digits, e.g. "af63dc4c8601ec8c".
     std::string hex() const {
-        std::string digits(16, '0');
-        for (int i = 15, shift = 0; i >= 0; --i, shift += 4)
-            digits[i] = "0123456789abcdef"[(state_ >> shift) & 0xf];
+        char digits[17];
+        std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(state_));
         return digits;
     }
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -19,18 +20,24 @@
 
 namespace kv {
 
+namespace fs = std::filesystem;
+
 namespace {
 
 // The system's words for `error`; for EFBIG, also the limit that was met.
 std::string cause_of(int error) {
     std::string cause = std::strerror(error);
-    if (error == EFBIG) {
-        struct rlimit limit {};
-        if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-            cause += " (this program may write files of at most " +
-                     format_bytes(std::uint64_t(limit.rlim_cur)) + ": ulimit -f)";
-    }
+    struct rlimit limit {};
+    if (error == EFBIG && ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+        cause += " (this program may write files of at most " +
+                 format_bytes(std::uint64_t(limit.rlim_cur)) + ": ulimit -f)";
     return cause;
+}
+
+// Reads and writes block as usual once a file opened with O_NONBLOCK is open.
+void clear_nonblock(int fd) {
+    if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0)
+        ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 }
 
 // ------------------------------------------- files beside their targets, and signals
@@ -43,12 +50,12 @@ constexpr int kSlots = 64;                // files beside their targets at one t
 constexpr std::size_t kSlotBytes = 4096;  // PATH_MAX: no longer name can be created
 char slot_path[kSlots][kSlotBytes];
 volatile std::sig_atomic_t slot_used[kSlots];
+constexpr int kCleanedSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 void remove_files_beside_and_stop(int signal_number) {
     for (int i = 0; i < kSlots; ++i)
         if (slot_used[i]) ::unlink(slot_path[i]);
-    // Its default action, taken when this handler returns.
-    ::signal(signal_number, SIG_DFL);
+    ::signal(signal_number, SIG_DFL);  // its default action, taken when this handler returns
     ::raise(signal_number);
 }
 
@@ -63,7 +70,7 @@ void handle_signals_while_writing() {
                now.sa_handler == SIG_DFL;
     };
     if (at_default(SIGXFSZ)) ::signal(SIGXFSZ, SIG_IGN);
-    for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    for (int signal_number : kCleanedSignals) {
         if (!at_default(signal_number)) continue;
         struct sigaction cleanup {};
         cleanup.sa_handler = remove_files_beside_and_stop;
@@ -100,12 +107,10 @@ class SignalsHeld {
     SignalsHeld() {
         sigset_t held;
         sigemptyset(&held);
-        for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, signal_number);
+        for (int signal_number : kCleanedSignals) sigaddset(&held, signal_number);
         ::sigprocmask(SIG_BLOCK, &held, &before_);
     }
     ~SignalsHeld() { ::sigprocmask(SIG_SETMASK, &before_, nullptr); }
-    SignalsHeld(const SignalsHeld&) = delete;
-    SignalsHeld& operator=(const SignalsHeld&) = delete;
 
   private:
     sigset_t before_;
@@ -113,7 +118,6 @@ class SignalsHeld {
 
 // "/a/b/../c" -> "/a/c", absolute, links in existing folders resolved.
 std::string normal_path(const std::string& path) {
-    namespace fs = std::filesystem;
     std::error_code error;
     fs::path p = fs::weakly_canonical(fs::absolute(fs::path(path), error), error);
     if (error) p = fs::absolute(fs::path(path), error).lexically_normal();
@@ -125,7 +129,6 @@ std::string normal_path(const std::string& path) {
 std::string planted_link(const std::string& path) {
     struct stat link {};
     if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) return "";
-    namespace fs = std::filesystem;
     const fs::path parent = fs::path(path).parent_path();
     const std::string folder = parent.empty() ? std::string(".") : parent.string();
     struct stat dir {};
@@ -163,10 +166,7 @@ std::string kind_of(mode_t mode) {
 }  // namespace
 
 std::string file_label(std::string_view what, const std::string& path) {
-    std::string label(what);
-    if (!label.empty()) label += " ";
-    label += excerpt(path, kMostQuotedPath);
-    return label;
+    return std::string(what) + (what.empty() ? "" : " ") + excerpt(path, kMostQuotedPath);
 }
 
 // ------------------------------------------------------------------ reading
@@ -176,22 +176,18 @@ InputFile::InputFile(const std::string& path, std::string_view what, std::uint64
     if (path.empty()) fail("the file name is empty");
     // O_NONBLOCK: a FIFO is refused below, not waited on.
     fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd_ < 0) {
+    struct stat st {};
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
         const int e = errno;
         fail(cause_of(e), e);
     }
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) fail(cause_of(errno));
     if (!S_ISREG(st.st_mode)) fail(kind_of(st.st_mode) + ", not a regular file");
     size_ = std::uint64_t(st.st_size);
-    if (RunFiles* run = RunFiles::current())
-        run->inputs_.push_back({st.st_dev, st.st_ino, true, normal_path(path), label_});
+    if (RunFiles* run = RunFiles::current()) run->inputs_.push_back({path, label_});
     if (size_ > max_bytes_)
         fail("the file has " + std::to_string(size_) + " bytes, more than the " +
              std::to_string(max_bytes_) + " this reader takes");
-    // Reads block as usual from here on.
-    const int flags = ::fcntl(fd_, F_GETFL);
-    if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
+    clear_nonblock(fd_);
 }
 
 InputFile::~InputFile() {
@@ -204,8 +200,7 @@ void InputFile::fail(const std::string& cause, int error) const {
 
 std::size_t InputFile::read_some(char* to, std::size_t n) {
     for (;;) {
-        const ssize_t got = ::read(fd_, to, n);
-        if (got >= 0) {
+        if (const ssize_t got = ::read(fd_, to, n); got >= 0) {
             at_ += std::uint64_t(got);
             return std::size_t(got);
         }
@@ -243,30 +238,24 @@ std::string InputFile::read_rest() {
 }
 
 std::string read_file(const std::string& path, std::string_view what, std::uint64_t max_bytes) {
-    InputFile in(path, what, max_bytes);
-    return in.read_rest();
+    return InputFile(path, what, max_bytes).read_rest();
 }
 
 // ------------------------------------------------------------------ writing
 
 int stream_named_by(const std::string& path) {
-    namespace fs = std::filesystem;
     std::error_code error;
     const std::string p = fs::absolute(fs::path(path), error).lexically_normal().string();
     if (error) return -1;
-    if (p == "/dev/stdin") return 0;
-    if (p == "/dev/stdout") return 1;
-    if (p == "/dev/stderr") return 2;
-    for (const char* folder : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"}) {
-        const std::string f = folder;
-        if (p.size() <= f.size() || p.compare(0, f.size(), f) != 0 || p.size() - f.size() > 9)
-            continue;
-        int fd = 0;
-        for (std::size_t i = f.size(); i < p.size(); ++i) {
-            if (p[i] < '0' || p[i] > '9') return -1;
-            fd = fd * 10 + (p[i] - '0');
-        }
-        return fd;
+    const char* standard[] = {"/dev/stdin", "/dev/stdout", "/dev/stderr"};
+    for (int fd = 0; fd < 3; ++fd)
+        if (p == standard[fd]) return fd;
+    for (std::string_view folder : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"}) {
+        if (!p.starts_with(folder)) continue;
+        const char *digits = p.data() + folder.size(), *end = p.data() + p.size();
+        int fd = -1;
+        const auto [stop, problem] = std::from_chars(digits, end, fd);
+        return problem == std::errc() && stop == end && digits[0] != '-' ? fd : -1;
     }
     return -1;
 }
@@ -309,29 +298,48 @@ void check_output_path(const std::string& path, std::string_view what) {
 OutputFile::OutputFile(const std::string& path, std::string_view what)
     : label_(file_label(what, path)), target_(path) {
     check_output_path(path, what);
+    // A standard stream named by its path: written through a copy of this
+    // program's own descriptor, so that a shell's `>> log` appends and a
+    // pipe gets the bytes in order.
     if (const int stream = stream_named_by(path); stream >= 0) {
-        open_stream(stream);
+        if (stream == 0) fail("standard input, which is read, not written", EINVAL);
+        fd_ = ::fcntl(stream, F_DUPFD_CLOEXEC, 3);
+        if (fd_ < 0) {
+            const int e = errno;
+            fail("descriptor " + std::to_string(stream) +
+                     " is not open in this program: " + cause_of(e),
+                 e);
+        }
+        stream_ = true;
+        handle_signals_while_writing();  // SIGXFSZ: a stream into a file has the limit too
         return;
     }
     if (RunFiles* run = RunFiles::current()) run->check_output(path, label_);
-    namespace fs = std::filesystem;
-    std::error_code error;
     struct stat st {};
-    bool replaces = false;  // an existing regular file
-    if (::stat(path.c_str(), &st) == 0) {
-        if (!S_ISREG(st.st_mode)) {
-            open_in_place(st.st_mode);
-            return;
+    const bool exists = ::stat(path.c_str(), &st) == 0;
+    // Not a regular file (/dev/null, a terminal, a pipe): written where it
+    // is. O_NONBLOCK opens a FIFO with a reader at once (`--save-json >(jq
+    // .)`) and fails with ENXIO, said so, where none would ever come.
+    if (exists && !S_ISREG(st.st_mode)) {
+        fd_ = ::open(target_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd_ < 0) {
+            const int e = errno;
+            if (e == ENXIO && S_ISFIFO(st.st_mode))
+                fail("a FIFO (named pipe) that no program is reading: nothing would take the bytes",
+                     e);
+            fail("cannot open: " + cause_of(e), e);
         }
-        replaces = true;
-        // A link to a regular file: replace the file it points to, not the link.
-        const fs::path real = fs::canonical(fs::path(path), error);
-        if (!error) target_ = real.string();
+        clear_nonblock(fd_);
+        handle_signals_while_writing();
+        return;
     }
+    // A link to a regular file: replace the file it points to, not the link.
+    std::error_code error;
+    if (const fs::path real = fs::canonical(fs::path(path), error); exists && !error)
+        target_ = real.string();
     // mkstemp makes a new file (O_EXCL): a name planted in advance leads
     // nowhere, and a short one leaves room beside a 255-byte target name.
-    const fs::path folder = fs::path(target_).parent_path();
-    beside_ = (folder / ".kv-part-XXXXXX").string();
+    beside_ = (fs::path(target_).parent_path() / ".kv-part-XXXXXX").string();
     fd_ = ::mkstemp(beside_.data());
     if (fd_ < 0) {
         const int e = errno;
@@ -344,7 +352,7 @@ OutputFile::OutputFile(const std::string& path, std::string_view what)
     // mkstemp gives 0600: a file replaced keeps its own, a new one gets
     // what the umask leaves (reading it sets it: one thread runs here).
     mode_t mode = st.st_mode & 07777;
-    if (!replaces) {
+    if (!exists) {
         const mode_t umask = ::umask(0);
         ::umask(umask);
         mode = 0666 & ~umask;
@@ -352,44 +360,10 @@ OutputFile::OutputFile(const std::string& path, std::string_view what)
     if (::fchmod(fd_, mode) != 0) fail("cannot set permissions: " + cause_of(errno));
 }
 
-// A standard stream named by its path: written through a copy of this
-// program's own descriptor, so that a shell's `>> log` appends and a pipe
-// gets the bytes in order.
-void OutputFile::open_stream(int stream) {
-    if (stream == 0) fail("standard input, which is read, not written", EINVAL);
-    fd_ = ::fcntl(stream, F_DUPFD_CLOEXEC, 3);
-    if (fd_ < 0) {
-        const int e = errno;
-        fail(
-            "descriptor " + std::to_string(stream) + " is not open in this program: " + cause_of(e),
-            e);
-    }
-    stream_ = true;
-    handle_signals_while_writing();  // SIGXFSZ: a stream into a file has the limit too
-}
-
-// Not a regular file (/dev/null, a terminal, a pipe): written where it is.
-// O_NONBLOCK opens a FIFO with a reader at once (`--save-json >(jq .)`) and
-// fails with ENXIO, said so, where none would ever come.
-void OutputFile::open_in_place(mode_t mode) {
-    fd_ = ::open(target_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd_ < 0) {
-        const int e = errno;
-        if (e == ENXIO && S_ISFIFO(mode))
-            fail("a FIFO (named pipe) that no program is reading: nothing would take the bytes", e);
-        fail("cannot open: " + cause_of(e), e);
-    }
-    // Writes block as usual from here on.
-    const int flags = ::fcntl(fd_, F_GETFL);
-    if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
-    handle_signals_while_writing();
-}
-
 void OutputFile::drop_beside() {
     if (beside_.empty()) return;
     ::unlink(beside_.c_str());
-    release_beside(slot_);
-    slot_ = -1;
+    release_beside(std::exchange(slot_, -1));
     beside_.clear();
 }
 
@@ -399,8 +373,7 @@ OutputFile::~OutputFile() {
 }
 
 void OutputFile::fail(const std::string& cause, int error) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
+    if (fd_ >= 0) ::close(std::exchange(fd_, -1));
     drop_beside();
     throw FileError(label_ + ": " + cause, error);
 }
@@ -415,8 +388,8 @@ void OutputFile::write(std::string_view bytes) {
     }
     while (!bytes.empty()) {
         const ssize_t put = ::write(fd_, bytes.data(), bytes.size());
+        if (put < 0 && errno == EINTR) continue;
         if (put < 0) {
-            if (errno == EINTR) continue;
             const int e = errno;
             fail("cannot write: " + cause_of(e), e);
         }
@@ -428,19 +401,16 @@ void OutputFile::commit() {
     if (fd_ < 0) fail("committed twice");
     // A full disk may show only now: synced, then closed, both checked.
     if (!beside_.empty() && ::fsync(fd_) != 0) fail("cannot write: " + cause_of(errno));
-    const int closed = ::close(fd_);
-    fd_ = -1;
-    if (closed != 0) fail("cannot write: " + cause_of(errno));
+    if (::close(std::exchange(fd_, -1)) != 0) fail("cannot write: " + cause_of(errno));
     if (beside_.empty()) return;
     if (RunFiles* run = RunFiles::current()) {  // renamed with the run's other files
-        run->finished_.push_back({std::exchange(beside_, std::string()), target_, label_, slot_});
+        run->finished_.push_back({std::exchange(beside_, ""), target_, label_, slot_});
         slot_ = -1;
         return;
     }
     if (std::rename(beside_.c_str(), target_.c_str()) != 0)
         fail("cannot replace the file: " + cause_of(errno));
-    release_beside(slot_);
-    slot_ = -1;
+    release_beside(std::exchange(slot_, -1));
     beside_.clear();
 }
 
@@ -450,9 +420,7 @@ namespace {
 RunFiles* current_run = nullptr;
 }
 
-RunFiles::RunFiles() : outer_(current_run) {
-    current_run = this;
-}
+RunFiles::RunFiles() : outer_(std::exchange(current_run, this)) {}
 
 RunFiles::~RunFiles() {
     current_run = outer_;
@@ -466,47 +434,34 @@ RunFiles* RunFiles::current() {
     return current_run;
 }
 
-// An output whose target this run reads, or writes already, is refused.
 void RunFiles::check_output(const std::string& path, const std::string& label) {
-    Known out;
-    out.path = normal_path(path);
-    out.label = label;
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
-        if (!S_ISREG(st.st_mode)) return;  // a device or a pipe takes any number of writers
-        out.exists = true;
-        out.device = st.st_dev;
-        out.inode = st.st_ino;
-    }
-    auto same = [&](const Known& k) {
-        return out.exists && k.exists ? out.device == k.device && out.inode == k.inode
-                                      : out.path == k.path;
-    };
+    // A device or a pipe takes any number of writers.
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return;
     for (const Known& in : inputs_)
-        if (same(in))
+        if (same_file(path, in.path))
             throw FileError(label + ": the same file as " + in.label +
                                 ", which this run reads; an output may not replace an input",
                             EINVAL);
     for (const Known& other : outputs_)
-        if (same(other))
+        if (same_file(path, other.path))
             throw FileError(label + ": the same file as " + other.label +
                                 ", which this run writes; each output needs a file of its own",
                             EINVAL);
-    outputs_.push_back(out);
+    outputs_.push_back({path, label});
 }
 
 void RunFiles::commit() {
     const SignalsHeld held;  // a signal now is taken once every file is in place
     for (std::size_t i = 0; i < finished_.size(); ++i) {
-        Finished& f = finished_[i];
+        const Finished f = finished_[i];
         if (std::rename(f.beside.c_str(), f.target.c_str()) != 0) {
             const int e = errno;
             ::unlink(f.beside.c_str());
             release_beside(f.slot);
-            const std::string label = f.label;
             // The rest stay beside their targets; the destructor removes them.
             finished_.erase(finished_.begin(), finished_.begin() + std::ptrdiff_t(i) + 1);
-            throw FileError(label + ": cannot replace the file: " + cause_of(e), e);
+            throw FileError(f.label + ": cannot replace the file: " + cause_of(e), e);
         }
         release_beside(f.slot);
     }
@@ -514,7 +469,6 @@ void RunFiles::commit() {
 }
 
 void write_file(const std::string& path, const std::string& text, std::string_view what) {
-    namespace fs = std::filesystem;
     const fs::path p(path);
     std::error_code error;
     if (!path.empty() && p.has_parent_path() && !fs::is_directory(p.parent_path(), error)) {

@@ -1,41 +1,33 @@
-// Reading and writing files, every failure one line:
+// Reading and writing files, every failure one line "<what> <path>: <cause>":
+// `what` is the flag that named the file or its kind ("checkpoint"), the
+// cause the system's own (strerror) where there is one, and the path goes
+// through excerpt() (report.h).
 //
-//     <what> <path>: <cause>
-//
-// where `what` says what the file is for (the flag that named it,
-// "--calibration", or its kind, "checkpoint") and the cause is the system's
-// own where there is one (strerror). Paths are quoted through excerpt()
-// (report.h): one short line whatever they hold.
-//
-// Reading: only a regular file, and at most a stated number of bytes of it:
-// a FIFO (which would block), /dev/zero (which never ends) or a folder is
+// Reading: only a regular file, and at most a stated number of bytes: a
+// FIFO (which would block), /dev/zero (which never ends) or a folder is
 // refused before anything is read.
 //
-// Writing: a file is replaced whole. The bytes go to a fresh file beside it
-// (mkstemp: never a name planted in advance), checked once closed and only
-// then renamed over the target, so a failure leaves the old file or none,
-// never half of one. It keeps the target's permissions, or, for a new file,
-// those the umask leaves. Written in place instead, or refused:
-//   - a standard stream named by its path (/dev/stdout, /dev/fd/N) is
-//     written through this program's own descriptor, so `--save-json
-//     /dev/stdout >> run.log` appends as the shell asked;
-//   - a target that is not a regular file (/dev/null, a terminal, a pipe)
-//     is written in place; a FIFO that no program reads is refused at once;
+// Writing replaces a file whole: the bytes go to a fresh file beside it
+// (mkstemp: never a name planted in advance), checked once closed, then
+// renamed over the target, so a failure leaves the old file or none. It
+// keeps the target's permissions (a new file gets what the umask leaves).
+// Written in place instead, or refused:
+//   - a standard stream named by its path (/dev/stdout, /dev/fd/N) is written
+//     through this program's descriptor, so `--save-json /dev/stdout >> log`
+//     appends as the shell asked;
+//   - a device or a pipe is written in place; a FIFO nobody reads is refused;
 //   - a regular file that is this program's standard output or error under
 //     another name is refused: replacing it would lose what the stream writes;
 //   - a symbolic link in a shared sticky folder (/tmp) owned by neither this
-//     user nor the folder's owner is refused, not followed: another user may
-//     have planted it (Linux's fs.protected_symlinks rule, whatever the
-//     setting);
-//   - inside a RunFiles (below), an output that is a file this run reads or
-//     already writes is refused.
+//     user nor the folder's owner is refused, not followed (Linux's
+//     fs.protected_symlinks rule, whatever the setting);
+//   - inside a RunFiles, a file the run reads or already writes is refused.
 //
 // Signals: SIGINT, SIGTERM and SIGHUP remove the files beside their targets
-// (a handler reads a fixed table and calls unlink, which is
+// (the handler only reads a fixed table and calls unlink, which is
 // async-signal-safe), then end the program as they would have. A signal
-// ignored at the start (nohup) stays ignored; one with a handler keeps it.
-// SIGXFSZ is ignored, so that a write past `ulimit -f` fails with EFBIG and
-// the message names the limit.
+// ignored at the start (nohup) or with a handler keeps it. SIGXFSZ is
+// ignored, so a write past `ulimit -f` fails with EFBIG and says the limit.
 #pragma once
 
 #include <sys/types.h>  // mode_t
@@ -69,12 +61,9 @@ class InputFile {
     InputFile& operator=(const InputFile&) = delete;
 
     std::uint64_t size() const { return size_; }  // in bytes, when it was opened
-    // Reads exactly `n` bytes; false if the file ends first.
-    bool read(void* out, std::size_t n);
-    // Moves `n` bytes on; false if that is past the end.
-    bool skip(std::uint64_t n);
-    // Everything from here to the end, at most max_bytes in all (a /proc
-    // file may grow while read).
+    bool read(void* out, std::size_t n);          // exactly `n` bytes; false if the file ends first
+    bool skip(std::uint64_t n);                   // false if that is past the end
+    // Everything from here to the end, at most max_bytes (a /proc file may grow).
     std::string read_rest();
     // Throws FileError "<what> <path>: <cause>", carrying `error` (an errno).
     [[noreturn]] void fail(const std::string& cause, int error = 0) const;
@@ -105,9 +94,7 @@ class OutputFile {
 
   private:
     [[noreturn]] void fail(const std::string& cause, int error = 0);
-    void open_in_place(mode_t mode);  // a device, a pipe: written where it is
-    void open_stream(int stream);     // /dev/stdout and the like: this program's descriptor
-    void drop_beside();               // removes the file beside the target, if any
+    void drop_beside();  // removes the file beside the target, if any
     int fd_ = -1;
     int slot_ = -1;  // the file beside the target's place in the signal handler's table
     bool stream_ = false;
@@ -118,9 +105,8 @@ class OutputFile {
 // folder if needed; `what` names the flag in a message ("--save-json").
 void write_file(const std::string& path, const std::string& text, std::string_view what = "");
 
-// Throws FileError for an output OutputFile would refuse whatever the run:
-// an empty name, a folder, a planted link, this program's standard output
-// or error. Flags::parse asks it of every output flag before the run.
+// Throws FileError for an output refused whatever the run (an empty name, a
+// folder, and the refusals above); Flags asks it of every output flag.
 void check_output_path(const std::string& path, std::string_view what);
 
 // Whether two paths name one file: the same device and inode when both
@@ -135,14 +121,11 @@ std::string file_name_part(const std::string& text);
 // /proc/self/fd/N N), or -1.
 int stream_named_by(const std::string& path);
 
-// One run's files, kept while a chapter runs (run_chapter). While one
-// exists, an output that is a file the run reads or already writes is
-// refused (`--checkpoint m.bin --save-json m.bin`), and every output's
-// commit() leaves it beside its target: commit() here renames them all,
-// SIGINT, SIGTERM and SIGHUP held back until the last is done, so a run's
-// files replace the old ones together, or (a failure, a signal before)
-// none does. What goes to a stream or a device is written at once.
-// Dropped without commit(), it removes every file it holds.
+// One run's files, kept while a chapter runs (run_chapter): it refuses an
+// output that is a file the run reads or already writes, and holds every
+// committed OutputFile beside its target until its own commit() renames
+// them all, signals held back: they replace the old ones together, or (a
+// failure, a signal before) none does. Dropped uncommitted, it removes them.
 class RunFiles {
   public:
     RunFiles();
@@ -150,20 +133,15 @@ class RunFiles {
     RunFiles(const RunFiles&) = delete;
     RunFiles& operator=(const RunFiles&) = delete;
 
-    void commit();  // renames every finished file over its target; or throws FileError
-
-    // The RunFiles in force, or nullptr.
-    static RunFiles* current();
+    void commit();               // renames every finished file over its target; or throws FileError
+    static RunFiles* current();  // the RunFiles in force, or nullptr
 
   private:
     friend class InputFile;
     friend class OutputFile;
+    friend class Flags;
     struct Known {
-        dev_t device = 0;
-        ino_t inode = 0;
-        bool exists = false;
-        std::string path;   // absolute, normalized (same_file)
-        std::string label;  // file_label: what and path
+        std::string path, label;  // label: file_label, what and path
     };
     struct Finished {
         std::string beside, target, label;
@@ -176,9 +154,9 @@ class RunFiles {
     std::vector<Finished> finished_;
 };
 
-// Installs the signal handling above, for every signal still at its
-// default action; the first file written does it, and run_program at its
-// start, so that standard output into a file meets ulimit -f as an error.
+// Installs the signal handling above for every signal still at its default
+// action; the first file written does it, and run_program at its start, so
+// that standard output into a file meets ulimit -f as an error.
 void handle_signals_while_writing();
 
 // Flushes standard output; throws FileError "cannot write standard output:

@@ -1,9 +1,7 @@
 #include "flags.h"
 
-#include "files.h"  // same_file, stream_named_by
+#include "files.h"  // RunFiles, check_output_path, stream_named_by
 #include "report.h"
-
-#include <sys/stat.h>
 
 #include <cctype>
 #include <cerrno>
@@ -27,21 +25,23 @@ std::string quote(const std::string& s) {
 // ("12", not "12k" or "1e3").
 template <class T>
 T parse_whole(const std::string& name, const std::string& text, T min, T max) {
-    bool ok = !text.empty() && text != "-";
-    for (std::size_t i = 0; i < text.size(); ++i)
-        ok =
-            ok && (std::isdigit(static_cast<unsigned char>(text[i])) || (i == 0 && text[i] == '-'));
-    if (!ok) throw UsageError("--" + name + ": expected a whole number, got " + quote(text));
+    const bool minus = !text.empty() && text[0] == '-';
+    if (text.size() == std::size_t(minus) ||
+        text.find_first_not_of("0123456789", std::size_t(minus)) != std::string::npos)
+        throw UsageError("--" + name + ": expected a whole number, got " + quote(text));
     errno = 0;
-    T v;
-    if constexpr (std::is_signed_v<T>)
-        v = std::strtoll(text.c_str(), nullptr, 10);
-    else
-        v = text[0] == '-' ? max : std::strtoull(text.c_str(), nullptr, 10);
-    if (errno == ERANGE || v < min || v > max || (!std::is_signed_v<T> && text[0] == '-'))
+    const T v = std::is_signed_v<T> ? T(std::strtoll(text.c_str(), nullptr, 10))
+                                    : T(std::strtoull(text.c_str(), nullptr, 10));
+    if (errno == ERANGE || v < min || v > max || (!std::is_signed_v<T> && minus))
         throw UsageError("--" + name + ": must be in " + std::to_string(min) + ".." +
                          std::to_string(max) + ", got " + excerpt(text));
     return v;
+}
+
+// "--name=value" -> "name".
+std::string flag_name(const std::string& arg) {
+    const std::size_t eq = arg.find('=');
+    return arg.substr(2, eq == std::string::npos ? eq : eq - 2);
 }
 
 std::string format_double(double v) {
@@ -54,20 +54,18 @@ std::string format_double(double v) {
 
 bool is_decimal_number(std::string_view text) {
     std::size_t i = 0;
-    auto digits = [&] {
+    auto take = [&](std::string_view chars) {  // one of `chars`, if it is next
+        return i < text.size() && chars.find(text[i]) != std::string_view::npos && ++i;
+    };
+    auto digits = [&] {  // one digit or more
         const std::size_t start = i;
-        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+        while (take("0123456789")) continue;
         return i > start;
     };
-    if (i < text.size() && text[i] == '-') ++i;
-    if (!digits()) return false;
-    if (i < text.size() && text[i] == '.') {
-        ++i;
-        if (!digits()) return false;
-    }
-    if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-        ++i;
-        if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    take("-");
+    if (!digits() || (take(".") && !digits())) return false;
+    if (take("eE")) {
+        take("+-");
         if (!digits()) return false;
     }
     return i == text.size();
@@ -79,13 +77,6 @@ Flags::Flags(std::string program, std::string summary)
 void Flags::declare(Flag flag) {
     if (find(flag.name) != nullptr) throw std::logic_error("flag declared twice: --" + flag.name);
     flags_.push_back(std::move(flag));
-}
-
-bool Flags::names_a_flag(const std::string& arg) {
-    if (arg.rfind("--", 0) != 0) return false;
-    const std::size_t eq = arg.find('=');  // at 2 or later: arg starts with --
-    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    return name == "help" || find(name) != nullptr;
 }
 
 Flags::Flag* Flags::find(const std::string& name) {
@@ -137,47 +128,37 @@ void Flags::add(const std::string& name, std::string& value, const std::string& 
     flags_.back().text = &value;
 }
 
-void Flags::reads_file(const std::string& name) {
+Flags::Flag& Flags::string_flag(const std::string& name, const char* asker) {
     Flag* flag = find(name);
     if (flag == nullptr || flag->text == nullptr)
-        throw std::logic_error("reads_file: no string flag --" + name);
-    flag->file = Flag::File::read;
+        throw std::logic_error(std::string(asker) + ": no string flag --" + name);
+    return *flag;
+}
+
+void Flags::reads_file(const std::string& name) {
+    string_flag(name, "reads_file").file = Flag::File::read;
 }
 
 void Flags::writes_file(const std::string& name) {
-    Flag* flag = find(name);
-    if (flag == nullptr || flag->text == nullptr)
-        throw std::logic_error("writes_file: no string flag --" + name);
-    flag->file = Flag::File::written;
+    string_flag(name, "writes_file").file = Flag::File::written;
 }
 
+// The rule a run applies to the files it opens (RunFiles, files.h), applied
+// to the flags before the run: a standard stream or a device may be named
+// by several outputs.
 void Flags::check_files() const {
-    // A file that several may name: a stream (/dev/stdout) or a device.
-    auto shared = [](const std::string& path) {
-        struct stat st {};
-        return stream_named_by(path) >= 0 ||
-               (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
-    };
-    for (std::size_t i = 0; i < flags_.size(); ++i) {
-        const Flag& out = flags_[i];
+    RunFiles run;
+    auto label = [](const Flag& f) { return file_label("--" + f.name, *f.text); };
+    for (const Flag& in : flags_)
+        if (in.file == Flag::File::read && !in.text->empty())
+            run.inputs_.push_back({*in.text, label(in)});
+    for (const Flag& out : flags_) {
         if (out.file != Flag::File::written || out.text->empty()) continue;
         try {
             check_output_path(*out.text, "--" + out.name);
+            if (stream_named_by(*out.text) < 0) run.check_output(*out.text, label(out));
         } catch (const FileError& e) {
             throw UsageError(e.what());
-        }
-        if (shared(*out.text)) continue;
-        for (std::size_t j = 0; j < flags_.size(); ++j) {
-            const Flag& other = flags_[j];
-            if (j == i || other.file == Flag::File::none || other.text->empty()) continue;
-            const bool input = other.file == Flag::File::read;
-            if (!input && j > i) continue;  // two outputs: named once, by the later flag
-            if (!same_file(*out.text, *other.text)) continue;
-            throw UsageError("--" + out.name + " " + excerpt(*out.text, kMostQuotedPath) +
-                             ": the same file as --" + other.name + " " +
-                             excerpt(*other.text, kMostQuotedPath) +
-                             (input ? "; an output may not replace an input"
-                                    : "; each output needs a file of its own"));
         }
     }
 }
@@ -219,8 +200,7 @@ bool Flags::parse(int argc, const char* const* argv) {
             throw UsageError("unexpected argument " + quote(arg) +
                              " (flags start with --; see --help)");
         const std::size_t eq = arg.find('=');
-        const std::string name =
-            arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+        const std::string name = flag_name(arg);
         Flag* flag = find(name);
         if (flag == nullptr) throw UsageError("unknown flag --" + excerpt(name) + " (see --help)");
         if (flag->is_switch) {
@@ -235,7 +215,8 @@ bool Flags::parse(int argc, const char* const* argv) {
             if (i + 1 >= argc) throw UsageError("--" + name + ": missing value");
             value = argv[++i];
             // "--save-json --json": a forgotten value would swallow the next flag.
-            if (names_a_flag(value))
+            if (value.rfind("--", 0) == 0 &&
+                (flag_name(value) == "help" || find(flag_name(value)) != nullptr))
                 throw UsageError("--" + name + ": expected a value, got the flag " +
                                  excerpt(value) + " (to mean that text, write --" + name + "=" +
                                  excerpt(value) + ")");

@@ -10,14 +10,8 @@
 // Both "--name value" and "--name=value" work. Anything wrong (unknown flag,
 // missing value, not a number, out of range, an empty string) throws
 // UsageError with one line naming the flag and the value. A value that is
-// itself a flag ("--save-json --json") is refused, not taken as a file
-// name; "--save-json=--json" gives it on purpose.
-//
-// Numbers are decimal: an optional minus sign and digits, and for other
-// than whole-number flags a decimal point and an exponent ("2e-3").
-// Hexadecimal, a plus sign, a bare point (".5", "5."), "inf", "nan" and
-// spaces are refused, so 0x10 never means 16 to one flag and an error to
-// another.
+// itself a flag ("--save-json --json") is refused; "--save-json=--json"
+// gives it on purpose.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +24,11 @@
 
 namespace kv {
 
-// The decimal numbers the flags accept (above).
+// The numbers flags accept: an optional minus sign and digits, then for
+// other than whole-number flags a decimal point and an exponent ("2e-3").
+// Hexadecimal, a plus sign, a bare point (".5", "5."), "inf", "nan" and
+// spaces are refused, so 0x10 never means 16 to one flag and an error to
+// another.
 bool is_decimal_number(std::string_view text);
 
 struct UsageError : std::invalid_argument {
@@ -54,15 +52,13 @@ class Flags {
     void add_choice(const std::string& name, std::string& value,
                     const std::vector<std::string>& choices, const std::string& help);
 
-    // Marks a declared string flag as naming a file the program reads, or
-    // one it writes: parse() refuses an output that is the same file
-    // (same_file, files.h) as an input or another output; a standard stream
-    // or a device may be named by several.
+    // Marks a string flag as naming a file the program reads, or writes:
+    // parse() refuses an output that is the same file as an input or
+    // another output (RunFiles, files.h).
     void reads_file(const std::string& name);
     void writes_file(const std::string& name);
 
-    // Keeps a declared flag out of --help; it is still accepted (--plot-dir
-    // of a program that draws no plot).
+    // Keeps a flag out of --help, still accepted (a plotless --plot-dir).
     void unlist(const std::string& name);
 
     // Returns false when --help was asked for (the help is then on stdout).
@@ -84,7 +80,7 @@ class Flags {
     void check_files() const;  // the rule of reads_file and writes_file
     void declare(Flag flag);
     Flag* find(const std::string& name);
-    bool names_a_flag(const std::string& arg);  // "--json", "--json=x", "--help": declared
+    Flag& string_flag(const std::string& name, const char* asker);
 
     std::string program_;
     std::string summary_;

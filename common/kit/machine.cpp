@@ -1,7 +1,6 @@
 #include "machine.h"
 
-#include "machine_probes.h"  // cache_sizes
-#include "report.h"          // fixed, format_bytes
+#include "report.h"  // fixed, format_bytes
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -66,21 +65,11 @@ std::string beyond_memory(double bytes, double fraction) {
 
 std::string beyond_memory(double bytes, double fraction, const MemoryLimit& have) {
     if (have.bytes == 0 || bytes <= double(have.bytes) * fraction) return "";  // 0: unknown
-    std::string text = "more than ";
-    if (fraction == 0.5)
-        text += "half of ";
-    else if (fraction == 0.25)
-        text += "a quarter of ";
-    else if (fraction != 1)
-        text += fixed(100 * fraction, 0) + "% of ";
-    text += have.what;
-    text += ", ";
-    text += format_bytes(have.bytes);
-    return text;
-}
-
-std::uint64_t last_level_cache_bytes() {
-    return cache_sizes().last_level;
+    const std::string share = fraction == 0.5    ? "half of "
+                              : fraction == 0.25 ? "a quarter of "
+                              : fraction == 1    ? ""
+                                                 : fixed(100 * fraction, 0) + "% of ";
+    return "more than " + share + have.what + ", " + format_bytes(have.bytes);
 }
 
 std::uint64_t page_size() {

@@ -3,8 +3,8 @@
 #include "program.h"  // Allocating
 #include "report.h"   // format_bytes
 
-#include <time.h>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -19,34 +19,20 @@ namespace kv {
 
 // ------------------------------------------------------------ cache sizes
 
-namespace {
-
-// "48K", "2048K", "266240K" -> bytes; 0 if unreadable.
-std::uint64_t read_cache_size(const std::string& dir) {
-    std::ifstream in(dir + "/size");
-    std::string text;
-    if (!(in >> text) || text.empty()) return 0;
-    std::uint64_t value = 0;
-    std::size_t i = 0;
-    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i)
-        value = value * 10 + (text[i] - '0');
-    if (i < text.size() && (text[i] == 'K' || text[i] == 'k')) value <<= 10;
-    if (i < text.size() && (text[i] == 'M' || text[i] == 'm')) value <<= 20;
-    return value;
-}
-
-}  // namespace
-
 CacheSizes cache_sizes() {
     CacheSizes sizes;
     for (int index = 0; index < 8; ++index) {
         const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
-        std::ifstream level_file(dir + "/level"), type_file(dir + "/type");
+        std::ifstream level_file(dir + "/level"), type_file(dir + "/type"),
+            size_file(dir + "/size");
         int level = 0;
-        std::string type;
-        if (!(level_file >> level) || !(type_file >> type)) continue;
-        if (type == "Instruction") continue;
-        const std::uint64_t bytes = read_cache_size(dir);
+        std::string type, size;  // size: "48K", "2048K", "266240K"
+        if (!(level_file >> level) || !(type_file >> type) || type == "Instruction") continue;
+        size_file >> size;
+        char* unit = nullptr;
+        std::uint64_t bytes = std::strtoull(size.c_str(), &unit, 10);  // 0 if unreadable
+        if (*unit == 'K' || *unit == 'k') bytes <<= 10;
+        if (*unit == 'M' || *unit == 'm') bytes <<= 20;
         if (level == 1) sizes.l1d = bytes;
         if (level == 2) sizes.l2 = bytes;
         if (level >= 3) sizes.last_level = std::max(sizes.last_level, bytes);
@@ -59,31 +45,32 @@ CacheSizes cache_sizes() {
 
 namespace {
 
-// One chain is one vector register of the widest kind the build targets,
-// and there are as many chains as the register file holds with room to
-// spare: a chain that does not fit in a register lives on the stack, and the
-// probe would time loads and stores as much as arithmetic. Each step of a
-// chain waits for the one before (a fused multiply-add's latency, about 4
-// cycles) and two ports each start one a cycle, so at least 8 chains keep
-// both busy: 16 where there are 32 vector registers (AVX-512, ARM64), 12
-// where there are 16 (AVX2, SSE2), leaving room for the constants a and b.
+// One chain is one vector register of the widest kind the build targets (a
+// chain on the stack would time loads and stores). Each step waits for the
+// one before (about 4 cycles) and two ports each start one a cycle, so at
+// least 8 chains keep both busy: 16 where there are 32 vector registers, 12
+// where there are 16, leaving room for the constants a and b.
 #if defined(__AVX512F__)
-constexpr int kLanes = 16;      // floats in one zmm register
-constexpr int kRegisters = 32;  // zmm0-zmm31
+constexpr int kLanes = 16, kChains = 16;  // zmm registers, 32 of them
 #elif defined(__AVX__)
-constexpr int kLanes = 8;       // floats in one ymm register
-constexpr int kRegisters = 16;  // ymm0-ymm15
+constexpr int kLanes = 8, kChains = 12;  // ymm registers, 16 of them
 #elif defined(__aarch64__)
-constexpr int kLanes = 4;       // floats in one NEON register
-constexpr int kRegisters = 32;  // v0-v31
+constexpr int kLanes = 4, kChains = 16;  // NEON registers, 32 of them
 #else
-constexpr int kLanes = 4;       // floats in one xmm register (SSE2, the x86-64 baseline)
-constexpr int kRegisters = 16;  // xmm0-xmm15
+constexpr int kLanes = 4, kChains = 12;  // xmm registers (SSE2, the x86-64 baseline), 16 of them
 #endif
-constexpr int kChains = kRegisters >= 32 ? 16 : 12;
 constexpr double kFlopsPerIteration = 2.0 * kChains * kLanes;  // a multiply and an add per lane
 
 typedef float ProbeLanes __attribute__((vector_size(kLanes * sizeof(float))));
+
+// The probes' loops: never inlined into the timing. Clang splits a 16-float
+// vector into two ymm halves on cores where it prefers 256-bit vectors, and
+// the halves would not fit in the registers, unless the function asks for zmm.
+#if defined(__clang__) && defined(__AVX512F__)
+#define KV_PROBE_LOOP __attribute__((noinline, min_vector_width(512)))
+#else
+#define KV_PROBE_LOOP __attribute__((noinline))
+#endif
 
 // a * b + c rounded once, with the instruction the build targets.
 inline ProbeLanes fused(ProbeLanes a, ProbeLanes b, ProbeLanes c) {
@@ -99,19 +86,10 @@ inline ProbeLanes fused(ProbeLanes a, ProbeLanes b, ProbeLanes c) {
 #endif
 }
 
-// Clang splits a 16-float vector into two ymm halves on cores where it
-// prefers 256-bit vectors, and the halves would not fit in the registers,
-// unless the function asks for zmm.
 template <bool Fused>
-#if defined(__clang__) && defined(__AVX512F__)
-__attribute__((noinline, min_vector_width(512)))
-#else
-__attribute__((noinline))
-#endif
-float chains(long iterations) {
-    // The starting values come through a volatile, so that the compiler
-    // can neither run the chains at compile time nor drop one whose value
-    // it can prove never changes.
+KV_PROBE_LOOP float chains(long iterations) {
+    // Through a volatile: the compiler can neither run the chains at compile
+    // time nor drop one whose value it can prove never changes.
     volatile float first = 2.0f;
     ProbeLanes acc[kChains];
     for (int i = 0; i < kChains; ++i) acc[i] = ProbeLanes{} + (first + float(i));
@@ -126,6 +104,19 @@ float chains(long iterations) {
     return total;
 }
 
+// The best rate of `repeats` runs of `run`, each doing `work` (FLOP or bytes).
+template <class Run>
+double best_rate(int repeats, double work, Run run) {
+    double best = 0;
+    for (int r = 0; r < std::max(1, repeats); ++r) {
+        const double start = thread_cpu_seconds();
+        run();
+        if (const double seconds = thread_cpu_seconds() - start; seconds > 0)
+            best = std::max(best, work / seconds);
+    }
+    return best;
+}
+
 template <bool Fused>
 double chain_flops(int repeats, long iterations) {
     // Volatile in and out: the compiler can neither skip the calls nor, the
@@ -133,14 +124,8 @@ double chain_flops(int repeats, long iterations) {
     volatile long count = iterations;
     volatile float sink = 0;
     sink = sink + chains<Fused>(count / 10);  // warm-up: the core's clock comes up
-    double best = 0;
-    for (int r = 0; r < std::max(1, repeats); ++r) {
-        const double start = thread_cpu_seconds();
-        sink = sink + chains<Fused>(count);
-        const double seconds = thread_cpu_seconds() - start;
-        if (seconds > 0) best = std::max(best, kFlopsPerIteration * double(iterations) / seconds);
-    }
-    return best;
+    return best_rate(repeats, kFlopsPerIteration * double(iterations),
+                     [&] { sink = sink + chains<Fused>(count); });
 }
 
 }  // namespace
@@ -166,20 +151,13 @@ double peak_multiply_then_add_flops(int repeats, long iterations) {
 namespace {
 
 // The sum of n floats (n a multiple of kFloatsPerStep), read as eight
-// streams at once, one register a step each: as many cache-line misses in
-// flight as a batch-1 decode, which walks 8 weight rows side by side (one
-// stream reads DRAM slower than the decode does). Eight accumulators also
-// cover the adds' latency and fit every build's registers. Only the time is
-// used, so the order of the additions does not matter.
+// streams at once: as many cache-line misses in flight as a batch-1 decode,
+// which walks 8 weight rows side by side (one stream reads DRAM slower than
+// the decode does). Only the time is used, not the sum's order.
 constexpr int kStreams = 8;
 constexpr std::size_t kFloatsPerStep = kStreams * kLanes;  // one register from each stream
 
-#if defined(__clang__) && defined(__AVX512F__)
-__attribute__((noinline, min_vector_width(512)))  // zmm, not two ymm halves (see chains())
-#else
-__attribute__((noinline))
-#endif
-float sum_floats(const float* p, std::size_t n) {
+KV_PROBE_LOOP float sum_floats(const float* p, std::size_t n) {
     const std::size_t part = n / kStreams;
     ProbeLanes acc[kStreams] = {};
     for (std::size_t i = 0; i < part; i += kLanes)
@@ -207,18 +185,13 @@ ReadBandwidthProbe::ReadBandwidthProbe(std::uint64_t bytes) {
 }
 
 double ReadBandwidthProbe::bytes_per_second(int repeats, std::uint64_t min_bytes) const {
-    const std::size_t n = floats_.size();
     const std::uint64_t passes = std::max<std::uint64_t>(1, min_bytes / bytes());
     volatile float sink = 0;
-    sink = sink + sum_floats(floats_.data(), n);  // untimed: brings a small buffer into the cache
-    double best = 0;
-    for (int r = 0; r < std::max(1, repeats); ++r) {
-        const double start = thread_cpu_seconds();
-        for (std::uint64_t p = 0; p < passes; ++p) sink = sink + sum_floats(floats_.data(), n);
-        const double seconds = thread_cpu_seconds() - start;
-        if (seconds > 0) best = std::max(best, double(passes) * double(bytes()) / seconds);
-    }
-    return best;
+    auto pass = [&] { sink = sink + sum_floats(floats_.data(), floats_.size()); };
+    pass();  // untimed: brings a small buffer into the cache
+    return best_rate(repeats, double(passes) * double(bytes()), [&] {
+        for (std::uint64_t p = 0; p < passes; ++p) pass();
+    });
 }
 
 std::uint64_t dram_probe_bytes(const CacheSizes& caches) {

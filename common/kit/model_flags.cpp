@@ -27,28 +27,19 @@ void add_answer_flags(Flags& flags, int& prompt_len, int& answer_len, int& repea
 }
 
 ModelMemory model_memory(const Config& c, std::uint64_t cache_tokens, std::uint64_t pass_rows) {
-    const char* what = "model memory";
-    const std::uint64_t f = sizeof(float);
+    auto mul = [](std::uint64_t a, std::uint64_t b) { return checked_mul(a, b, "model memory"); };
+    auto add = [](std::uint64_t a, std::uint64_t b) { return checked_add(a, b, "model memory"); };
     ModelMemory m;
     m.weights = c.weight_bytes();
     m.kv_cache = c.kv_bytes(cache_tokens);
     // RopeTable: cos and sin of head_size / 2 angles at each of max_seq positions.
-    m.rope_table = checked_mul(
-        checked_mul(std::uint64_t(c.max_seq), std::uint64_t(c.head_size()), what), f, what);
+    m.rope_table = mul(mul(c.max_seq, c.head_size()), sizeof(float));
     // One pass over `pass_rows` rows holds, per row, x, xb, q, att and proj
     // (dim each), k and v (kv_dim each) and the feed-forward's gate and up
     // (ffn each); and one row of scores per position, and logits.
-    const std::uint64_t per_row =
-        checked_add(checked_mul(5, std::uint64_t(c.dim), what),
-                    checked_add(checked_mul(2, std::uint64_t(c.kv_dim()), what),
-                                checked_mul(2, std::uint64_t(c.ffn_dim), what), what),
-                    what);
-    m.pass_scratch = checked_mul(
-        checked_add(checked_mul(pass_rows, per_row, what),
-                    checked_add(std::uint64_t(c.max_seq), std::uint64_t(c.vocab_size), what), what),
-        f, what);
-    m.total = checked_add(checked_add(m.weights, m.kv_cache, what),
-                          checked_add(m.rope_table, m.pass_scratch, what), what);
+    const std::uint64_t per_row = add(mul(5, c.dim), add(mul(2, c.kv_dim()), mul(2, c.ffn_dim)));
+    m.pass_scratch = mul(add(mul(pass_rows, per_row), add(c.max_seq, c.vocab_size)), sizeof(float));
+    m.total = add(add(m.weights, m.kv_cache), add(m.rope_table, m.pass_scratch));
     return m;
 }
 
@@ -58,15 +49,14 @@ std::string ModelMemory::describe() const {
            ", a pass's scratch " + format_bytes(pass_scratch) + ")";
 }
 
-void check_model(const Config& config, std::uint64_t cache_tokens) {
-    check_model(config, cache_tokens, std::min<std::uint64_t>(cache_tokens, config.max_seq));
-}
-
-void check_model(const Config& config, std::uint64_t cache_tokens, std::uint64_t pass_rows) {
+void check_model(const Config& config, std::uint64_t cache_tokens,
+                 std::optional<std::uint64_t> pass_rows) {
+    const std::uint64_t rows =
+        pass_rows.value_or(std::min<std::uint64_t>(cache_tokens, std::uint64_t(config.max_seq)));
     ModelMemory need;
     try {
         config.validate();
-        need = model_memory(config, cache_tokens, std::max<std::uint64_t>(pass_rows, 1));
+        need = model_memory(config, cache_tokens, std::max<std::uint64_t>(rows, 1));
     } catch (const std::exception& e) {
         throw UsageError(e.what());
     }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "../core/config.h"
@@ -30,7 +31,7 @@ ModelMemory model_memory(const Config& config, std::uint64_t cache_tokens, std::
 // Validates the shape and checks that model_memory() fits in half the
 // memory this process may use, or throws UsageError naming each size.
 // Without `pass_rows`, the widest pass is min(cache_tokens, max_seq) rows.
-void check_model(const Config& config, std::uint64_t cache_tokens);
-void check_model(const Config& config, std::uint64_t cache_tokens, std::uint64_t pass_rows);
+void check_model(const Config& config, std::uint64_t cache_tokens,
+                 std::optional<std::uint64_t> pass_rows = std::nullopt);
 
 }  // namespace kv

@@ -31,8 +31,7 @@ inline void add_output_flags(Flags& flags, OutputOptions& out, bool plots = true
 }
 
 // Saves and/or prints `results`, opened by where they came from
-// (with_origin, report.h). True when the JSON went to stdout, so the caller
-// skips the text report.
+// (with_origin). True when the JSON went to stdout: no text report then.
 inline bool emit(const OutputOptions& out, const Json& results) {
     const Json json = out.chapter.empty() ? results : with_origin(results, out.chapter);
     if (!out.save_json.empty()) write_file(out.save_json, json.str() + "\n", "--save-json");

@@ -14,7 +14,6 @@ namespace kv {
 
 // Names a large allocation while it is being made, so that run_program can
 // say what a std::bad_alloc was allocating:
-//
 //     const Allocating note("the KV cache of " + std::to_string(n) + " positions");
 class Allocating {
   public:
@@ -62,8 +61,8 @@ int run_program(const char* program, Body&& body) {
 class Progress {
   public:
     explicit Progress(std::string label);
-    // For tests: lines go to `out`, as if stderr were a terminal or not, and
-    // may show after `quiet` instead of a second, a new note `every` so often.
+    // For tests: lines go to `out`, as if stderr were a terminal or not,
+    // after `quiet` instead of a second, a new note `every` so often.
     Progress(std::string label, std::ostream& out, bool terminal, std::chrono::milliseconds quiet,
              std::chrono::milliseconds every = std::chrono::milliseconds(100));
     ~Progress();  // clears the line

@@ -111,12 +111,10 @@ WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed) {
 }
 
 StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOptions& q) {
-    if (q.cost_model == "analytic") {
-        StepCalibration counted;
-        counted.cost = analytic_step_cost(c);
-        return counted;
-    }
-    return machine_step_cost(c, seed, q.calibrate);
+    if (q.cost_model != "analytic") return machine_step_cost(c, seed, q.calibrate);
+    StepCalibration counted;
+    counted.cost = analytic_step_cost(c);
+    return counted;
 }
 
 std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests) {
@@ -143,13 +141,11 @@ namespace {
 // A price in seconds, three figures in its own unit: from ns to ms.
 std::string price_text(double seconds) {
     if (seconds == 0) return "0";
+    const auto [scale, unit] = seconds < 1e-6   ? std::pair{1e9, " ns"}
+                               : seconds < 1e-3 ? std::pair{1e6, " us"}
+                                                : std::pair{1e3, " ms"};
     char buf[32];
-    if (seconds < 1e-6)
-        std::snprintf(buf, sizeof buf, "%.3g ns", seconds * 1e9);
-    else if (seconds < 1e-3)
-        std::snprintf(buf, sizeof buf, "%.3g us", seconds * 1e6);
-    else
-        std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
+    std::snprintf(buf, sizeof buf, "%.3g%s", seconds * scale, unit);
     return buf;
 }
 
@@ -159,14 +155,14 @@ std::string step_cost_text(const StepCalibration& pricing) {
     const StepCost& s = pricing.cost;
     std::string text = "step cost: " + s.source;
     if (!pricing.probes.empty()) {
-        const StepProbe* worst = &pricing.probes.front();
-        for (const StepProbe& p : pricing.probes)
-            if (std::fabs(p.fitted / p.seconds - 1) > std::fabs(worst->fitted / worst->seconds - 1))
-                worst = &p;
+        auto error = [](const StepProbe& p) { return std::fabs(p.fitted / p.seconds - 1); };
+        const StepProbe& worst = *std::max_element(
+            pricing.probes.begin(), pricing.probes.end(),
+            [&](const StepProbe& a, const StepProbe& b) { return error(a) < error(b); });
         text += "; " + std::to_string(pricing.probes.size()) + " steps timed in " +
                 format_duration(pricing.seconds) + ", largest fit error " +
-                fixed(100 * s.fit_error, 1) + "% (" + worst->what + ": measured " +
-                price_text(worst->seconds) + ", formula " + price_text(worst->fitted) + ")";
+                fixed(100 * s.fit_error, 1) + "% (" + worst.what + ": measured " +
+                price_text(worst.seconds) + ", formula " + price_text(worst.fitted) + ")";
     }
     return text + "\n  a step = " + price_text(s.fixed) + " + " + price_text(s.per_row) +
            " x rows + " + price_text(s.per_sequence) + " x sequences + " + price_text(s.per_pair) +
@@ -175,13 +171,13 @@ std::string step_cost_text(const StepCalibration& pricing) {
 
 Json step_cost_json(const StepCalibration& pricing) {
     const StepCost& s = pricing.cost;
-    Json j;
-    j.add("source", s.source)
-        .add("fixed_s", s.fixed)
-        .add("per_row_s", s.per_row)
-        .add("per_sequence_s", s.per_sequence)
-        .add("per_pair_s", s.per_pair)
-        .add("per_position_s", s.per_position);
+    Json j = Json()
+                 .add("source", s.source)
+                 .add("fixed_s", s.fixed)
+                 .add("per_row_s", s.per_row)
+                 .add("per_sequence_s", s.per_sequence)
+                 .add("per_pair_s", s.per_pair)
+                 .add("per_position_s", s.per_position);
     if (!pricing.probes.empty())
         j.add("max_fit_error", s.fit_error)
             .add("steps_timed", std::uint64_t(pricing.probes.size()))

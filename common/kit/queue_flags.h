@@ -32,10 +32,10 @@ void add_queue_flags(Flags& flags, QueueOptions& q);
 void check_queue(const Config& c, const QueueOptions& q);
 
 // A KV budget of `mib` MiB (named by `flag`) in blocks of --block-size
-// positions: its blocks, checked to be countable by a block table (an int),
-// to hold a request of `longest` positions alone (or it would wait forever)
-// and, where the pool is `allocated` for real, to fit in half this
-// machine's memory; the first that fails is a UsageError naming the flags.
+// positions: its blocks, checked to be countable by an int, to hold a
+// request of `longest` positions alone (or it would wait forever) and, where
+// the pool is `allocated` for real, to fit in half this machine's memory;
+// the first that fails is a UsageError naming the flags.
 int check_blocks(const Config& c, const std::string& flag, std::uint64_t mib, int block_size,
                  int longest, bool allocated);
 
@@ -52,11 +52,9 @@ std::string describe_workload(const WorkloadOptions& w, std::span<const Request>
 
 // The step cost as a report shows it, two lines: where its prices came from
 // and, when measured, how well the formula fits the steps it timed; then the
-// formula with its five prices.
+// formula with its five prices. As JSON: numbers (seconds; the fit error a
+// fraction), the one writer of the prices, also of the saved calibration.
 std::string step_cost_text(const StepCalibration& pricing);
-
-// The same as numbers (seconds; the fit error a fraction): the one writer
-// of the prices, also of the saved calibration.
 Json step_cost_json(const StepCalibration& pricing);
 
 }  // namespace kv

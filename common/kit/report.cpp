@@ -14,25 +14,29 @@ namespace {
 // no overlong forms, no surrogates, nothing above U+10FFFF), or 0 if the
 // byte there starts none.
 std::size_t utf8_sequence(const std::string& s, std::size_t i) {
-    const auto byte = [&](std::size_t k) {
-        return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u;
-    };
-    const unsigned b0 = byte(i);
-    auto continuation = [&](std::size_t k, unsigned low = 0x80, unsigned high = 0xBF) {
-        const unsigned b = byte(k);
+    auto in = [&](std::size_t k, unsigned low, unsigned high) {
+        const unsigned b = k < s.size() ? static_cast<unsigned char>(s[k]) : 0u;
         return b >= low && b <= high;
     };
+    const unsigned b0 = static_cast<unsigned char>(s[i]);
     if (b0 < 0x80) return 1;
-    if (b0 >= 0xC2 && b0 <= 0xDF) return continuation(i + 1) ? 2 : 0;
-    if (b0 >= 0xE0 && b0 <= 0xEF) {
-        const unsigned low = b0 == 0xE0 ? 0xA0 : 0x80, high = b0 == 0xED ? 0x9F : 0xBF;
-        return continuation(i + 1, low, high) && continuation(i + 2) ? 3 : 0;
-    }
-    if (b0 >= 0xF0 && b0 <= 0xF4) {
-        const unsigned low = b0 == 0xF0 ? 0x90 : 0x80, high = b0 == 0xF4 ? 0x8F : 0xBF;
-        return continuation(i + 1, low, high) && continuation(i + 2) && continuation(i + 3) ? 4 : 0;
-    }
-    return 0;
+    const std::size_t n = in(i, 0xC2, 0xDF) ? 2 : in(i, 0xE0, 0xEF) ? 3 : in(i, 0xF0, 0xF4) ? 4 : 0;
+    // The second byte's range rules out overlong forms, surrogates and U+110000 on.
+    const unsigned low = b0 == 0xE0 ? 0xA0 : b0 == 0xF0 ? 0x90 : 0x80;
+    const unsigned high = b0 == 0xED ? 0x9F : b0 == 0xF4 ? 0x8F : 0xBF;
+    if (n == 0 || !in(i + 1, low, high)) return 0;
+    for (std::size_t k = 2; k < n; ++k)
+        if (!in(i + k, 0x80, 0xBF)) return 0;
+    return n;
+}
+
+// "[a, b, c]": each item's text, `separator` between.
+template <class Items, class Text>
+std::string json_array(const Items& items, const char* separator, Text text) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < items.size(); ++i)
+        out.append(i ? separator : "").append(text(items[i]));
+    return out + "]";
 }
 
 std::string hex_byte(const char* prefix, unsigned char byte) {
@@ -116,15 +120,6 @@ std::string fixed(double value, int decimals) {
     return buf;
 }
 
-// ------------------------------------------------------------------- cells
-
-Cell::Cell(const char* s) : text(s), json(json_quote(s)) {}
-Cell::Cell(const std::string& s) : text(s), json(json_quote(s)) {}
-Cell::Cell(double value, int decimals) : text(fixed(value, decimals)), json(json_number(value)) {}
-Cell::Cell(const std::string& shown, double value) : text(shown), json(json_number(value)) {}
-Cell::Cell(std::int64_t value) : text(std::to_string(value)), json(std::to_string(value)) {}
-Cell::Cell(std::uint64_t value) : text(with_commas(value)), json(std::to_string(value)) {}
-
 // ------------------------------------------------------------------- tables
 
 void Table::add_row(std::vector<Cell> cells) {
@@ -163,14 +158,12 @@ void Table::print(std::ostream& out) const {
 }
 
 std::string Table::to_json() const {
-    std::string out = "[";
-    for (std::size_t r = 0; r < rows_.size(); ++r) {
-        out += r ? ", {" : "{";
+    return json_array(rows_, ", ", [&](const std::vector<Cell>& row) {
+        std::string out = "{";
         for (std::size_t c = 0; c < columns_.size(); ++c)
-            out += (c ? ", " : "") + json_quote(columns_[c]) + ": " + rows_[r][c].json;
-        out += "}";
-    }
-    return out + "]";
+            out += (c ? ", " : "") + json_quote(columns_[c]) + ": " + row[c].json;
+        return out + "}";
+    });
 }
 
 // -------------------------------------------------------------------- json
@@ -179,6 +172,7 @@ Json& Json::add_raw(const std::string& key, const std::string& json) {
     fields_.emplace_back(key, json);
     return *this;
 }
+
 Json& Json::add_first(const std::string& key, const std::string& json) {
     std::erase_if(fields_, [&](const auto& field) { return field.first == key; });
     fields_.emplace(fields_.begin(), key, json);
@@ -191,48 +185,17 @@ Json with_origin(const Json& results, const std::string& chapter) {
     json.add_first(kResultsFormatKey, std::to_string(kResultsFormat));
     return json;
 }
-Json& Json::add(const std::string& key, double v) {
-    return add_raw(key, json_number(v));
-}
-Json& Json::add(const std::string& key, std::int64_t v) {
-    return add_raw(key, std::to_string(v));
-}
-Json& Json::add(const std::string& key, std::uint64_t v) {
-    return add_raw(key, std::to_string(v));
-}
-Json& Json::add(const std::string& key, bool v) {
-    return add_raw(key, v ? "true" : "false");
-}
-Json& Json::add(const std::string& key, const std::string& v) {
-    return add_raw(key, json_quote(v));
-}
-Json& Json::add(const std::string& key, const Json& object) {
-    return add_raw(key, object.str());
-}
+
 Json& Json::add(const std::string& key, const std::vector<Json>& objects) {
-    std::string list = "[";
-    for (std::size_t i = 0; i < objects.size(); ++i) {
-        if (i) list += ",";
-        list += objects[i].str();
-    }
-    list += "]";
-    return add_raw(key, list);
-}
-Json& Json::add(const std::string& key, const Table& table) {
-    return add_raw(key, table.to_json());
+    return add_raw(key, json_array(objects, ",", [](const Json& object) { return object.str(); }));
 }
 
 Json& Json::add(const std::string& key, const std::vector<int>& values) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < values.size(); ++i)
-        out += (i ? ", " : "") + std::to_string(values[i]);
-    return add_raw(key, out + "]");
+    return add_raw(key, json_array(values, ", ", [](int v) { return std::to_string(v); }));
 }
 
 Json& Json::add(const std::string& key, const std::vector<double>& values) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + json_number(values[i]);
-    return add_raw(key, out + "]");
+    return add_raw(key, json_array(values, ", ", json_number));
 }
 
 std::string Json::str() const {

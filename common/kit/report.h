@@ -11,17 +11,27 @@
 
 namespace kv {
 
+// A JSON string, always valid JSON (RFC 8259: UTF-8 text): quotes and
+// backslashes escaped, control characters written \n, \t or \u00XX, and
+// each byte that is not valid UTF-8 (a path may hold any) written \ufffd.
+std::string json_quote(const std::string& s);
+std::string json_number(double value);  // shortest text that reads back exactly; null if not finite
+std::string fixed(double value, int decimals);
+std::string with_commas(std::uint64_t n);  // "131,072": thousands separated
+
 // One table cell: the text a person reads and the value JSON carries.
 struct Cell {
     std::string text;
     std::string json;  // already JSON: a number or a quoted string
 
-    Cell(const char* s);
-    Cell(const std::string& s);
-    Cell(double value, int decimals);  // printed with `decimals`, full precision in JSON
-    Cell(const std::string& shown, double value);  // "+4.2%", "1.25 s": a number in JSON
-    Cell(std::int64_t value);
-    Cell(std::uint64_t value);
+    Cell(const char* s) : text(s), json(json_quote(s)) {}
+    Cell(const std::string& s) : text(s), json(json_quote(s)) {}
+    // Printed with `decimals`, full precision in JSON.
+    Cell(double value, int decimals) : text(fixed(value, decimals)), json(json_number(value)) {}
+    // "+4.2%", "1.25 s": a number in JSON.
+    Cell(const std::string& shown, double value) : text(shown), json(json_number(value)) {}
+    Cell(std::int64_t value) : text(std::to_string(value)), json(std::to_string(value)) {}
+    Cell(std::uint64_t value) : text(with_commas(value)), json(std::to_string(value)) {}
     Cell(int value) : Cell(static_cast<std::int64_t>(value)) {}
 };
 
@@ -41,18 +51,18 @@ class Table {
 // A JSON object built key by key, in order.
 class Json {
   public:
-    Json& add(const std::string& key, double value);
-    Json& add(const std::string& key, std::int64_t value);
-    Json& add(const std::string& key, std::uint64_t value);
-    Json& add(const std::string& key, int value) { return add(key, std::int64_t(value)); }
-    Json& add(const std::string& key, bool value);
-    Json& add(const std::string& key, const std::string& value);
-    Json& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+    Json& add(const std::string& key, double v) { return add_raw(key, json_number(v)); }
+    Json& add(const std::string& key, std::int64_t v) { return add_raw(key, std::to_string(v)); }
+    Json& add(const std::string& key, std::uint64_t v) { return add_raw(key, std::to_string(v)); }
+    Json& add(const std::string& key, int v) { return add(key, std::int64_t(v)); }
+    Json& add(const std::string& key, bool v) { return add_raw(key, v ? "true" : "false"); }
+    Json& add(const std::string& key, const std::string& v) { return add_raw(key, json_quote(v)); }
+    Json& add(const std::string& key, const char* v) { return add(key, std::string(v)); }
     Json& add(const std::string& key, const std::vector<int>& values);
     Json& add(const std::string& key, const std::vector<double>& values);
-    Json& add(const std::string& key, const Json& object);
+    Json& add(const std::string& key, const Json& object) { return add_raw(key, object.str()); }
     Json& add(const std::string& key, const std::vector<Json>& objects);  // an array
-    Json& add(const std::string& key, const Table& table);
+    Json& add(const std::string& key, const Table& table) { return add_raw(key, table.to_json()); }
     // An array of one object per item: add_each("queues", rows, row_json).
     template <class Items, class ToJson>
     Json& add_each(const std::string& key, const Items& items, ToJson to_json) {
@@ -68,13 +78,6 @@ class Json {
   private:
     std::vector<std::pair<std::string, std::string>> fields_;
 };
-
-// A JSON string, always valid JSON (RFC 8259: UTF-8 text): quotes and
-// backslashes escaped, control characters written \n, \t or \u00XX, and
-// each byte that is not valid UTF-8 (a path may hold any) written \ufffd,
-// the replacement character.
-std::string json_quote(const std::string& s);
-std::string json_number(double value);  // shortest text that reads back exactly; null if not finite
 
 // Where a results file came from: every results object a chapter writes
 // opens with "results_format": 1, "chapter": "02_kv_cache". The format goes
@@ -101,11 +104,8 @@ inline constexpr std::size_t kMostQuoted = 60;
 inline constexpr std::size_t kMostQuotedPath = 512;
 std::string excerpt(const std::string& s, std::size_t most = kMostQuoted);
 
-std::string fixed(double value, int decimals);
 // "12.3 ms", "1.20 s": a duration in seconds, in the unit a person reads best.
 std::string format_duration(double seconds);
-// "131,072": thousands separated.
-std::string with_commas(std::uint64_t n);
 // "128 KiB", "1.5 GiB": bytes in exact binary units.
 std::string format_bytes(std::uint64_t bytes);
 

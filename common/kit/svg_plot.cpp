@@ -20,17 +20,9 @@ void SvgPlot::add_hline(std::string name, double y) {
 }
 
 namespace {
-
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                          "#9467bd", "#8c564b", "#e377c2"};
-
-// The shared pieces (svg_parts.h), under short names.
-auto& num = svg_number;
-auto& label = svg_tick_label;
-auto& escape = svg_escape;
-auto& tick_step = svg_tick_step;
-
-}  // namespace
+}
 
 std::string SvgPlot::svg() const {
     const double W = 720, H = 440, left = 80, right = 190, top = 40, bottom = 60;
@@ -57,7 +49,7 @@ std::string SvgPlot::svg() const {
     } else {
         y0 = 0;  // every linear quantity the book plots starts from zero
         if (!(y1 > 0)) y1 = 1;
-        ystep = tick_step(y1 - y0);
+        ystep = svg_tick_step(y1 - y0);
         y1 = std::ceil(y1 / ystep) * ystep;
     }
 
@@ -68,74 +60,64 @@ std::string SvgPlot::svg() const {
     // Powers of two below 1 read best as fractions: 1/64, not 0.015625.
     auto power_label = [&](double e) {
         const double v = std::pow(2.0, e);
-        return v < 1 ? "1/" + label(1 / v) : label(v);
+        return v < 1 ? "1/" + svg_tick_label(1 / v) : svg_tick_label(v);
     };
 
-    std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) +
-                      "\" height=\"" + num(H) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-    out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-    out += "<text x=\"" + num(W / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" +
-           escape(title_) + "</text>\n";
+    const std::string middle = " text-anchor=\"middle\"";
+    std::string out = svg_open(W, H) + svg_text(W / 2, 22, title_, middle + " font-size=\"15\"");
 
     // Grid and ticks.
     for (double y = y0; y <= y1 + ystep / 2; y += ystep) {
-        out += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) + "\" y1=\"" +
-               num(py_at(y)) + "\" y2=\"" + num(py_at(y)) + "\" stroke=\"#ddd\"/>\n";
-        out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(py_at(y) + 4) +
-               "\" text-anchor=\"end\">" + (log2_y_ ? power_label(y) : label(y)) + "</text>\n";
+        out += svg_line(left, left + pw, py_at(y), py_at(y), " stroke=\"#ddd\"");
+        out += svg_text(left - 6, py_at(y) + 4, log2_y_ ? power_label(y) : svg_tick_label(y),
+                        " text-anchor=\"end\"");
     }
     if (log2_x_) {
         // One label per power of two, or per second or third power when
         // the axis spans many, so that labels never overlap.
         const double stride = std::max(1.0, std::ceil((x1 - x0) / 12.0));
-        for (double e = std::ceil(x0 / stride) * stride; e <= x1; e += stride) {
-            out += "<text x=\"" + num(px(std::pow(2.0, e))) + "\" y=\"" + num(top + ph + 18) +
-                   "\" text-anchor=\"middle\">" + power_label(e) + "</text>\n";
-        }
+        for (double e = std::ceil(x0 / stride) * stride; e <= x1; e += stride)
+            out += svg_text(px(std::pow(2.0, e)), top + ph + 18, power_label(e), middle);
     } else {
-        const double xstep = tick_step(x1 - x0);
+        const double xstep = svg_tick_step(x1 - x0);
         for (double x = std::ceil(x0 / xstep) * xstep; x <= x1 + xstep / 1e6; x += xstep)
-            out += "<text x=\"" + num(px(x)) + "\" y=\"" + num(top + ph + 18) +
-                   "\" text-anchor=\"middle\">" + label(x) + "</text>\n";
+            out += svg_text(px(x), top + ph + 18, svg_tick_label(x), middle);
     }
-    out += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) +
-           "\" height=\"" + num(ph) + "\" fill=\"none\" stroke=\"#333\"/>\n";
-    out += "<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(H - 15) +
-           "\" text-anchor=\"middle\">" + escape(x_label_) + "</text>\n";
-    out += "<text transform=\"translate(18," + num(top + ph / 2) +
-           ") rotate(-90)\" text-anchor=\"middle\">" + escape(y_label_) + "</text>\n";
+    out += "<rect x=\"" + svg_number(left) + "\" y=\"" + svg_number(top) + "\" width=\"" +
+           svg_number(pw) + "\" height=\"" + svg_number(ph) +
+           "\" fill=\"none\" stroke=\"#333\"/>\n";
+    out += svg_text(left + pw / 2, H - 15, x_label_, middle);
+    out += "<text transform=\"translate(18," + svg_number(top + ph / 2) +
+           ") rotate(-90)\" text-anchor=\"middle\">" + svg_escape(y_label_) + "</text>\n";
 
     // Series, horizontal lines and the legend.
     int k = 0;
-    auto legend = [&](const std::string& name, const char* color, bool dashed) {
-        const double ly = top + 10 + 20 * k;
-        out += "<line x1=\"" + num(left + pw + 12) + "\" x2=\"" + num(left + pw + 36) + "\" y1=\"" +
-               num(ly) + "\" y2=\"" + num(ly) + "\" stroke=\"" + color + "\" stroke-width=\"2\"" +
-               (dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
-        out += "<text x=\"" + num(left + pw + 42) + "\" y=\"" + num(ly + 4) + "\">" + escape(name) +
-               "</text>\n";
-        ++k;
+    auto legend = [&](const std::string& name, const std::string& color, bool dashed) {
+        const double ly = top + 10 + 20 * k++;
+        out += svg_line(left + pw + 12, left + pw + 36, ly, ly,
+                        " stroke=\"" + color + "\" stroke-width=\"2\"" +
+                            (dashed ? " stroke-dasharray=\"6 4\"" : ""));
+        out += svg_text(left + pw + 42, ly + 4, name);
     };
     for (std::size_t s = 0; s < series_.size(); ++s) {
-        const char* color = kColors[s % std::size(kColors)];
-        std::string points;
+        const std::string color = kColors[s % std::size(kColors)];
         const Series& ser = series_[s];
+        std::string points;
         for (std::size_t i = 0; i < ser.x.size(); ++i) {
-            if (steps_ && i > 0) points += num(px(ser.x[i])) + "," + num(py(ser.y[i - 1])) + " ";
-            points += num(px(ser.x[i])) + "," + num(py(ser.y[i])) + " ";
+            if (steps_ && i > 0)
+                points += svg_number(px(ser.x[i])) + "," + svg_number(py(ser.y[i - 1])) + " ";
+            points += svg_number(px(ser.x[i])) + "," + svg_number(py(ser.y[i])) + " ";
         }
-        out += "<polyline fill=\"none\" stroke=\"" + std::string(color) +
-               "\" stroke-width=\"2\" points=\"" + points + "\"/>\n";
-        if (ser.x.size() <= 40 && !steps_)
-            for (std::size_t i = 0; i < ser.x.size(); ++i)
-                out += "<circle cx=\"" + num(px(ser.x[i])) + "\" cy=\"" + num(py(ser.y[i])) +
-                       "\" r=\"3\" fill=\"" + color + "\"/>\n";
+        out += "<polyline fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\" points=\"" +
+               points + "\"/>\n";
+        for (std::size_t i = 0; i < ser.x.size() && ser.x.size() <= 40 && !steps_; ++i)
+            out += "<circle cx=\"" + svg_number(px(ser.x[i])) + "\" cy=\"" +
+                   svg_number(py(ser.y[i])) + "\" r=\"3\" fill=\"" + color + "\"/>\n";
         legend(ser.name, color, false);
     }
     for (const auto& [name, y] : hlines_) {
-        out += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + pw) + "\" y1=\"" + num(py(y)) +
-               "\" y2=\"" + num(py(y)) +
-               "\" stroke=\"#555\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n";
+        out += svg_line(left, left + pw, py(y), py(y),
+                        " stroke=\"#555\" stroke-width=\"2\" stroke-dasharray=\"6 4\"");
         legend(name, "#555", true);
     }
     return out + "</svg>\n";

@@ -15,18 +15,13 @@ class SvgPlot {
 
     // A named line through the points (x[i], y[i]).
     void add_series(std::string name, std::vector<double> x, std::vector<double> y);
-    // A dashed horizontal line, e.g. a memory budget.
-    void add_hline(std::string name, double y);
-    // Base-2 logarithmic x axis (batch sizes 1, 2, 4, ...). Requires x > 0.
-    void set_log2_x(bool on) { log2_x_ = on; }
-    // Base-2 logarithmic y axis (a roofline's rates). Requires y > 0.
-    void set_log2_y(bool on) { log2_y_ = on; }
-    // Step-shaped lines, for distributions (CDFs).
-    void set_steps(bool on) { steps_ = on; }
+    void add_hline(std::string name, double y);  // dashed, e.g. a memory budget
+    void set_log2_x(bool on) { log2_x_ = on; }   // batch sizes 1, 2, 4, ...; x > 0
+    void set_log2_y(bool on) { log2_y_ = on; }   // a roofline's rates; y > 0
+    void set_steps(bool on) { steps_ = on; }     // step-shaped lines, for CDFs
 
     std::string svg() const;
-    // Writes the file and returns its path.
-    std::string write(const std::string& path) const;
+    std::string write(const std::string& path) const;  // writes the file, returns its path
 
   private:
     struct Series {

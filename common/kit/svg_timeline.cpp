@@ -78,11 +78,7 @@ double SvgTimeline::x_of(std::size_t panel, double t) const {
 std::string SvgTimeline::svg() const {
     const double kLeft = left(), kPlotWidth = kWidth - kLeft - kRight;
     std::string body;
-    auto text = [&](double x, double y, const std::string& s, const std::string& attributes) {
-        body += "<text x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\"" + attributes + ">" +
-                svg_escape(s) + "</text>\n";
-    };
-    text(kWidth / 2, 24, title_, " text-anchor=\"middle\" font-size=\"15\"");
+    body += svg_text(kWidth / 2, 24, title_, " text-anchor=\"middle\" font-size=\"15\"");
 
     // The legend: one swatch and name per kind, on as many lines as it needs.
     double y = 46, x = kLeft;
@@ -91,7 +87,7 @@ std::string SvgTimeline::svg() const {
         if (x > kLeft && x + width > kWidth - 10) x = kLeft, y += 18;
         body += "<rect x=\"" + svg_number(x) + "\" y=\"" + svg_number(y - 10) +
                 "\" width=\"12\" height=\"12\" fill=\"" + svg_escape(k.color) + "\"/>\n";
-        text(x + 18, y, k.name, "");
+        body += svg_text(x + 18, y, k.name);
         x += width;
     }
     y += 16;
@@ -100,7 +96,7 @@ std::string SvgTimeline::svg() const {
         const Panel& panel = panels_[p];
         if (!panel.heading.empty()) {
             y += 16;
-            text(14, y, panel.heading, " font-weight=\"bold\" font-size=\"13\"");
+            body += svg_text(14, y, panel.heading, " font-weight=\"bold\" font-size=\"13\"");
         }
         y += 8;
         const double top = y, bottom = y + kRowHeight * double(panel.rows.size());
@@ -109,18 +105,14 @@ std::string SvgTimeline::svg() const {
         // Grid lines and the axis's ticks.
         for (int i = 0; i * step <= end * (1 + 1e-9); ++i) {
             const double t = i * step;
-            const std::string px = svg_number(x_at(t));
-            body += "<line x1=\"" + px + "\" x2=\"" + px + "\" y1=\"" + svg_number(top) +
-                    "\" y2=\"" + svg_number(bottom + 4) + "\" stroke=\"#e4e4e4\"/>\n";
-            text(x_at(t), bottom + 17, svg_tick_label(t), " text-anchor=\"middle\"");
+            body += svg_line(x_at(t), x_at(t), top, bottom + 4, " stroke=\"#e4e4e4\"");
+            body += svg_text(x_at(t), bottom + 17, svg_tick_label(t), " text-anchor=\"middle\"");
         }
-        body += "<line x1=\"" + svg_number(kLeft) + "\" x2=\"" + svg_number(kLeft + kPlotWidth) +
-                "\" y1=\"" + svg_number(bottom) + "\" y2=\"" + svg_number(bottom) +
-                "\" stroke=\"#333\"/>\n";
+        body += svg_line(kLeft, kLeft + kPlotWidth, bottom, bottom, " stroke=\"#333\"");
         for (std::size_t r = 0; r < panel.rows.size(); ++r) {
             const TimelineRow& row = panel.rows[r];
             const double row_y = top + kRowHeight * double(r);
-            text(kLeft - 8, row_y + 13, row.label, " text-anchor=\"end\"");
+            body += svg_text(kLeft - 8, row_y + 13, row.label, " text-anchor=\"end\"");
             double row_end = 0;
             for (const TimelineBar& bar : row.bars) {
                 if (!(bar.end > bar.start)) continue;
@@ -139,23 +131,19 @@ std::string SvgTimeline::svg() const {
                 else
                     body += "><title>" + svg_escape(bar.note) + "</title></rect>\n";
             }
-            if (!row.after.empty()) text(x_at(row_end) + 6, row_y + 13, row.after, "");
+            if (!row.after.empty()) body += svg_text(x_at(row_end) + 6, row_y + 13, row.after);
         }
         y = bottom + 32;
-        text(kLeft + kPlotWidth / 2, y, time_label_, " text-anchor=\"middle\"");
+        body += svg_text(kLeft + kPlotWidth / 2, y, time_label_, " text-anchor=\"middle\"");
         y += 6;
     }
     for (const std::string& line : captions_) {
         y += 16;
-        text(14, y, line, "");
+        body += svg_text(14, y, line);
     }
     y += 14;
 
-    return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(kWidth) +
-           "\" height=\"" + svg_number(y) +
-           "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-           "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" +
-           body + "</svg>\n";
+    return svg_open(kWidth, y) + body + "</svg>\n";
 }
 
 std::string SvgTimeline::write(const std::string& path) const {

@@ -31,20 +31,19 @@ class SvgTimeline {
 
     // A kind of bar, its legend entry and colour ("#1f77b4"); returns its number.
     int add_kind(std::string name, std::string color);
-    // Starts a panel; rows added next go into it.
-    void add_panel(std::string heading);
+    void add_panel(std::string heading);  // rows added next go into it
     // A row in the newest panel (opened without a heading if none). Throws
     // std::invalid_argument for a bar below 0, backwards, not finite, or of
     // a kind never added.
     void add_row(TimelineRow row);
     // false: each panel on its own axis, from 0 to its own last bar.
     void set_shared_axis(bool on) { shared_axis_ = on; }
-    // A line of text under the panels.
-    void add_caption(std::string line) { captions_.push_back(std::move(line)); }
+    void add_caption(std::string line) {
+        captions_.push_back(std::move(line));
+    }  // under the panels
 
     std::string svg() const;
-    // Writes the file (kit/files.h: whole or not at all) and returns its path.
-    std::string write(const std::string& path) const;
+    std::string write(const std::string& path) const;  // writes the file, returns its path
 
     // For the tests: the time at the right end of a panel's axis, and the x
     // (pixels) of time t in that panel.
