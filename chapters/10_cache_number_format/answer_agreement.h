@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "../../common/core/generation.h"  // larger_difference
@@ -81,26 +82,26 @@ inline double kl_divergence(std::span<const float> p_logits, std::span<const flo
     return std::max(kl, 0.0);  // rounding can leave -1e-17 where the rows are equal
 }
 
-// One prompt's answer in every format of `formats`, float32 first: float32
-// chooses each token greedily and every cache is fed it. Each prompt goes
-// in a pass of its own; each step after is one batched pass of all the
-// formats, which gives each sequence its logits alone (chapter 04), for
-// about the time of one.
+// One prompt's answer in every format, float32 first: float32 chooses each
+// token greedily and every cache is fed it. `caches` (one per format) may
+// already hold the prompt's start: each is fed the rest, `prompt`, in a pass
+// of its own, then each step is one batched pass of all the formats, which
+// gives each sequence its logits alone (chapter 04), for about the time of
+// one. The caches are taken by value: the caller's stay as they were, so
+// many answers can start from one prefilled prefix (chapter 08's idea).
 struct FormatAnswers {
     std::vector<int> tokens;                // float32's greedy answer
     std::vector<AnswerComparison> formats;  // (formats) each against float32, float32 too
 };
 
-inline FormatAnswers compare_formats(Transformer& model, std::span<const int> prompt,
-                                     int answer_len, std::span<const NumberFormat> formats) {
-    std::vector<KVCache> caches;
+inline FormatAnswers compare_formats(Transformer& model, std::vector<KVCache> caches,
+                                     std::span<const int> prompt, int answer_len) {
     std::vector<std::vector<float>> logits;  // (formats, vocab) each cache's latest
-    for (const NumberFormat f : formats) {
-        caches.emplace_back(model.config(), int(prompt.size()) + answer_len - 1, f);
-        const std::span<const float> l = model.forward(prompt, caches.back());
+    for (KVCache& cache : caches) {
+        const std::span<const float> l = model.forward(prompt, cache);
         logits.emplace_back(l.begin(), l.end());
     }
-    FormatAnswers a{{}, std::vector<AnswerComparison>(formats.size(), {answer_len, answer_len})};
+    FormatAnswers a{{}, std::vector<AnswerComparison>(caches.size(), {answer_len, answer_len})};
     std::vector<SequenceInput> inputs(caches.size());
     for (int s = 0; s < answer_len; ++s) {
         a.tokens.push_back(argmax(logits[0]));
@@ -122,6 +123,15 @@ inline FormatAnswers compare_formats(Transformer& model, std::span<const int> pr
             logits[i].assign(rows.row_span(int(i)).begin(), rows.row_span(int(i)).end());
     }
     return a;
+}
+
+// The same from empty caches of each of `formats`, each the whole answer long.
+inline FormatAnswers compare_formats(Transformer& model, std::span<const int> prompt,
+                                     int answer_len, std::span<const NumberFormat> formats) {
+    std::vector<KVCache> caches;
+    for (const NumberFormat f : formats)
+        caches.emplace_back(model.config(), int(prompt.size()) + answer_len - 1, f);
+    return compare_formats(model, std::move(caches), prompt, answer_len);
 }
 
 }  // namespace kv::ch10

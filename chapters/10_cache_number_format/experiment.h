@@ -1,6 +1,7 @@
 // Chapter 10's experiment. What each format costs the answer: the queue's
 // first --prompts requests, and --long-prompts answers reaching
-// --long-context positions (answer_agreement.h). What it buys
+// --long-context positions, which share one long prefix and differ in
+// their last --long-tail prompt tokens (answer_agreement.h). What it buys
 // (format_memory.h): bytes per token, the article's cache at 16 bits, the
 // pool and the queue at each width (the queue's first --engine-requests on
 // the engine too), and a decode step at the long context timed on the engine.
@@ -49,6 +50,8 @@ struct Results {
     bool has_text = false;                 // --tokenizer: the first request shown as text
     std::string prompt_text, answer_text;  // its prompt, and float32's answer to it
     int prompts = 0, long_context = 0, long_prompts = 0;
+    int long_prefix = 0,
+        long_tail = 0;         // the long answers' shared prompt tokens, and each one's own
     Config article;            // article_shape()
     ResidentCache article_16;  // its cache at 16 bits (bfloat16) for 4,096 positions, measured
     std::vector<Request> queue;
@@ -81,7 +84,8 @@ struct Experiment {
     }();
     int prompts = 16;                     // the queue's first requests answered in every format
     int long_context = 4096;              // positions the long answers reach; 0: none
-    int long_prompts = 1;                 // answers at the long context
+    int long_prompts = 8;                 // answers at the long context, over one prefix
+    int long_tail = 16;                   // prompt tokens of each of them after the prefix
     int block_size = 16;                  // positions per block of the pool (vLLM's default)
     int engine_requests = 48;             // the queue's first, on the engine; 0: none
     std::uint64_t engine_budget_mib = 2;  // their pool: one where float32 runs short
@@ -95,7 +99,10 @@ struct Experiment {
                   "the queue's first requests answered in every format");
         flags.add("long-context", long_context, 0, 1 << 20,
                   "positions the long answers reach (0: none)");
-        flags.add("long-prompts", long_prompts, 1, 1000, "answers at the long context");
+        flags.add("long-prompts", long_prompts, 1, 1000,
+                  "answers at the long context, over one shared prefix");
+        flags.add("long-tail", long_tail, 1, 1 << 20,
+                  "each long answer's own prompt tokens after the shared prefix");
         flags.add("block-size", block_size, 1, 1 << 16, "positions per block of the pool");
         flags.add("engine-requests", engine_requests, 0, 100000,
                   "the queue's first requests run on the engine at each width (0: none)");
@@ -109,9 +116,10 @@ struct Experiment {
             throw UsageError("--prompts " + std::to_string(prompts) + " is more than --requests " +
                              std::to_string(queue.workload.requests));
         const int answer = queue.workload.answer_len;
-        if (long_context != 0 && long_context <= answer)
+        if (long_context != 0 && long_context <= answer + long_tail)
             throw UsageError("--long-context " + std::to_string(long_context) +
-                             " must be longer than --answer-len " + std::to_string(answer));
+                             " must be longer than --answer-len " + std::to_string(answer) +
+                             " + --long-tail " + std::to_string(long_tail));
         // The long answers' caches, one per format, the article's 512 MiB and both pools.
         const double bytes = 4.0 * double(model.config.kv_bytes_per_token()) * long_context +
                              double(cache_bytes(CacheShape{}, 4096)) +
@@ -141,6 +149,8 @@ struct Experiment {
         r.model = c.describe();
         r.weights = loaded.weights;
         r.prompts = prompts, r.long_context = long_context, r.long_prompts = long_prompts;
+        r.long_prefix = long_context - queue.workload.answer_len - long_tail,
+        r.long_tail = long_tail;
         r.budget_mib = queue.kv_budget_mib, r.engine_budget_mib = engine_budget_mib;
         r.block_size = block_size, r.batch = queue.batch;
         r.engine_requests = std::min(engine_requests, int(r.queue.size()));
@@ -185,15 +195,24 @@ struct Experiment {
         }
     }
 
+    // The long answers share one prefix, prefilled once per format (the long
+    // passes); each answer starts from copies of those caches and feeds its
+    // own tail of --long-tail tokens, so that it costs a short pass and its
+    // decode steps, and still reaches --long-context positions.
     void compare_long_answers(Results& r, Transformer& m) const {
         Progress progress("answers at the long context:");
-        const PassesShown shown(m, progress);  // how far each long prompt's pass has got
-        const int answer = queue.workload.answer_len;
+        const PassesShown shown(m, progress);  // how far each prefix's pass has got
+        const int answer = queue.workload.answer_len, vocab = m.config().vocab_size;
+        const std::vector<int> prefix = fixed_prompt(r.long_prefix, vocab, model.seed + 1000);
+        std::vector<KVCache> prefilled;
+        for (const FormatResult& f : r.formats) {
+            prefilled.emplace_back(m.config(), long_context - 1, f.format);
+            m.forward(prefix, prefilled.back());
+        }
         for (int i = 0; i < long_prompts; ++i) {
             progress.update(i, long_prompts);
-            const std::vector<int> prompt =
-                fixed_prompt(long_context - answer, m.config().vocab_size, model.seed + 1000 + i);
-            add(r, &FormatResult::long_context, compare_formats(m, prompt, answer, all_formats()));
+            const std::vector<int> tail = fixed_prompt(long_tail, vocab, model.seed + 1001 + i);
+            add(r, &FormatResult::long_context, compare_formats(m, prefilled, tail, answer));
         }
     }
 

@@ -106,6 +106,8 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("weights", r.weights)
                     .add("prompts", r.prompts)
                     .add("long_context", r.long_context)
+                    .add("long_prompts", r.long_prompts)
+                    .add("long_tail", r.long_tail)
                     .add("answers", answers)
                     .add("long_answers", long_answers)
                     .add("memory", memory)
@@ -135,8 +137,10 @@ inline int report(const Results& r, const OutputOptions& out) {
                   << "\nfloat32's answer to it:    " << r.answer_text << "\n";
     if (r.long_context) {
         std::cout << "\nThe same at " << with_commas(std::uint64_t(r.long_context))
-                  << " positions (" << r.long_prompts << " answer"
-                  << (r.long_prompts > 1 ? "s" : "") << "):\n";
+                  << " positions: " << r.long_prompts << " answer"
+                  << (r.long_prompts > 1 ? "s" : "") << " over one shared prefix of "
+                  << with_commas(std::uint64_t(r.long_prefix)) << " tokens, each after its own "
+                  << r.long_tail << " (so not independent long prompts):\n";
         long_answers.print(std::cout);
     }
     std::cout << "\nWhat it buys: bytes per token held by the engine against chapter 03's "
