@@ -45,34 +45,8 @@ struct FormatResult {
     double decode_step_s = 0;        // a decode step at the long context (median, thread CPU)
 };
 
-struct Results {
-    std::string model, weights;            // the model's shape; "random (seed 1)" or a checkpoint
-    bool has_text = false;                 // --tokenizer: the first request shown as text
-    std::string prompt_text, answer_text;  // its prompt, and float32's answer to it
-    int prompts = 0, long_context = 0, long_prompts = 0;
-    int long_prefix = 0,
-        long_tail = 0;         // the long answers' shared prompt tokens, and each one's own
-    Config article;            // article_shape()
-    ResidentCache article_16;  // its cache at 16 bits (bfloat16) for 4,096 positions, measured
-    std::vector<Request> queue;
-    std::uint64_t budget_mib = 0, engine_budget_mib = 0;
-    int block_size = 0, batch = 0, engine_requests = 0;
-    std::string cost_model;             // "measured" or "analytic" (--cost-model)
-    StepCalibration pricing;            // the step cost the simulator prices every width's steps by
-    std::vector<FormatResult> formats;  // in all_formats()'s order, the enum's
-
-    const FormatResult& at(NumberFormat f) const { return formats.at(std::size_t(f)); }
-};
-
-// The article's cache shape (32 layers, 8 KV heads, head size 128), as a
-// model the engine can allocate a cache for.
-inline Config article_shape() {
-    Config c;
-    c.n_layers = 32, c.dim = 4096, c.n_heads = 32, c.n_kv_heads = 8, c.max_seq = 4096;
-    return c;
-}
-
-struct Experiment {
+// The chapter's parameters (its flags) and their check.
+struct Setup {
     ModelChoice model;  // --layers ... --seed, --checkpoint (real_weights/model_source.h)
     // --requests ... --calibrate (kit/queue_flags.h): chapter 05's queue and
     // 16 MiB, in batches of up to 256, so that memory caps the batch before
@@ -89,8 +63,8 @@ struct Experiment {
     int block_size = 16;                  // positions per block of the pool (vLLM's default)
     int engine_requests = 48;             // the queue's first, on the engine; 0: none
     std::uint64_t engine_budget_mib = 2;  // their pool: one where float32 runs short
-    static constexpr int kRepeats = 15;   // timed decode steps per format
-    static constexpr double kWatermark = 0.05;  // share of the pool admission keeps free (ch. 07)
+
+    int long_prefix() const { return long_context - queue.workload.answer_len - long_tail; }
 
     void add_flags(Flags& flags) {
         model.add_flags(flags);
@@ -115,13 +89,14 @@ struct Experiment {
         if (prompts > queue.workload.requests)
             throw UsageError("--prompts " + std::to_string(prompts) + " is more than --requests " +
                              std::to_string(queue.workload.requests));
-        const int answer = queue.workload.answer_len;
-        if (long_context != 0 && long_context <= answer + long_tail)
+        if (long_context != 0 && long_prefix() < 1)
             throw UsageError("--long-context " + std::to_string(long_context) +
-                             " must be longer than --answer-len " + std::to_string(answer) +
-                             " + --long-tail " + std::to_string(long_tail));
-        // The long answers' caches, one per format, the article's 512 MiB and both pools.
-        const double bytes = 4.0 * double(model.config.kv_bytes_per_token()) * long_context +
+                             " must be longer than --answer-len " +
+                             std::to_string(queue.workload.answer_len) + " + --long-tail " +
+                             std::to_string(long_tail));
+        // The long prefix's caches and an answer's copies of them, at most
+        // float32's size each, the article's 512 MiB and both pools.
+        const double bytes = 8.0 * double(model.config.kv_bytes_per_token()) * long_context +
                              double(cache_bytes(CacheShape{}, 4096)) +
                              double((queue.kv_budget_mib + engine_budget_mib) << 20);
         if (const std::string over = beyond_memory(bytes, 0.5); !over.empty())
@@ -136,9 +111,38 @@ struct Experiment {
             check_blocks(model.config, "--engine-budget-mib", engine_budget_mib, block_size,
                          longest, false);
     }
+};
+
+struct Results {
+    Setup setup;                           // what ran
+    std::string model, weights;            // the model's shape; "random (seed 1)" or a checkpoint
+    bool has_text = false;                 // --tokenizer: the first request shown as text
+    std::string prompt_text, answer_text;  // its prompt, and float32's answer to it
+    Config article;                        // article_shape()
+    ResidentCache article_16;  // its cache at 16 bits (bfloat16) for 4,096 positions, measured
+    std::vector<Request> queue;
+    int engine_requests = 0;            // of them on the engine
+    StepCalibration pricing;            // the step cost the simulator prices every width's steps by
+    std::vector<FormatResult> formats;  // in all_formats()'s order, the enum's
+
+    const FormatResult& at(NumberFormat f) const { return formats.at(std::size_t(f)); }
+};
+
+// The article's cache shape (32 layers, 8 KV heads, head size 128), as a
+// model the engine can allocate a cache for.
+inline Config article_shape() {
+    Config c;
+    c.n_layers = 32, c.dim = 4096, c.n_heads = 32, c.n_kv_heads = 8, c.max_seq = 4096;
+    return c;
+}
+
+struct Experiment : Setup {
+    static constexpr int kRepeats = 15;         // timed decode steps per format
+    static constexpr double kWatermark = 0.05;  // share of the pool admission keeps free (ch. 07)
 
     Results run() const {
         Results r;
+        r.setup = *this;
         // Resident memory first, while the process is fresh.
         r.article = article_shape();
         r.article_16 = measure_resident_cache(r.article, 4096, NumberFormat::bfloat16);
@@ -148,31 +152,19 @@ struct Experiment {
         const Config c = m.config();
         r.model = c.describe();
         r.weights = loaded.weights;
-        r.prompts = prompts, r.long_context = long_context, r.long_prompts = long_prompts;
-        r.long_prefix = long_context - queue.workload.answer_len - long_tail,
-        r.long_tail = long_tail;
-        r.budget_mib = queue.kv_budget_mib, r.engine_budget_mib = engine_budget_mib;
-        r.block_size = block_size, r.batch = queue.batch;
         r.engine_requests = std::min(engine_requests, int(r.queue.size()));
         for (NumberFormat f : all_formats())
             r.formats.push_back({.format = f, .bytes = bytes_at(c, f, block_size)});
 
-        compare_answers(r, m, loaded.prompt);
-        if (loaded.tokenizer) {
-            r.has_text = true;
-            r.prompt_text = loaded.prompt_text();
-            const NumberFormat float32[] = {NumberFormat::float32};
-            r.answer_text = loaded.answer_text(
-                compare_formats(m, loaded.prompt, r.queue[0].answer_len, float32).tokens);
-        }
-        Config long_config = c;
-        long_config.max_seq = long_context;
+        r.has_text = bool(loaded.tokenizer);
+        compare_answers(r, loaded);
         if (long_context > 0) {
+            Config long_config = c;
+            long_config.max_seq = long_context;
             Transformer long_model(long_config, m.weights());
             compare_long_answers(r, long_model);
             time_decode_steps(r, long_model);
         }
-        r.cost_model = queue.cost_model;
         r.pricing = price_steps(c, model.seed, queue);
         for (FormatResult& f : r.formats) run_queues(r, m, f);
         return r;
@@ -183,14 +175,22 @@ struct Experiment {
         for (std::size_t i = 0; i < r.formats.size(); ++i) (r.formats[i].*totals).add(a.formats[i]);
     }
 
-    // Each of the first requests, answered in every format at once.
-    void compare_answers(Results& r, Transformer& m, const std::vector<int>& first) const {
+    // Each of the first requests, answered in every format at once; the
+    // first is the loaded prompt, shown as text with a tokenizer.
+    void compare_answers(Results& r, LoadedModel& loaded) const {
         Progress progress("answers compared:");
+        const int vocab = loaded.model.config().vocab_size;
         for (int i = 0; i < prompts; ++i) {
             const Request& q = r.queue[std::size_t(i)];
-            const std::vector<int> prompt =
-                i == 0 ? first : fixed_prompt(q.prompt_len, m.config().vocab_size, model.seed + i);
-            add(r, &FormatResult::demo, compare_formats(m, prompt, q.answer_len, all_formats()));
+            const FormatAnswers a = compare_formats(
+                loaded.model,
+                i == 0 ? loaded.prompt : fixed_prompt(q.prompt_len, vocab, model.seed + i),
+                q.answer_len, all_formats());
+            add(r, &FormatResult::demo, a);
+            if (i == 0 && r.has_text) {
+                r.prompt_text = loaded.prompt_text();
+                r.answer_text = loaded.answer_text(a.tokens);
+            }
             progress.update(i + 1, prompts);
         }
     }
@@ -203,7 +203,7 @@ struct Experiment {
         Progress progress("answers at the long context:");
         const PassesShown shown(m, progress);  // how far each prefix's pass has got
         const int answer = queue.workload.answer_len, vocab = m.config().vocab_size;
-        const std::vector<int> prefix = fixed_prompt(r.long_prefix, vocab, model.seed + 1000);
+        const std::vector<int> prefix = fixed_prompt(long_prefix(), vocab, model.seed + 1000);
         std::vector<KVCache> prefilled;
         for (const FormatResult& f : r.formats) {
             prefilled.emplace_back(m.config(), long_context - 1, f.format);
@@ -221,11 +221,10 @@ struct Experiment {
     // the machine hits them alike.
     void time_decode_steps(Results& r, Transformer& m) const {
         std::vector<KVCache> caches;
-        for (const FormatResult& f : r.formats)
-            caches.emplace_back(m.config(), long_context, f.format);
-        std::vector<std::vector<double>> times(caches.size());
+        std::vector<std::vector<double>> times(r.formats.size());
         const int token = 1, filled = long_context - 1;
-        for (KVCache& c : caches) mark_filled(c, filled);
+        for (const FormatResult& f : r.formats)
+            mark_filled(caches.emplace_back(m.config(), long_context, f.format), filled);
         for (int rep = 0; rep <= kRepeats; ++rep)
             for (std::size_t i = 0; i < caches.size(); ++i) {
                 const SequenceInput step{std::span(&token, 1), &caches[i]};
