@@ -55,11 +55,11 @@ TEST_CASE("float32 against itself: no difference and every token agrees") {
     const std::vector<NumberFormat> twice = {NumberFormat::float32, NumberFormat::float32};
     const FormatAnswers a = compare_formats(model, prompt, 20, twice);
     REQUIRE(a.tokens.size() == 20);
-    for (const AnswerComparison& same : a.formats) {
+    for (const Agreement& same : a.formats) {
         CHECK(same.steps == 20);
         CHECK(same.largest_logit_difference == 0.0);
         CHECK(same.kl_sum == 0.0);
-        CHECK(same.identical());
+        CHECK(same.identical == 1);
     }
     // The reference is chapter 02's cached answer.
     std::vector<int> cached;
@@ -90,7 +90,8 @@ TEST_CASE("every format answered at once gives what each gives alone") {
         INFO(format_name(formats[i]));
         CHECK(a.formats[i].largest_logit_difference == largest);  // bit for bit
         CHECK(a.formats[i].kl_sum == kl);
-        CHECK(a.formats[i].first_difference == first);
+        CHECK(a.formats[i].agreeing == first);
+        CHECK(a.formats[i].identical == int(first == 24));
         CHECK((largest > 0) == (formats[i] != NumberFormat::float32));
     }
 }
@@ -104,16 +105,15 @@ TEST_CASE("the first differing step is where the format's own greedy answer depa
             const std::vector<int> prompt = fixed_prompt(5, c.vocab_size, seed);
             const std::vector<NumberFormat> pair = {NumberFormat::float32, format};
             const FormatAnswers a = compare_formats(model, prompt, 40, pair);
-            const AnswerComparison& cmp = a.formats[1];
+            const Agreement& cmp = a.formats[1];
             CHECK(cmp.largest_logit_difference > 0.0);
             CHECK(cmp.kl_sum > 0.0);
             const std::vector<int> own = answer_alone(model, prompt, 40, format, {});
-            for (int s = 0; s < cmp.first_difference; ++s)
+            for (int s = 0; s < cmp.agreeing; ++s)
                 CHECK(own[std::size_t(s)] == a.tokens[std::size_t(s)]);
-            if (!cmp.identical()) {
+            if (!cmp.identical) {
                 ++departed;
-                CHECK(own[std::size_t(cmp.first_difference)] !=
-                      a.tokens[std::size_t(cmp.first_difference)]);
+                CHECK(own[std::size_t(cmp.agreeing)] != a.tokens[std::size_t(cmp.agreeing)]);
             }
         }
     CHECK(departed > 0);  // else this test would check nothing
@@ -126,9 +126,10 @@ void check_same(const FormatAnswers& got, const FormatAnswers& want) {
     CHECK(got.tokens == want.tokens);
     REQUIRE(got.formats.size() == want.formats.size());
     for (std::size_t i = 0; i < got.formats.size(); ++i) {
-        const AnswerComparison &g = got.formats[i], &w = want.formats[i];
+        const Agreement &g = got.formats[i], &w = want.formats[i];
         CHECK(g.steps == w.steps);
-        CHECK(g.first_difference == w.first_difference);
+        CHECK(g.identical == w.identical);
+        CHECK(g.agreeing == w.agreeing);
         CHECK(g.largest_logit_difference == w.largest_logit_difference);
         CHECK(g.kl_sum == w.kl_sum);
         CHECK(g.kl_max == w.kl_max);

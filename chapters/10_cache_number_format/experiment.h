@@ -1,10 +1,9 @@
 // Chapter 10's experiment. What each format costs the answer: the queue's
 // first --prompts requests, and --long-prompts answers reaching
-// --long-context positions, which share one long prefix and differ in
-// their last --long-tail prompt tokens (answer_agreement.h). What it buys
-// (format_memory.h): bytes per token, the article's cache at 16 bits, the
-// pool and the queue at each width (the queue's first --engine-requests on
-// the engine too), and a decode step at the long context timed on the engine.
+// --long-context positions over one shared prefix (answer_agreement.h). What
+// it buys (format_memory.h): bytes per token, the article's cache at 16 bits,
+// the pool and the queue at each width (its first --engine-requests on the
+// engine too), and a decode step at the long context timed on the engine.
 #pragma once
 
 #include <cstdint>
@@ -34,28 +33,24 @@ namespace kv::ch10 {
 
 struct FormatResult {
     NumberFormat format;
-    FormatBytes bytes;               // per token: chapter 03's formula and the engine's caches
-    AgreementTotals demo{};          // answers at the model's own lengths, against float32
-    AgreementTotals long_context{};  // answers that reach the long context
-    int conversations = 0;           // of the queue, at once in the pool
-    Summary queue{};                 // the simulator's whole queue on that pool
-    int engine_blocks = 0;           // of the smaller pool, at this width
-    Summary simulated{}, engine{};   // its first requests in the smaller pool, side by side
-    bool same_order = false;         // both gave first tokens in the same order
-    double decode_step_s = 0;        // a decode step at the long context (median, thread CPU)
+    FormatBytes bytes;              // per token: chapter 03's formula and the engine's caches
+    Agreement demo{};               // answers at the model's own lengths, against float32
+    Agreement long_context{};       // answers that reach the long context
+    int conversations = 0;          // of the queue, at once in the pool
+    Summary queue{};                // the simulator's whole queue on that pool
+    int engine_blocks = 0;          // of the smaller pool, at this width
+    Summary simulated{}, engine{};  // its first requests in the smaller pool, side by side
+    bool same_order = false;        // both gave first tokens in the same order
+    double decode_step_s = 0;       // a decode step at the long context (median, thread CPU)
 };
 
 // The chapter's parameters (its flags) and their check.
 struct Setup {
     ModelChoice model;  // --layers ... --seed, --checkpoint (real_weights/model_source.h)
     // --requests ... --calibrate (kit/queue_flags.h): chapter 05's queue and
-    // 16 MiB, in batches of up to 256, so that memory caps the batch before
-    // the batch size does, at every width.
-    QueueOptions queue = [] {
-        QueueOptions q;
-        q.batch = 256;
-        return q;
-    }();
+    // 16 MiB, in batches of up to 256 (the constructor), so that memory caps
+    // the batch before the batch size does, at every width.
+    QueueOptions queue;
     int prompts = 16;                     // the queue's first requests answered in every format
     int long_context = 4096;              // positions the long answers reach; 0: none
     int long_prompts = 8;                 // answers at the long context, over one prefix
@@ -64,6 +59,7 @@ struct Setup {
     int engine_requests = 48;             // the queue's first, on the engine; 0: none
     std::uint64_t engine_budget_mib = 2;  // their pool: one where float32 runs short
 
+    Setup() { queue.batch = 256; }
     int long_prefix() const { return long_context - queue.workload.answer_len - long_tail; }
 
     void add_flags(Flags& flags) {
@@ -118,8 +114,7 @@ struct Results {
     std::string model, weights;            // the model's shape; "random (seed 1)" or a checkpoint
     bool has_text = false;                 // --tokenizer: the first request shown as text
     std::string prompt_text, answer_text;  // its prompt, and float32's answer to it
-    Config article;                        // article_shape()
-    ResidentCache article_16;  // its cache at 16 bits (bfloat16) for 4,096 positions, measured
+    ResidentCache article_16;  // article_shape()'s cache at 16 bits for 4,096 positions, measured
     std::vector<Request> queue;
     int engine_requests = 0;            // of them on the engine
     StepCalibration pricing;            // the step cost the simulator prices every width's steps by
@@ -131,9 +126,7 @@ struct Results {
 // The article's cache shape (32 layers, 8 KV heads, head size 128), as a
 // model the engine can allocate a cache for.
 inline Config article_shape() {
-    Config c;
-    c.n_layers = 32, c.dim = 4096, c.n_heads = 32, c.n_kv_heads = 8, c.max_seq = 4096;
-    return c;
+    return {.n_layers = 32, .dim = 4096, .n_heads = 32, .n_kv_heads = 8, .max_seq = 4096};
 }
 
 struct Experiment : Setup {
@@ -144,8 +137,7 @@ struct Experiment : Setup {
         Results r;
         r.setup = *this;
         // Resident memory first, while the process is fresh.
-        r.article = article_shape();
-        r.article_16 = measure_resident_cache(r.article, 4096, NumberFormat::bfloat16);
+        r.article_16 = measure_resident_cache(article_shape(), 4096, NumberFormat::bfloat16);
         r.queue = make_workload(workload_of(queue, model.seed));
         LoadedModel loaded = model.load(r.queue[0].prompt_len, r.queue[0].answer_len);
         Transformer& m = loaded.model;
@@ -162,8 +154,7 @@ struct Experiment : Setup {
             Config long_config = c;
             long_config.max_seq = long_context;
             Transformer long_model(long_config, m.weights());
-            compare_long_answers(r, long_model);
-            time_decode_steps(r, long_model);
+            time_decode_steps(r, long_model, compare_long_answers(r, long_model));
         }
         r.pricing = price_steps(c, model.seed, queue);
         for (FormatResult& f : r.formats) run_queues(r, m, f);
@@ -171,7 +162,7 @@ struct Experiment : Setup {
     }
 
   private:
-    static void add(Results& r, AgreementTotals FormatResult::*totals, const FormatAnswers& a) {
+    static void add(Results& r, Agreement FormatResult::*totals, const FormatAnswers& a) {
         for (std::size_t i = 0; i < r.formats.size(); ++i) (r.formats[i].*totals).add(a.formats[i]);
     }
 
@@ -198,15 +189,16 @@ struct Experiment : Setup {
     // The long answers share one prefix, prefilled once per format (the long
     // passes); each answer starts from copies of those caches and feeds its
     // own tail of --long-tail tokens, so that it costs a short pass and its
-    // decode steps, and still reaches --long-context positions.
-    void compare_long_answers(Results& r, Transformer& m) const {
+    // decode steps, and still reaches --long-context positions. Returns the
+    // prefix's caches.
+    std::vector<KVCache> compare_long_answers(Results& r, Transformer& m) const {
         Progress progress("answers at the long context:");
         const PassesShown shown(m, progress);  // how far each prefix's pass has got
         const int answer = queue.workload.answer_len, vocab = m.config().vocab_size;
         const std::vector<int> prefix = fixed_prompt(long_prefix(), vocab, model.seed + 1000);
         std::vector<KVCache> prefilled;
         for (const FormatResult& f : r.formats) {
-            prefilled.emplace_back(m.config(), long_context - 1, f.format);
+            prefilled.emplace_back(m.config(), long_context, f.format);
             m.forward(prefix, prefilled.back());
         }
         for (int i = 0; i < long_prompts; ++i) {
@@ -214,17 +206,16 @@ struct Experiment : Setup {
             const std::vector<int> tail = fixed_prompt(long_tail, vocab, model.seed + 1001 + i);
             add(r, &FormatResult::long_context, compare_formats(m, prefilled, tail, answer));
         }
+        return prefilled;
     }
 
-    // A decode step on a cache of long_context - 1 positions marked filled
-    // (lab/timed_step.h), each format in turn, so that a slower moment of
-    // the machine hits them alike.
-    void time_decode_steps(Results& r, Transformer& m) const {
-        std::vector<KVCache> caches;
-        std::vector<std::vector<double>> times(r.formats.size());
+    // A decode step on each format's cache, filled to long_context - 1
+    // positions (the prefix's, the rest marked: lab/timed_step.h), each in
+    // turn, so that a slower moment of the machine hits them alike.
+    void time_decode_steps(Results& r, Transformer& m, std::vector<KVCache> caches) const {
+        std::vector<std::vector<double>> times(caches.size());
         const int token = 1, filled = long_context - 1;
-        for (const FormatResult& f : r.formats)
-            mark_filled(caches.emplace_back(m.config(), long_context, f.format), filled);
+        for (KVCache& c : caches) mark_filled(c, filled - c.length());
         for (int rep = 0; rep <= kRepeats; ++rep)
             for (std::size_t i = 0; i < caches.size(); ++i) {
                 const SequenceInput step{std::span(&token, 1), &caches[i]};

@@ -24,7 +24,7 @@ inline Table answer_table(const Results& r, bool long_context) {
     Table t({"format", "bits", "answers", "identical", "tokens agreeing (%)", "largest logit diff",
              "mean KL (1e-6 nats)", "largest KL (1e-6)"});
     for (const FormatResult& f : r.formats) {
-        const AgreementTotals& a = long_context ? f.long_context : f.demo;
+        const Agreement& a = long_context ? f.long_context : f.demo;
         t.add_row({format_name(f.format), bits_of(f.format), a.answers, a.identical,
                    Cell(100 * a.agreement(), 1), Cell(a.largest_logit_difference, 5),
                    Cell(1e6 * a.mean_kl(), 3), Cell(1e6 * a.kl_max, 3)});
@@ -165,8 +165,9 @@ inline int report(const Results& r, const OutputOptions& out) {
                      "CPU time):\n",
             engine.print(std::cout);
     const double pages = a.growth ? double(*a.growth - std::int64_t(a.formula)) / a.page_size : 0;
-    std::cout << "\nThe article's cache (" << r.article.n_layers << " layers, "
-              << r.article.n_kv_heads << " KV heads, head size " << r.article.head_size()
+    const Config article = article_shape();
+    std::cout << "\nThe article's cache (" << article.n_layers << " layers, " << article.n_kv_heads
+              << " KV heads, head size " << article.head_size()
               << ") at 16 bits for 4,096 positions: formula " << format_bytes(a.formula)
               << ", allocated " << format_bytes(a.allocated) << ", resident memory grew by "
               << (a.growth
