@@ -187,10 +187,8 @@ struct Experiment : Setup {
     }
 
     // The long answers share one prefix, prefilled once per format (the long
-    // passes); each answer starts from copies of those caches and feeds its
-    // own tail of --long-tail tokens, so that it costs a short pass and its
-    // decode steps, and still reaches --long-context positions. Returns the
-    // prefix's caches.
+    // passes): each starts from copies of its caches (returned) and feeds its
+    // own --long-tail tokens, a short pass, then reaches --long-context.
     std::vector<KVCache> compare_long_answers(Results& r, Transformer& m) const {
         Progress progress("answers at the long context:");
         const PassesShown shown(m, progress);  // how far each prefix's pass has got
