@@ -142,9 +142,10 @@ inline int report(const Results& r, const OutputOptions& out) {
                   << "\nfloat32's answer to it:    " << r.answer_text << "\n";
     if (s.long_context)
         std::cout << "\nThe same at " << long_positions(r) << " positions: " << s.long_prompts
-                  << " answer" << (s.long_prompts > 1 ? "s" : "") << " over one shared prefix of "
-                  << with_commas(std::uint64_t(s.long_prefix())) << " tokens, each after its own "
-                  << s.long_tail << " (so not independent long prompts):\n",
+                  << " answer" << (s.long_prompts > 1 ? "s" : "") << " over one shared "
+                  << with_commas(std::uint64_t(s.long_prefix())) << "-token prefix, each after "
+                  << "its own " << s.long_tail << " tokens (--long-prompts, --long-tail), so not "
+                  << s.long_prompts << " independent prompts:\n",
             long_answers.print(std::cout);
     std::cout << "\nWhat it buys: bytes per token held by the engine against chapter 03's "
                  "formula, the queue's conversations\n"
