@@ -1,7 +1,8 @@
 // Chapter 10's measure of what a narrower cache costs the answer: the KL
 // divergence by hand, float32 against itself, every format answered at
-// once against each alone, and the first differing step of teacher-forced
-// decoding against the format's own greedy answer.
+// once against each alone, the first differing step of teacher-forced
+// decoding against the format's own greedy answer, and answers started from
+// copies of one prefilled prefix (the long answers) against whole prompts.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -54,11 +55,11 @@ TEST_CASE("float32 against itself: no difference and every token agrees") {
     const std::vector<NumberFormat> twice = {NumberFormat::float32, NumberFormat::float32};
     const FormatAnswers a = compare_formats(model, prompt, 20, twice);
     REQUIRE(a.tokens.size() == 20);
-    for (const AnswerComparison& same : a.formats) {
+    for (const Agreement& same : a.formats) {
         CHECK(same.steps == 20);
         CHECK(same.largest_logit_difference == 0.0);
         CHECK(same.kl_sum == 0.0);
-        CHECK(same.identical());
+        CHECK(same.identical == 1);
     }
     // The reference is chapter 02's cached answer.
     std::vector<int> cached;
@@ -89,7 +90,8 @@ TEST_CASE("every format answered at once gives what each gives alone") {
         INFO(format_name(formats[i]));
         CHECK(a.formats[i].largest_logit_difference == largest);  // bit for bit
         CHECK(a.formats[i].kl_sum == kl);
-        CHECK(a.formats[i].first_difference == first);
+        CHECK(a.formats[i].agreeing == first);
+        CHECK(a.formats[i].identical == int(first == 24));
         CHECK((largest > 0) == (formats[i] != NumberFormat::float32));
     }
 }
@@ -103,17 +105,91 @@ TEST_CASE("the first differing step is where the format's own greedy answer depa
             const std::vector<int> prompt = fixed_prompt(5, c.vocab_size, seed);
             const std::vector<NumberFormat> pair = {NumberFormat::float32, format};
             const FormatAnswers a = compare_formats(model, prompt, 40, pair);
-            const AnswerComparison& cmp = a.formats[1];
+            const Agreement& cmp = a.formats[1];
             CHECK(cmp.largest_logit_difference > 0.0);
             CHECK(cmp.kl_sum > 0.0);
             const std::vector<int> own = answer_alone(model, prompt, 40, format, {});
-            for (int s = 0; s < cmp.first_difference; ++s)
+            for (int s = 0; s < cmp.agreeing; ++s)
                 CHECK(own[std::size_t(s)] == a.tokens[std::size_t(s)]);
-            if (!cmp.identical()) {
+            if (!cmp.identical) {
                 ++departed;
-                CHECK(own[std::size_t(cmp.first_difference)] !=
-                      a.tokens[std::size_t(cmp.first_difference)]);
+                CHECK(own[std::size_t(cmp.agreeing)] != a.tokens[std::size_t(cmp.agreeing)]);
             }
         }
     CHECK(departed > 0);  // else this test would check nothing
+}
+
+namespace {
+
+// Every field of two comparisons of every format, bit for bit.
+void check_same(const FormatAnswers& got, const FormatAnswers& want) {
+    CHECK(got.tokens == want.tokens);
+    REQUIRE(got.formats.size() == want.formats.size());
+    for (std::size_t i = 0; i < got.formats.size(); ++i) {
+        const Agreement &g = got.formats[i], &w = want.formats[i];
+        CHECK(g.steps == w.steps);
+        CHECK(g.identical == w.identical);
+        CHECK(g.agreeing == w.agreeing);
+        CHECK(g.largest_logit_difference == w.largest_logit_difference);
+        CHECK(g.kl_sum == w.kl_sum);
+        CHECK(g.kl_max == w.kl_max);
+    }
+}
+
+// A cache of every format holding `prefix`, with room for `rest` more positions.
+std::vector<KVCache> prefilled(Transformer& model, std::span<const int> prefix, int rest) {
+    std::vector<KVCache> caches;
+    for (const NumberFormat f : all_formats()) {
+        caches.emplace_back(model.config(), int(prefix.size()) + rest, f);
+        model.forward(prefix, caches.back());
+    }
+    return caches;
+}
+
+std::vector<int> joined(std::vector<int> prefix, const std::vector<int>& tail) {
+    prefix.insert(prefix.end(), tail.begin(), tail.end());
+    return prefix;
+}
+
+}  // namespace
+
+TEST_CASE("an answer from a copied prefix cache and its tail is the whole prompt's answer") {
+    const Config c = test::tiny_config();
+    const int answer = 20;
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+        Transformer model(c, seed);
+        const std::vector<int> prefix = fixed_prompt(11, c.vocab_size, seed);
+        const std::vector<int> tail = fixed_prompt(4, c.vocab_size, seed + 100);
+        const std::vector<KVCache> caches = prefilled(model, prefix, 4 + answer - 1);
+        // The tail's pass after the prefix's gives the whole prompt's logits, bit for bit.
+        for (const KVCache& cache : caches) {
+            KVCache copy = cache, whole(c, 15, cache.number_format());
+            const std::span<const float> l = model.forward(tail, copy);
+            const std::vector<float> from_prefix(l.begin(), l.end());
+            const std::span<const float> w = model.forward(joined(prefix, tail), whole);
+            INFO(format_name(cache.number_format()));
+            CHECK(from_prefix == std::vector<float>(w.begin(), w.end()));
+        }
+        // And so does every step of the answer, in every format.
+        const FormatAnswers whole =
+            compare_formats(model, joined(prefix, tail), answer, all_formats());
+        check_same(compare_formats(model, caches, tail, answer), whole);
+        CHECK(whole.formats[3].largest_logit_difference > 0);  // int8 differs: something compared
+    }
+}
+
+TEST_CASE("answers from one prefix do not disturb each other or the prefix") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 7);
+    const int answer = 16;
+    const std::vector<int> prefix = fixed_prompt(9, c.vocab_size, 7);
+    const std::vector<int> a = fixed_prompt(5, c.vocab_size, 8),
+                           b = fixed_prompt(5, c.vocab_size, 9);
+    const std::vector<KVCache> caches = prefilled(model, prefix, 5 + answer - 1);
+    const FormatAnswers first_a = compare_formats(model, caches, a, answer);
+    const FormatAnswers then_b = compare_formats(model, caches, b, answer);
+    check_same(compare_formats(model, caches, a, answer), first_a);  // as if b had not run
+    check_same(then_b, compare_formats(model, joined(prefix, b), answer, all_formats()));
+    CHECK(first_a.tokens != then_b.tokens);  // two answers, not one twice
+    for (const KVCache& cache : caches) CHECK(cache.length() == int(prefix.size()));
 }

@@ -1,13 +1,11 @@
 // Chapter 10: what a narrower cache buys in memory.
 //
 // Chapter 03 priced the cache at any width: 2 x layers x KV heads x head
-// size x bytes per number, per token. The engine now holds each width, so
-// the price is a measurement: the bytes per token a cache of each format
-// holds, read off its buffers, against the formula (int8 adds its scales:
-// 2 bytes per 32 numbers of a head); the article's shape at 16 bits, its
-// resident memory read from the operating system (lab/resident_cache.h);
-// and how many of the queue's conversations fit at once in a pool of
-// blocks (chapter 07's count) of the same bytes at each width.
+// size x bytes per number, per token (int8 adds 2 bytes of scale per 32
+// numbers of a head). The engine now holds each width, so the price is a
+// measurement: the bytes a cache of each format holds, read off its buffers,
+// and how many of the queue's conversations fit at once in a pool of blocks
+// (chapter 07's count) of the same bytes at each width.
 #pragma once
 
 #include <algorithm>
@@ -25,7 +23,6 @@
 namespace kv::ch10 {
 
 struct FormatBytes {
-    NumberFormat format;
     std::uint64_t formula;     // bytes_per_token(cache_shape_of(config, format)): chapter 03's
     std::uint64_t contiguous;  // a KVCache's bytes_allocated() / its positions
     std::uint64_t paged;       // a BlockPool's bytes_per_block() / its block size
@@ -35,7 +32,7 @@ inline FormatBytes bytes_at(const Config& config, NumberFormat format, int block
     const int positions = std::min(config.max_seq, 64);
     const KVCache cache(config, positions, format);
     const BlockPool pool(config, block_size, 1, format);
-    return {format, bytes_per_token(cache_shape_of(config, format)),
+    return {bytes_per_token(cache_shape_of(config, format)),
             cache.bytes_allocated() / std::uint64_t(positions),
             pool.bytes_per_block() / std::uint64_t(block_size)};
 }

@@ -1,11 +1,7 @@
 // Chapter 10: the cache's number format. The engine keeps its keys and
-// values in float32, bfloat16, float16 or int8 (number_format.h): what each
-// costs the answer against float32, and what it buys in memory and in the
-// queue.
-//
-// The lessons are answer_agreement.h and format_memory.h (on the engine's
-// common/core/number_format.h); experiment.h sets their parameters and
-// runs them; report.h prints what they give.
+// values in float32, bfloat16, float16 or int8: what each costs the answer
+// and what it buys in memory and in the queue. The lesson is
+// answer_agreement.h and format_memory.h, on common/core/number_format.h.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"
