@@ -106,8 +106,7 @@ struct StepShape {
 };
 
 struct StepProbe {
-    std::string what;  // "decode 8 x 256 + chunk 64 after 0"
-    StepWork work;
+    std::string what;    // "decode 8 x 256 + chunk 64 after 0"
     double seconds = 0;  // measured: the fastest of the rounds
     double fitted = 0;   // what the fitted formula says
 };
