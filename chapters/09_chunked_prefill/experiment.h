@@ -1,8 +1,7 @@
 // Chapter 09's experiment: chapter 05's queue on chapter 07's paged
-// memory, by continuous batching with the cache, its steps filled by
-// prefill first, batched prefill, and chunked prefill at several chunk
-// sizes; with chapter 05's short prompts, and with every prompt 512 tokens
-// long. In the simulator: `make validate` runs them on the engine too.
+// memory, its steps filled by each rule of step_policies.h, with chapter
+// 05's short prompts and with 512-token prompts, in the simulator
+// (`make validate` runs them on the engine too).
 #pragma once
 
 #include <algorithm>
