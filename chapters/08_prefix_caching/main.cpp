@@ -1,6 +1,4 @@
-// Chapter 08: sharing the cache. The queue with prompts that share their
-// start: a prefix computed once for many requests, and n answers to one
-// prompt on shared blocks, copied on write. The lesson is prefix_cache.h,
+// Chapter 08: sharing the cache. The lesson is prefix_cache.h,
 // prefix_sharing_memory.h, shared_blocks_executor.h and parallel_samples.h;
 // shared_workload.h draws the queue.
 #include "../../common/kit/chapter.h"

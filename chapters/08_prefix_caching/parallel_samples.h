@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -65,7 +66,7 @@ inline ParallelSamples sample_in_parallel(Transformer& model, BlockPool& pool,
     samples.emplace_back(pool, capacity);
     const std::span<const float> first = model.forward(prompt, samples[0]);
     std::vector<int> order(first.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+    std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return first[std::size_t(a)] > first[std::size_t(b)]; });
     for (int k = 1; k < n; ++k) samples.push_back(samples[0].fork());

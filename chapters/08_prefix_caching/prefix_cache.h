@@ -125,7 +125,12 @@ class PrefixCache : public BlockReclaimer {
             if (victim < 0 || e.last_used < entries_[std::size_t(victim)].last_used) victim = i;
         }
         if (victim < 0) return false;
-        remove_entry(victim);
+        Entry& e = entries_[std::size_t(victim)];
+        index_.erase(e.at);
+        if (e.parent != kRoot) --entries_[std::size_t(e.parent)].children;
+        pool_.release(e.block);  // the cache's reference: the block is free again
+        entry_of_[std::size_t(e.block)] = -1;
+        e.block = -1;
         ++evictions_;
         return true;
     }
@@ -146,15 +151,6 @@ class PrefixCache : public BlockReclaimer {
 
     static Key key(int parent, std::span<const int> tokens) {
         return {parent, std::vector<int>(tokens.begin(), tokens.end())};
-    }
-
-    void remove_entry(int i) {
-        Entry& e = entries_[std::size_t(i)];
-        index_.erase(e.at);
-        if (e.parent != kRoot) --entries_[std::size_t(e.parent)].children;
-        pool_.release(e.block);  // the cache's reference: the block is free again
-        entry_of_[std::size_t(e.block)] = -1;
-        e.block = -1;
     }
 
     BlockLedger& pool_;

@@ -1,13 +1,13 @@
 // Chapter 09's experiment: chapter 05's queue on chapter 07's paged
-// memory, by continuous batching with the cache, its steps filled by
-// prefill first, batched prefill, and chunked prefill at several chunk
-// sizes; with chapter 05's short prompts, and with every prompt 512 tokens
-// long. In the simulator: `make validate` runs them on the engine too.
+// memory, its steps filled by each rule of step_policies.h, with chapter
+// 05's short prompts and with 512-token prompts, in the simulator
+// (`make validate` runs them on the engine too).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -98,15 +98,13 @@ inline std::string long_prompts(int n) {
 struct Setup {
     Config model = chapter_model();  // 512-token prompts need a longer context than chapter 05's
     std::uint64_t seed = 1;          // seed of the weights and the workload
-    QueueOptions queue = [] {
-        QueueOptions q;
-        q.kv_budget_mib = 64;  // a batch of 32 of the 512-token prompts fits in blocks
-        return q;
-    }();
-    int chunk = 64;           // the headline's chunk size: prompt tokens per step at most
-    int long_prompt = 512;    // the second workload's prompt length
-    int block_size = 16;      // chapter 07's blocks
-    double watermark = 0.05;  // share of the blocks admission keeps free
+    QueueOptions queue;              // --requests ... --calibrate (kit/queue_flags.h)
+    int chunk = 64;                  // the headline's chunk size: prompt tokens per step at most
+    int long_prompt = 512;           // the second workload's prompt length
+    int block_size = 16;             // chapter 07's blocks
+    double watermark = 0.05;         // share of the blocks admission keeps free
+
+    Setup() { queue.kv_budget_mib = 64; }  // a batch of 32 of the 512-token prompts fits
 
     void add_flags(Flags& flags) {
         add_model_flags(flags, model, seed);
@@ -118,7 +116,6 @@ struct Setup {
         flags.add("watermark", watermark, 0.0, 0.5, "share of the blocks admission keeps free");
     }
 
-    // Blocks of `block_size` positions in the KV budget.
     std::uint64_t pool_blocks() const {
         return (queue.kv_budget_mib << 20) / BlockPool::bytes_per_block(model, block_size);
     }
@@ -167,9 +164,8 @@ struct Experiment : Setup {
         r.blocks = int(pool_blocks());
         r.prices = price_steps(model, seed, queue);
         r.rules = {kPrefillFirst, kBatchedPrefill};
-        std::vector<int> chunks = kChunks;
-        if (std::find(chunks.begin(), chunks.end(), chunk) == chunks.end())
-            chunks.insert(std::upper_bound(chunks.begin(), chunks.end(), chunk), chunk);
+        std::set<int> chunks(kChunks.begin(), kChunks.end());
+        chunks.insert(chunk);
         for (int c : chunks) r.rules.push_back(chunked(c));
 
         WorkloadOptions long_work = r.work;

@@ -1,7 +1,6 @@
-// Chapter 09: prefill and decode in one step. Chapter 05's queue with its
-// steps filled three ways: each prompt alone, every prompt in one pass, and
-// decode rows beside chunks of prompts; what each does to the time to first
-// token and the time between tokens. The lesson is step_policies.h.
+// Chapter 09: prefill and decode in one step, filled three ways (each
+// prompt alone, every prompt in one pass, chunks beside the decode rows).
+// The lesson is step_policies.h.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
-#include "../../common/kit/queue_flags.h"  // describe_workload
+#include "../../common/kit/queue_flags.h"  // describe_workload, step_cost_text
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
 #include "experiment.h"
@@ -87,7 +87,6 @@ inline int report(const Results& r, const OutputOptions& out) {
                                  " ms -> " + fixed(after.tbt_p99 * 1e3, 1) +
                                  " ms; median time to first token " + fixed(before.ttft_median, 1) +
                                  " s -> " + fixed(after.ttft_median, 1) + " s";
-    const StepCost& cost = r.prices.cost;
 
     Json json = Json()
                     .add("model", s.model.describe())
@@ -117,20 +116,9 @@ inline int report(const Results& r, const OutputOptions& out) {
               << " blocks of " << s.block_size
               << " positions (chapter 07); continuous batching with the cache, batch "
               << s.queue.batch << "\n"
-              << "step cost (" << cost.source << "):\n"
-              << "  step = " << fixed(cost.fixed * 1e6, 1) << " us + "
-              << fixed(cost.per_row * 1e6, 2) << " us x rows + "
-              << fixed(cost.per_sequence * 1e6, 2) << " us x sequences + "
-              << fixed(cost.per_pair * 1e9, 1) << " ns x attention pairs + "
-              << fixed(cost.per_position * 1e9, 1) << " ns x positions read\n";
-    if (!r.prices.probes.empty())
-        std::cout << "  fitted to " << r.prices.probes.size() << " steps of every mix, "
-                  << (r.prices.reused ? "measured once" : "measured now") << " in "
-                  << fixed(r.prices.seconds, 1) << " s, the largest error "
-                  << fixed(100 * cost.fit_error, 1)
-                  << "%; `make validate` runs these queues on the real engine too\n";
-    std::cout << "\nShort prompts, in the simulator (times to first token in s, between tokens "
-                 "in ms):\n";
+              << step_cost_text(r.prices)
+              << "\nShort prompts, in the simulator (times to first token in s, between tokens "
+              << "in ms):\n";
     queue_table(r, kShortPrompts).print(std::cout);
     std::cout << "\n" << workload << ":\n";
     queue_table(r, workload).print(std::cout);

@@ -1,13 +1,10 @@
 #include "calibration.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include "../core/kernel_plan.h"  // this_machine
@@ -33,14 +30,10 @@ std::vector<StepShape> calibration_shapes(const Config& c) {
     for (int b : batches)
         for (int n : chunks) {
             if (b == 0 && n == 0) continue;
-            for (bool deep : {false, true}) {  // near the start of the context, and deep in it
-                StepShape s;
-                s.batch = b;
-                s.chunk = n;
-                s.context = b == 0 ? 0 : std::min(deep ? longest / 2 : 32, longest);
-                s.first = n == 0 || !deep ? 0 : std::max(0, std::min(longest - n, longest / 2));
-                shapes.push_back(s);
-            }
+            for (bool deep : {false, true})  // near the start of the context, and deep in it
+                shapes.push_back(
+                    {b, b == 0 ? 0 : std::min(deep ? longest / 2 : 32, longest), n,
+                     n == 0 || !deep ? 0 : std::max(0, std::min(longest - n, longest / 2))});
         }
     return shapes;
 }
@@ -97,12 +90,9 @@ double time_once(Transformer& model, const StepShape& s) {
 // The folder the program runs from (build/ for ./build/ch05), where the
 // saved prices live; "" where it cannot be found.
 std::string program_folder() {
-    char path[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n <= 0) return "";
-    const std::string exe(path, std::size_t(n));
-    const std::size_t slash = exe.rfind('/');
-    return slash == std::string::npos ? "" : exe.substr(0, slash);
+    std::error_code e;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", e);
+    return e ? "" : exe.parent_path().string();
 }
 
 // `path` as the reader would type it from where they ran the program
@@ -130,25 +120,18 @@ std::string saved_json(const StepCalibration& cal, const Config& c) {
            "\n";
 }
 
-// The saved file's text, at most 1 MiB. Not read as one of the run's
-// inputs (kit/files.h, RunFiles): a stale file is replaced in the same run,
-// which a run may not do to its inputs.
-std::string read_saved_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::string text(std::size_t(1) << 20, '\0');
-    in.read(text.data(), std::streamsize(text.size()));
-    if (in.gcount() == std::streamsize(text.size())) throw std::runtime_error("too large");
-    text.resize(std::size_t(in.gcount()));
-    return text;
-}
-
 // The prices saved at `path` for this machine and model; false if there
 // are none, or they are another machine's, build's or model's, or broken.
+// The file (at most 1 MiB) is not read as one of the run's inputs (kit/files.h,
+// RunFiles): a stale file is replaced in the same run, which a run may not do
+// to its inputs.
 bool read_saved(const std::string& path, const Config& c, StepCalibration& cal) {
     try {
-        struct stat st {};
-        if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-        const SavedResults saved = SavedResults::parse(path, read_saved_text(path));
+        if (!std::filesystem::is_regular_file(path) || std::filesystem::file_size(path) > 1 << 20)
+            return false;
+        std::ostringstream text;
+        text << std::ifstream(path, std::ios::binary).rdbuf();
+        const SavedResults saved = SavedResults::parse(path, text.str());
         if (saved.text("machine") != machine_and_build() || saved.text("model") != c.describe())
             return false;
         StepCost& s = cal.cost;
@@ -160,10 +143,8 @@ bool read_saved(const std::string& path, const Config& c, StepCalibration& cal) 
         s.fit_error = saved.non_negative_number("max_fit_error");
         cal.seconds = saved.non_negative_number("calibration_seconds");
         for (const SavedResults& p : saved.rows("probes"))
-            cal.probes.push_back({p.text("what"),
-                                  {},
-                                  p.positive_number("seconds"),
-                                  p.non_negative_number("fitted")});
+            cal.probes.push_back(
+                {p.text("what"), p.positive_number("seconds"), p.non_negative_number("fitted")});
         return s.prefill_seconds(1) > 0 && s.decode_seconds(1, 0) > 0;
     } catch (const std::exception&) {
         return false;  // measured again, and saved over it
@@ -190,7 +171,7 @@ StepCalibration calibrate(Transformer& model, int rounds) {
     for (std::size_t k = 0; k < shapes.size(); ++k) {
         const StepWork w = work_of(shapes[k]);
         features.push_back({1.0, w.rows, w.sequences, w.pairs, w.positions});
-        cal.probes.push_back({describe(shapes[k]), w, fastest[k], 0});
+        cal.probes.push_back({describe(shapes[k]), fastest[k], 0});
     }
     std::vector<double> fitted(shapes.size());
     const std::array<double, 5> k = fit_nonnegative<5>(features, fastest, fitted);

@@ -3,9 +3,8 @@
 // Time the real engine at steps of every mix (decode rows, prompt chunks,
 // both, near the start of the context and deep in it), each the fastest of
 // a few rounds, then fit the formula's five prices by non-negative least
-// squares on relative error. It takes a few seconds, once: the prices are
-// saved under build/ with this CPU, this build and this model's shape, and
-// reused until one of those changes or a reader asks again with --calibrate.
+// squares on relative error. It takes a few seconds, once per machine,
+// build and model shape (machine_step_cost below).
 #pragma once
 
 #include <algorithm>
@@ -106,8 +105,7 @@ struct StepShape {
 };
 
 struct StepProbe {
-    std::string what;  // "decode 8 x 256 + chunk 64 after 0"
-    StepWork work;
+    std::string what;    // "decode 8 x 256 + chunk 64 after 0"
     double seconds = 0;  // measured: the fastest of the rounds
     double fitted = 0;   // what the fitted formula says
 };

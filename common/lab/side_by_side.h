@@ -1,8 +1,7 @@
 // The lab: one queue on a pool of blocks, run through the same scheduler
 // twice, side by side: by the simulator, each step priced by the step
 // cost, and on the real engine, its blocks in a real pool, each step timed
-// once by the thread's CPU time (make validate runs a queue several times
-// and keeps each step's fastest run; this is one run, as a chapter shows it).
+// once by the thread's CPU time (make validate keeps each step's fastest of several runs).
 //
 // With every request there at the start, who runs when is decided by
 // counts alone, never by how long a step took, so the two must give the
