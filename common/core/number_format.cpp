@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "checked.h"
+#include "memory_arithmetic.h"
 
 #if defined(__F16C__)
 #include <immintrin.h>
@@ -101,8 +101,7 @@ RowFormat row_format_of(const Config& config, NumberFormat format) {
 }
 
 std::uint64_t kv_bytes_per_token(const Config& config, NumberFormat format) {
-    return checked_mul(2 * std::uint64_t(config.n_layers), row_format_of(config, format).bytes(),
-                       "KV cache bytes per token");
+    return bytes_per_token(cache_shape_of(config, format));  // memory_arithmetic.h
 }
 
 namespace {
