@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -22,7 +21,9 @@ namespace {
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), {}};
+    std::stringstream s;
+    s << in.rdbuf();  // a folder or a missing file reads as ""
+    return s.str();
 }
 
 // The value of the first "name : value" line of /proc/cpuinfo, "" if none.

@@ -504,14 +504,9 @@ RowClass row_class(int rows) {
 }
 
 std::span<const MatmulKernel> matmul_kernels(RowClass rows) {
-    switch (rows) {
-        case RowClass::one:
-            return kOneRow;
-        case RowClass::few:
-            return kFewRows;
-        default:
-            return kManyRows;
-    }
+    if (rows == RowClass::one) return kOneRow;
+    if (rows == RowClass::few) return kFewRows;
+    return kManyRows;
 }
 
 MatmulChoice::MatmulChoice()

@@ -185,37 +185,24 @@ auto numbers(T& t) {
 
 // ------------------------------------------------------------------ reading
 
-// Reads float32 tensors one after another, a block of bytes at a time.
-class TensorReader {
-  public:
-    TensorReader(const std::string& path, InputFile& in) : path_(path), in_(in) {}
-
-    void read(std::span<float> out, const std::string& tensor) {
-        constexpr std::size_t block = 1 << 16;  // numbers per read
-        std::vector<unsigned char> bytes(std::min(out.size(), block) * 4);
-        for (std::size_t start = 0; start < out.size(); start += block) {
-            const std::size_t n = std::min(block, out.size() - start);
-            if (!in_.read(bytes.data(), n * 4))
-                fail(path_, "the file ended while reading " + tensor);
-            for (std::size_t i = 0; i < n; ++i) {
-                const float value = le_float32(bytes.data() + 4 * i);
-                // A NaN would spread through every later logit and print as garbage text.
-                if (!std::isfinite(value))
-                    fail(path_, tensor + " holds a non-finite number (" + std::to_string(value) +
-                                    ") at index " + std::to_string(start + i));
-                out[start + i] = value;
-            }
+// Reads one float32 tensor, a block of bytes at a time.
+void read_tensor(const std::string& path, InputFile& in, std::span<float> out,
+                 const std::string& tensor) {
+    constexpr std::size_t block = 1 << 16;  // numbers per read
+    std::vector<unsigned char> bytes(std::min(out.size(), block) * 4);
+    for (std::size_t start = 0; start < out.size(); start += block) {
+        const std::size_t n = std::min(block, out.size() - start);
+        if (!in.read(bytes.data(), n * 4)) fail(path, "the file ended while reading " + tensor);
+        for (std::size_t i = 0; i < n; ++i) {
+            const float value = le_float32(bytes.data() + 4 * i);
+            // A NaN would spread through every later logit and print as garbage text.
+            if (!std::isfinite(value))
+                fail(path, tensor + " holds a non-finite number (" + std::to_string(value) +
+                               ") at index " + std::to_string(start + i));
+            out[start + i] = value;
         }
     }
-
-    void skip(std::uint64_t floats) {
-        if (!in_.skip(floats * 4)) fail(path_, "the file ended while skipping the RoPE tables");
-    }
-
-  private:
-    std::string path_;
-    InputFile& in_;
-};
+}
 
 }  // namespace
 
@@ -229,16 +216,17 @@ Checkpoint read_checkpoint(const std::string& path) {
                               format_bytes(c.weight_bytes()) + ")");
         w = empty_weights(c);
     }
-    TensorReader in(path, file);
-    for_each_tensor(c, w,
-                    [&](const std::string& name, auto& t, int, int) { in.read(numbers(t), name); });
-    in.skip(std::uint64_t(c.max_seq) * std::uint64_t(c.head_size()));  // RoPE cos and sin
+    for_each_tensor(c, w, [&](const std::string& name, auto& t, int, int) {
+        read_tensor(path, file, numbers(t), name);
+    });
+    if (!file.skip(std::uint64_t(c.max_seq) * std::uint64_t(c.head_size()) * 4))  // cos and sin
+        fail(path, "the file ended while skipping the RoPE tables");
     if (c.shared_output) {
         // The Transformer reads its own output matrix, so it gets a copy.
         const Allocating note("a copy of the embedding table of " + file_label("checkpoint", path));
         w.output = w.token_embedding;
     } else {
-        in.read(w.output.data, "the output projection");
+        read_tensor(path, file, w.output.data, "the output projection");
     }
     return result;
 }
@@ -267,50 +255,34 @@ void check_shapes(const Config& c, const Weights& w) {
             "from the embedding table; the file would lose it");
 }
 
-// Numbers encoded into a buffer and written a block at a time (OutputFile:
-// the target is replaced when finished).
-class TensorWriter {
-  public:
-    TensorWriter(const std::string& path, std::string_view what) : out_(path, what) {}
-    void int32(std::int32_t value) { append_le_int32(buffer_, value); }
-    void floats(std::span<const float> values) {
-        for (float v : values) {
-            append_le_float32(buffer_, v);
-            if (buffer_.size() >= (1 << 20)) flush();
-        }
-    }
-    void finish() {
-        flush();
-        out_.commit();
-    }
-
-  private:
-    void flush() {
-        out_.write(buffer_);
-        buffer_.clear();
-    }
-    OutputFile out_;
-    std::string buffer_;
-};
-
 }  // namespace
 
 void write_checkpoint(const std::string& path, const Config& c, const Weights& w,
                       std::string_view what) {
     c.validate();
     check_shapes(c, w);
-    TensorWriter out(path, what);
+    OutputFile out(path, what);  // replaced whole, or left as it was
+    std::string buffer;          // written out a megabyte at a time
     for (const HeaderField& f : header_fields)
-        out.int32(f.field == &Config::vocab_size && !c.shared_output ? -c.vocab_size : c.*f.field);
-    for_each_tensor(c, w,
-                    [&](const std::string&, const auto& t, int, int) { out.floats(numbers(t)); });
+        append_le_int32(buffer, f.field == &Config::vocab_size && !c.shared_output ? -c.vocab_size
+                                                                                   : c.*f.field);
+    auto floats = [&](std::span<const float> values) {
+        for (float v : values) {
+            append_le_float32(buffer, v);
+            if (buffer.size() < (1 << 20)) continue;
+            out.write(buffer);
+            buffer.clear();
+        }
+    };
+    for_each_tensor(c, w, [&](const std::string&, const auto& t, int, int) { floats(numbers(t)); });
     // The RoPE tables llama2.c's exporter writes, which readers skip: the
     // file is what other tools of that format expect.
     const RopeTable rope(c.head_size(), c.max_seq);
-    out.floats(rope.cosines());
-    out.floats(rope.sines());
-    if (!c.shared_output) out.floats(w.output.data);
-    out.finish();
+    floats(rope.cosines());
+    floats(rope.sines());
+    if (!c.shared_output) floats(w.output.data);
+    out.write(buffer);
+    out.commit();
 }
 
 }  // namespace kv
