@@ -346,13 +346,9 @@ MatmulChoice matmul_plan(const Config& config, const Weights& weights) {
     plan.seconds = thread_cpu_seconds() - start;
     p.used.push_back(plan);
     if (!p.path.empty()) {
-        std::vector<KernelPlan> all = p.from_file;
-        all.erase(std::remove_if(all.begin(), all.end(),
-                                 [&](const KernelPlan& q) { return q.key == key; }),
-                  all.end());
-        all.push_back(plan);
-        save(p.path, all);
-        p.from_file = all;
+        std::erase_if(p.from_file, [&](const KernelPlan& q) { return q.key == key; });
+        p.from_file.push_back(plan);
+        save(p.path, p.from_file);
     }
     return plan.matmul;
 }

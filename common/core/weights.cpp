@@ -48,13 +48,9 @@ Weights random_weights(const Config& c, std::uint64_t seed) {
     for (LayerWeights& layer : w.layers) {
         layer.attn_norm.assign(c.dim, 1.0f);
         layer.ffn_norm.assign(c.dim, 1.0f);
-        fill(layer.wq, rng, inverse_sqrt(c.dim));
-        fill(layer.wk, rng, inverse_sqrt(c.dim));
-        fill(layer.wv, rng, inverse_sqrt(c.dim));
-        fill(layer.wo, rng, inverse_sqrt(c.dim));
-        fill(layer.w1, rng, inverse_sqrt(c.dim));
-        fill(layer.w2, rng, inverse_sqrt(c.ffn_dim));
-        fill(layer.w3, rng, inverse_sqrt(c.dim));
+        for (Matrix* m :
+             {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w1, &layer.w2, &layer.w3})
+            fill(*m, rng, inverse_sqrt(m->cols));  // in this order: the seed's stream
     }
     w.final_norm.assign(c.dim, 1.0f);
     fill(w.output, rng, inverse_sqrt(c.dim));
