@@ -9,20 +9,13 @@ namespace kv {
 Weights empty_weights(const Config& c) {
     c.validate();
     Weights w;
-    w.token_embedding = Matrix(c.vocab_size, c.dim);
     w.layers.resize(c.n_layers);
-    for (LayerWeights& layer : w.layers) {
-        layer.attn_norm.assign(c.dim, 0.0f);
-        layer.wq = Matrix(c.dim, c.dim);
-        layer.wk = Matrix(c.kv_dim(), c.dim);
-        layer.wv = Matrix(c.kv_dim(), c.dim);
-        layer.wo = Matrix(c.dim, c.dim);
-        layer.ffn_norm.assign(c.dim, 0.0f);
-        layer.w1 = Matrix(c.ffn_dim, c.dim);
-        layer.w2 = Matrix(c.dim, c.ffn_dim);
-        layer.w3 = Matrix(c.ffn_dim, c.dim);
-    }
-    w.final_norm.assign(c.dim, 0.0f);
+    for_each_tensor(c, w, [](const std::string&, auto& t, int rows, int cols) {
+        if constexpr (requires { t.rows; })
+            t = Matrix(rows, cols);
+        else
+            t.assign(std::size_t(cols), 0.0f);
+    });
     w.output = Matrix(c.vocab_size, c.dim);
     return w;
 }

@@ -149,31 +149,6 @@ Config read_checkpoint_config(const std::string& path) {
 
 namespace {
 
-std::string of_layer(const char* tensor, int layer) {
-    return std::string(tensor) + " of layer " + std::to_string(layer);
-}
-
-// The tensors in the file's order, each with its name and its shape (rows
-// x cols; a norm is one row), all layers of one before the next. The RoPE
-// tables and the output projection come after these.
-template <class W, class F>
-void for_each_tensor(const Config& c, W& w, F&& f) {
-    f("the token embedding", w.token_embedding, c.vocab_size, c.dim);
-    auto layers = [&](const char* name, auto member, int rows, int cols) {
-        for (int l = 0; l < c.n_layers; ++l) f(of_layer(name, l), w.layers[l].*member, rows, cols);
-    };
-    layers("attn_norm", &LayerWeights::attn_norm, 1, c.dim);
-    layers("wq", &LayerWeights::wq, c.dim, c.dim);
-    layers("wk", &LayerWeights::wk, c.kv_dim(), c.dim);
-    layers("wv", &LayerWeights::wv, c.kv_dim(), c.dim);
-    layers("wo", &LayerWeights::wo, c.dim, c.dim);
-    layers("ffn_norm", &LayerWeights::ffn_norm, 1, c.dim);
-    layers("w1", &LayerWeights::w1, c.ffn_dim, c.dim);
-    layers("w2", &LayerWeights::w2, c.dim, c.ffn_dim);
-    layers("w3", &LayerWeights::w3, c.ffn_dim, c.dim);
-    f("the final norm", w.final_norm, 1, c.dim);
-}
-
 // A tensor's numbers: a matrix's, or a norm's vector.
 template <class T>
 auto numbers(T& t) {
