@@ -1,16 +1,14 @@
 // Chapter 04: batched decoding, one step for many requests.
 //
 // At batch size 1 a decode step reads every weight of the model to do one
-// multiply-add with each: few operations per byte read (where that lands a
-// step against this machine's roofline, chapter 04 measures). Give the step B sequences at once and
-// each weight, once loaded, serves B rows: B times the useful work for about the same bytes.
-// Attention cannot be shared (each sequence has its own cache and its own length), so it runs per
-// sequence; the weight products run once over a B-row matrix.
-//
-// Nothing about a sequence's arithmetic depends on its neighbours: every
-// dot product adds its terms in the same order in a B-row product as in a
-// one-row one (kernels.h), so a sequence decoded in any batch gets the same
-// logits, to the last bit, as decoded alone.
+// multiply-add with each: few operations per byte read (chapter 04 places
+// that on this machine's roofline). Give the step B sequences and each
+// weight, once loaded, serves B rows: B times the work for about the same
+// bytes. Attention runs per sequence (each has its own cache and length);
+// the weight products run once over a B-row matrix. Every dot product adds
+// its terms in the same order in a B-row product as in a one-row one
+// (kernels.h), so a sequence gets the same logits, to the last bit, in any
+// batch as alone.
 #pragma once
 
 #include <span>
@@ -24,10 +22,9 @@
 
 namespace kv {
 
-// One decode step for B sequences, each with its own cache at its own
-// length (a ragged batch): tokens[i] goes to caches[i]. Row i of the result,
-// valid until the next forward pass, holds sequence i's logits. A bad call
-// throws before any cache is touched.
+// One decode step for B sequences, each cache at its own length (a ragged
+// batch): tokens[i] goes to caches[i]; row i of the result (valid until the
+// next pass) holds sequence i's logits. A bad call throws, touching no cache.
 inline const Matrix& decode_batch(Transformer& model, std::span<const int> tokens,
                                   std::span<KVCache* const> caches) {
     if (tokens.size() != caches.size())

@@ -3,12 +3,10 @@
 // A block holds the keys and values of B consecutive positions of one
 // sequence, in every layer. A sequence owns a list of blocks (its block
 // table, paged_kv_cache.h) instead of one array sized for its longest
-// possible context, as the operating system pages virtual memory and as
-// vLLM's PagedAttention (Kwon et al., SOSP 2023) stores the KV cache.
-//
-// The pool only hands out blocks and takes them back; who gets one is the
-// block manager's business (chapter 07). A shared block (chapter 08) counts
-// its owners and returns to the free list when the last one lets go.
+// context, as an operating system pages memory and as vLLM's PagedAttention
+// (Kwon et al., SOSP 2023) stores the KV cache. The pool only hands blocks
+// out and takes them back; who gets one is the block manager's business
+// (chapter 07). A shared block (chapter 08) counts its owners.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +38,7 @@ class BlockReclaimer {
 // that must decide as the engine does (chapter 08) keeps the ledger alone.
 class BlockLedger {
   public:
-    // `blocks` blocks of `block_size` positions, all free.
-    BlockLedger(int block_size, int blocks);
+    BlockLedger(int block_size, int blocks);  // all free
     virtual ~BlockLedger() = default;
     BlockLedger(const BlockLedger&) = delete;  // a copy would be a second truth
     BlockLedger& operator=(const BlockLedger&) = delete;
@@ -57,13 +54,11 @@ class BlockLedger {
     // Who gives blocks back when none is free (nullptr: nobody).
     void set_reclaimer(BlockReclaimer* reclaimer) { reclaimer_ = reclaimer; }
 
-    // Takes a free block (its owner count becomes 1), asking the reclaimer
-    // when none is free; throws std::length_error if there is still none.
+    // Takes a free block (one owner), asking the reclaimer when none is
+    // free; throws std::length_error if there is still none.
     int allocate();
-    // One more owner of a block in use (a shared prefix, chapter 08).
-    void share(int block);
-    // One owner lets go; at zero owners the block is free again.
-    void release(int block);
+    void share(int block);    // one more owner of a block in use (chapter 08)
+    void release(int block);  // one owner lets go; at zero the block is free
     int owners(int block) const { return owners_.at(std::size_t(block)); }
 
   private:
@@ -80,8 +75,7 @@ class BlockLedger {
 // format (float32 unless told another, number_format.h).
 class BlockPool : public BlockLedger {
   public:
-    // `blocks` blocks of `block_size` positions for `config`'s layers and
-    // KV heads, allocated and zeroed now.
+    // Allocated and zeroed now.
     BlockPool(const Config& config, int block_size, int blocks,
               NumberFormat format = NumberFormat::float32);
 
@@ -93,8 +87,7 @@ class BlockPool : public BlockLedger {
     static std::uint64_t bytes_per_block(const Config& config, int block_size,
                                          NumberFormat format = NumberFormat::float32);
 
-    // The first of block_size consecutive key (value) vectors of one layer,
-    // in a float32 pool (a narrower one throws).
+    // The first of a block's key (value) vectors of one layer, float32 only.
     float* keys(int block, int layer) { return keys_.floats(first_row(block, layer)); }
     float* values(int block, int layer) { return values_.floats(first_row(block, layer)); }
     // The same rows as stored, in any format: block_size x row_format().bytes().

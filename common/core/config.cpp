@@ -1,29 +1,21 @@
 #include "config.h"
 
 #include <stdexcept>
+#include <utility>
 
 #include "checked.h"
+#include "memory_arithmetic.h"
 
 namespace kv {
 
-namespace {
-
-void require_positive(int value, const char* name) {
-    if (value <= 0)
-        throw std::invalid_argument(std::string(name) + " must be positive, got " +
-                                    std::to_string(value));
-}
-
-}  // namespace
-
 void Config::validate() const {
-    require_positive(n_layers, "layers");
-    require_positive(dim, "dim");
-    require_positive(n_heads, "heads");
-    require_positive(n_kv_heads, "kv-heads");
-    require_positive(ffn_dim, "ffn");
-    require_positive(vocab_size, "vocab");
-    require_positive(max_seq, "max-seq");
+    const std::pair<int, const char*> sizes[] = {
+        {n_layers, "layers"}, {dim, "dim"},          {n_heads, "heads"},  {n_kv_heads, "kv-heads"},
+        {ffn_dim, "ffn"},     {vocab_size, "vocab"}, {max_seq, "max-seq"}};
+    for (const auto& [value, name] : sizes)
+        if (value <= 0)
+            throw std::invalid_argument(std::string(name) + " must be positive, got " +
+                                        std::to_string(value));
     if (dim % n_heads != 0)
         throw std::invalid_argument("heads (" + std::to_string(n_heads) + ") must divide dim (" +
                                     std::to_string(dim) + ")");
@@ -72,11 +64,7 @@ std::uint64_t Config::multiplied_parameters() const {
 }
 
 std::uint64_t Config::kv_bytes_per_token(std::uint64_t bytes_per_number) const {
-    const char* what = "KV cache bytes per token";
-    std::uint64_t bytes = checked_mul(2, std::uint64_t(n_layers), what);
-    bytes = checked_mul(bytes, std::uint64_t(n_kv_heads), what);
-    bytes = checked_mul(bytes, std::uint64_t(head_size()), what);
-    return checked_mul(bytes, bytes_per_number, what);
+    return bytes_per_token(cache_shape_of(*this, bytes_per_number));  // memory_arithmetic.h
 }
 
 std::uint64_t Config::kv_bytes(std::uint64_t tokens, std::uint64_t bytes_per_number) const {

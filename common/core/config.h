@@ -15,8 +15,8 @@ struct Config {
     int vocab_size = 4096;  // tokens the model can read and write
     int max_seq = 512;      // longest context: prompt plus answer
 
-    // The output projection is the embedding table itself (tied), as in
-    // llama2.c's TinyStories checkpoints: parameter_count() counts it once.
+    // The output projection is the embedding table (tied), as in llama2.c's
+    // TinyStories checkpoints: parameter_count() counts it once.
     bool shared_output = false;
 
     int head_size() const { return dim / n_heads; }
@@ -24,8 +24,8 @@ struct Config {
     int group_size() const { return n_heads / n_kv_heads; }  // query heads per KV head
 
     // Throws std::invalid_argument naming the first thing wrong: a size not
-    // positive, heads that do not divide the width or KV heads the heads,
-    // an odd head size (RoPE rotates pairs), or sizes past 64-bit bytes.
+    // positive, heads not dividing the width or KV heads the heads, an odd
+    // head size (RoPE rotates pairs); std::overflow_error past 64-bit bytes.
     void validate() const;
 
     // Every learned number: embedding, per layer (two norms, four attention
@@ -43,8 +43,7 @@ struct Config {
     // layer and the output projection (not the RMSNorm scales).
     std::uint64_t multiplied_parameters() const;
 
-    // The book's memory formula: keys and values (2) x layers x KV heads x
-    // head size x bytes per number, for one token.
+    // The book's memory formula (memory_arithmetic.h) at this shape.
     std::uint64_t kv_bytes_per_token(std::uint64_t bytes_per_number = sizeof(float)) const;
     std::uint64_t kv_bytes(std::uint64_t tokens,
                            std::uint64_t bytes_per_number = sizeof(float)) const;

@@ -18,15 +18,13 @@ using StepCallback = std::function<void(int step, std::span<const float> logits)
 // A generator: produces one answer, calling on_step after every token.
 using Generator = std::function<std::vector<int>(const StepCallback& on_step)>;
 
-// Runs `generate` once, keeping every step's logits (step, vocab); the
-// answer goes to `tokens`.
+// Every step's logits (step, vocab) of one run; the answer goes to `tokens`.
 std::vector<std::vector<float>> logits_per_step(const Generator& generate,
                                                 std::vector<int>& tokens);
 
-// The largest |a[i] - b[i]| over two equal-length lists of logits, and over
-// every step of two runs: 0 when they agree to the last bit. A NaN on
-// either side (or inf against inf) makes it NaN, never 0, so "identical" is
-// never said of numbers that are not.
+// The largest |a[i] - b[i]| over two lists of logits, or every step of two
+// runs: 0 when they agree to the last bit. A NaN on either side (or inf
+// against inf) makes it NaN, never 0: "identical" is never said falsely.
 double max_abs_difference(std::span<const float> a, std::span<const float> b);
 double max_abs_difference(const std::vector<std::vector<float>>& a,
                           const std::vector<std::vector<float>>& b);

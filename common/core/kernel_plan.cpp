@@ -22,15 +22,14 @@ namespace {
 std::string read_file(const std::string& path) {
     std::ifstream in(path);
     std::stringstream s;
-    s << in.rdbuf();
+    s << in.rdbuf();  // a folder or a missing file reads as ""
     return s.str();
 }
 
 // The value of the first "name : value" line of /proc/cpuinfo, "" if none.
 std::string cpuinfo_field(const std::string& text, const std::string& name) {
     std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
+    for (std::string line; std::getline(in, line);) {
         const std::size_t colon = line.find(':');
         if (colon == std::string::npos) continue;
         std::string key = line.substr(0, colon);
@@ -148,23 +147,15 @@ namespace {
 
 // The rows each class is timed at.
 std::vector<int> rows_of(RowClass c) {
-    switch (c) {
-        case RowClass::one:
-            return {1};
-        case RowClass::few:
-            return {2, kFewRowsMost};
-        default:
-            return {16, 64};
-    }
+    if (c == RowClass::one) return {1};
+    return c == RowClass::few ? std::vector<int>{2, kFewRowsMost} : std::vector<int>{16, 64};
 }
 
-// Weight bytes one timed run of one or a few rows reads at most: a whole
-// model up to this size, else as many whole layers as fit (at least one),
-// the next ones at each run, so that a model larger than the cache streams
-// from DRAM as in a decode step. Many rows reuse each weight from L1: their
-// runs take the first matrices up to kManyRowsBytes.
+// Weight bytes one timed run of one or a few rows reads at most: past it,
+// as many whole layers as fit (at least one), the next ones at each run, so
+// that a model larger than the cache streams from DRAM as in a decode step.
 constexpr std::size_t kStreamBytes = std::size_t(32) << 20;
-constexpr std::size_t kManyRowsBytes = std::size_t(4) << 20;
+constexpr std::size_t kManyRowsBytes = std::size_t(4) << 20;  // many rows reuse weights from L1
 
 std::size_t bytes_of(const Matrix& m) {
     return m.data.size() * sizeof(float);
@@ -173,17 +164,15 @@ std::size_t bytes_of(const Matrix& m) {
 }  // namespace
 
 CandidateTimer model_timer(const Weights& weights) {
-    // The matrices in the order a forward pass multiplies by them, whole
-    // and layer by layer.
-    std::vector<std::vector<const Matrix*>> layers;
+    // The matrices in a forward pass's order, kPerLayer for each layer.
+    constexpr std::size_t kPerLayer = 7;
+    const std::size_t layers = weights.layers.size();
     std::vector<const Matrix*> all;
-    std::size_t model_bytes = bytes_of(weights.output);
-    for (const LayerWeights& l : weights.layers) {
-        layers.push_back({&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w3, &l.w2});
-        all.insert(all.end(), layers.back().begin(), layers.back().end());
-        for (const Matrix* m : layers.back()) model_bytes += bytes_of(*m);
-    }
+    for (const LayerWeights& l : weights.layers)
+        all.insert(all.end(), {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w3, &l.w2});
     all.push_back(&weights.output);
+    std::size_t model_bytes = 0;
+    for (const Matrix* m : all) model_bytes += bytes_of(*m);
     struct Work {
         std::vector<std::vector<const Matrix*>> runs;  // the matrices of each run, in turn
         std::size_t next = 0;                          // the run to time next
@@ -197,20 +186,17 @@ CandidateTimer model_timer(const Weights& weights) {
             while (n < all.size() && (n == 0 || bytes + bytes_of(*all[n]) <= kManyRowsBytes))
                 bytes += bytes_of(*all[n++]);
             work.runs.emplace_back(all.begin(), all.begin() + std::ptrdiff_t(n));
-        } else if (model_bytes <= kStreamBytes || layers.empty()) {
+        } else if (model_bytes <= kStreamBytes || layers == 0) {
             work.runs.push_back(all);
         } else {
-            const std::size_t layer_bytes = model_bytes / layers.size();
-            const std::size_t per_run = std::max<std::size_t>(1, kStreamBytes / layer_bytes);
-            for (std::size_t l = 0; l + per_run <= layers.size(); l += per_run) {
-                work.runs.emplace_back();
-                for (std::size_t k = l; k < l + per_run; ++k)
-                    work.runs.back().insert(work.runs.back().end(), layers[k].begin(),
-                                            layers[k].end());
-            }
+            const std::size_t per_run =
+                std::max<std::size_t>(1, kStreamBytes / (model_bytes / layers));
+            for (std::size_t l = 0; l + per_run <= layers; l += per_run)
+                work.runs.emplace_back(all.begin() + std::ptrdiff_t(l * kPerLayer),
+                                       all.begin() + std::ptrdiff_t((l + per_run) * kPerLayer));
         }
-        // One input and one output per row count and matrix of the first
-        // run; every run has the same shapes.
+        // An input and an output per row count and matrix; every run has
+        // the first one's shapes.
         for (int rows : rows_of(c)) {
             work.x.emplace_back();
             work.y.emplace_back();
@@ -312,12 +298,10 @@ Plans& plans() {
     return p;
 }
 
-// Replaces the file whole: written beside it under a name of this
-// process's own, then renamed over it, so a reader never sees half a plan,
-// even with two programs saving at once, and a failed write leaves the old
-// file and no other. (The core includes nothing else of common/, so not
-// kit/files.h's OutputFile.) A file that cannot be written leaves the plans
-// in memory only.
+// Replaces the file whole: written beside it under this process's own
+// name, then renamed over it, so a reader never sees half a plan, even with
+// two programs saving at once. (The core includes nothing else of common/,
+// so not kit/files.h's OutputFile.) A failed write keeps the plans in memory only.
 void save(const std::string& path, const std::vector<KernelPlan>& all) {
     const std::string tmp = path + ".tmp." + std::to_string(getpid());
     std::ofstream out(tmp);
@@ -362,13 +346,9 @@ MatmulChoice matmul_plan(const Config& config, const Weights& weights) {
     plan.seconds = thread_cpu_seconds() - start;
     p.used.push_back(plan);
     if (!p.path.empty()) {
-        std::vector<KernelPlan> all = p.from_file;
-        all.erase(std::remove_if(all.begin(), all.end(),
-                                 [&](const KernelPlan& q) { return q.key == key; }),
-                  all.end());
-        all.push_back(plan);
-        save(p.path, all);
-        p.from_file = all;
+        std::erase_if(p.from_file, [&](const KernelPlan& q) { return q.key == key; });
+        p.from_file.push_back(plan);
+        save(p.path, p.from_file);
     }
     return plan.matmul;
 }

@@ -1,12 +1,9 @@
 // Which matrix-product kernel each row class runs, chosen on this machine
 // by timing the candidates (kernels.h), as FFTW and oneDNN choose theirs.
-//
 // Every candidate gives the same bits, so the choice changes only the time.
-// The planner times each candidate of each row class on the model's own
-// weights, taking turns, and picks the fastest run. It runs once per model
-// shape, in well under a second; the plan is kept in memory and, if a file
-// is named (keep_kernel_plans_in), saved there with the identity of the
-// machine and the build, and read back by later runs with the same identity.
+// The planner runs once per model shape, in well under a second; the plan
+// is kept in memory and, if a file is named (keep_kernel_plans_in), saved
+// there with the machine's and the build's identity for later runs.
 #pragma once
 
 #include <functional>
@@ -19,8 +16,8 @@
 
 namespace kv {
 
-// What a plan holds for: the CPU (from /proc/cpuinfo) and the build (its
-// vector instructions and its compiler, from the compiler's macros).
+// What a plan holds for: the CPU (/proc/cpuinfo) and the build (its vector
+// instructions and compiler).
 struct MachineIdentity {
     std::string cpu;    // "<model name>, family F, model M"
     std::string build;  // "avx512f avx2 fma sse2, gcc 12.2.0"
@@ -63,12 +60,11 @@ int fastest_candidate(int candidates, const std::function<double(int)>& time,
 using CandidateTimer = std::function<double(RowClass, int)>;
 MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget = {});
 
-// The timer the model's plan uses: each candidate multiplies inputs of the
-// class's row counts (1; 2 and 4; 16 and 64) by the model's own weight
-// matrices, in the order a forward pass does, timed in this thread's CPU
-// time. One and a few rows walk the whole model (or, past 32 MiB, whole
-// layers of it in turn), so their weights come from where a decode step
-// finds them; many rows take the first 4 MiB of matrices.
+// The timer the model's plan uses, in this thread's CPU time: inputs of the
+// class's row counts (1; 2 and 4; 16 and 64) times the model's own weight
+// matrices in a forward pass's order. One and a few rows walk the whole
+// model (past 32 MiB, whole layers in turn), so their weights come from
+// where a decode step finds them; many rows take the first 4 MiB.
 CandidateTimer model_timer(const Weights& weights);
 
 // ------------------------------------------------------------- plan files
@@ -78,14 +74,14 @@ CandidateTimer model_timer(const Weights& weights);
 //   build: avx512f avx2 fma sse2, gcc 12.2.0
 //   plan layers 6 dim 256 kv_dim 64 ffn 768 vocab 4096: one stream8 few stream4 many tile4x4
 std::string plan_file_text(const MachineIdentity& machine, const std::vector<KernelPlan>& plans);
-// The plans of a file written for `machine`; none if written for another.
-// Lines naming unknown kernels are skipped.
+// The plans of a file written for `machine` (none if for another), lines
+// naming unknown kernels skipped.
 std::vector<KernelPlan> read_plan_text(const std::string& text, const MachineIdentity& machine);
 
 // ------------------------------------------------- the plans of this process
 
-// The plan for this model shape: made before in this process, else read
-// from the plan file, else measured now on these weights and saved.
+// The plan for this model shape: made before, else read from the plan
+// file, else measured now on these weights and saved.
 MatmulChoice matmul_plan(const Config& config, const Weights& weights);
 
 // Where plans are saved and read: "" (the default) keeps them in memory.

@@ -1,16 +1,13 @@
 // The arithmetic of a transformer: dot products, matrix products, RMSNorm,
 // softmax, SiLU and rotary position embedding.
 //
-// The book's contract: every dot product, from dot(), a one-row matrix
-// product at decode time or a many-row product at prefill or in a batch,
-// adds its terms in one order (dot_in_book_order). With -ffp-contract=off
-// in the build (no fused multiply-adds), the cache, batching and paging
-// change nothing but the time: the logits are the same to the last bit, on
-// every machine.
-//
+// The book's contract: every dot product, one row or many, adds its terms
+// in one order (dot_in_book_order). With -ffp-contract=off (no fused
+// multiply-adds), the cache, batching and paging change nothing but the
+// time: the logits are the same to the last bit, on every machine.
 // kernels_reference.cpp holds this arithmetic as plain loops, the tests'
-// oracle; kernels_fast.cpp holds the vector paths the model runs, each
-// proven equal to its reference bit for bit (tests/kernels_test.cpp).
+// oracle; kernels_fast.cpp the vector paths the model runs, each proven
+// equal to its reference bit for bit (tests/kernels_test.cpp).
 #pragma once
 
 #include <bit>
@@ -32,16 +29,14 @@ inline constexpr int kLanes = 16;
 // ---------------------------------------------------------------- dot products
 
 // The order every dot product adds its terms in: term k goes to partial sum
-// k % kLanes, each partial sum adds its terms from the first to the last,
-// and the 16 partial sums meet in a fixed pairwise tree (lane l with l + 8,
-// then l + 4, l + 2, l + 1). The statement of the order, as a plain loop.
+// k % kLanes, each partial sum adds its terms first to last, and the 16
+// partial sums meet in a fixed pairwise tree (lane l with l + 8, then l + 4,
+// l + 2, l + 1). The statement of the order, as a plain loop.
 float dot_in_book_order(const float* a, const float* b, int n);
+float dot(const float* a, const float* b, int n);  // the same sum, kLanes terms at a time
 
-// The same sum, kLanes terms at a time.
-float dot(const float* a, const float* b, int n);
-
-// out[j] = dot(x, rows + j * stride, n) for j < n_rows, as plain loops: one
-// query against many keys, as attention needs.
+// out[j] = dot(x, rows + j * stride, n) for j < n_rows: one query against
+// many keys, as plain loops.
 void dot_rows_reference(const float* x, const float* rows, int n_rows, std::size_t stride, int n,
                         float* out);
 
@@ -53,43 +48,37 @@ struct RowRun {
 };
 
 // The query heads of one grouped-query group against the keys they share,
-// each key loaded once for the whole group: out[i * out_stride + j] = dot(
-// queries + i * query_stride, row j, n) for i < n_queries, row j of the
-// first n_rows rows of the runs taken in order as if they were one. The
-// kernel walks the runs itself, fetching rows ahead across their ends.
+// each key loaded once for the group: out[i * out_stride + j] = dot(query
+// i, row j, n), row j of the first n_rows rows of the runs taken in order.
+// The kernel walks the runs itself, fetching rows ahead across their ends.
 void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
                         std::span<const RowRun> runs, int n_rows, std::size_t stride, int n,
                         float* out, std::size_t out_stride);
 
 // ------------------------------------------------------------- weighted sums
 
-// out[d] += sum over j of weights[j] * rows[j * stride + d], for d < width,
-// the terms added to what out holds in the order j = 0, 1, 2, ...:
-// attention's weighted sum of values, as plain loops. Runs of rows (the
-// blocks of a paged cache) summed one after the other from zero give
-// exactly one sum over all of them.
+// out[d] += weights[j] * rows[j * stride + d] for j = 0, 1, 2, ... in turn,
+// d < width: attention's weighted sum of values, as plain loops. Runs of
+// rows summed one after the other give exactly one sum over all of them.
 void weighted_sum_add_reference(const float* weights, int n_rows, const float* rows,
                                 std::size_t stride, int width, float* out);
 
-// For each i < n_sums, weighted_sum_add_reference(weights + i *
-// weights_stride, n_rows, the first n_rows rows of the runs in order,
-// width, out + i * out_stride): a group's weighted sums of the same values,
-// each value loaded once for the whole group.
+// A group's weighted sums of the same values (the first n_rows rows of
+// the runs), sum i with weights i * weights_stride on into out + i *
+// out_stride, each value loaded once for the group.
 void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
                                 std::span<const RowRun> runs, int n_rows, std::size_t stride,
                                 int width, float* out, std::size_t out_stride);
 
 // ------------------------------------------------------------ matrix products
 
-// y (x.rows, w.rows) = x (rows, in) times w (out, in) transposed: y[i][j] is
-// dot(x row i, w row j). Weights are stored (out, in) as in Llama, so each
-// output reads one contiguous row.
+// y (x.rows, w.rows) = x times w transposed: y[i][j] = dot(x row i, w row
+// j). Weights are stored (out, in) as in Llama: each output reads one row.
 void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y);  // a plain double loop
 
-// The fast product comes in several kernels, each computing every output as
-// one dot() in the book's order, so all of them give the same bits. They
-// differ in how many rows of x and of w they take at once; which is fastest
-// depends on the core and on the number of rows, so it is measured
+// The fast product comes in several kernels that all give the same bits
+// and differ in how many rows of x and of w they take at once; which is
+// fastest depends on the core and the rows, so it is measured
 // (kernel_plan.h). A product's rows fall in one of three classes:
 enum class RowClass {
     one,   // a decode step of one sequence: every weight is used once
@@ -105,7 +94,7 @@ struct MatmulKernel {
     void (*run)(const Matrix& x, const Matrix& w, Matrix& y);  // shapes already checked
 };
 
-// The candidates for one row class; every one takes any number of rows.
+// The candidates for one row class; each takes any number of rows.
 std::span<const MatmulKernel> matmul_kernels(RowClass rows);
 
 // One kernel for each row class: the first candidates, until a plan says otherwise.
@@ -132,12 +121,11 @@ void matmul(const Matrix& x, const Matrix& w, Matrix& y);  // with MatmulChoice(
 // dot(x, x) / n.
 void rmsnorm(std::span<float> out, std::span<const float> x, std::span<const float> scale);
 
-// In place: exp(x - max) / sum, the sum taken left to right. Subtracting the
-// max first keeps exp from overflowing; the result is unchanged mathematically.
+// In place: exp(x - max) / sum, the sum taken left to right; subtracting
+// the max keeps exp from overflowing.
 void softmax(std::span<float> x);
 
-// softmax() of each of n_rows rows of n numbers, row r at x + r * stride:
-// the same numbers, the rows' sums run side by side.
+// softmax() of n_rows rows of n numbers, stride apart, the sums side by side.
 void softmax_for_group(float* x, int n_rows, std::size_t stride, int n);
 
 // e^r by its Taylor series to r^7, for |r| <= ln2 / 2 (the next term is
@@ -154,12 +142,11 @@ inline float exp_taylor(float r) {
     return p;
 }
 
-// e^x from float additions and multiplications only (and an exact scaling
-// by a power of two), so it rounds the same on every machine and compiler,
-// which the C library's expf does not promise; within a few units in the
-// last place. Below -87 it gives 0, above 88 infinity, NaN for NaN. Inline
-// and without branches or calls, so that a loop of them (SiLU, softmax)
-// becomes vector code with any compiler.
+// e^x from float additions and multiplications and an exact scaling by a
+// power of two, so it rounds the same on every machine, which the C
+// library's expf does not promise; within a few units in the last place.
+// Below -87 it gives 0, above 88 infinity, NaN for NaN. Without branches or
+// calls, so that a loop of them (SiLU, softmax) becomes vector code.
 inline float exp_float(float x) {
     // Clamped to where the steps below stay in range (NaN becomes 0 here);
     // the ends, and NaN, are put right at the end.
@@ -179,9 +166,8 @@ inline float exp_float(float x) {
     return x < -87.0f ? 0.0f : (x > 88.0f ? std::numeric_limits<float>::infinity() : e);
 }
 
-// exp_float written plainly: early returns, std::nearbyint and std::ldexp in
-// place of the clamp, the shifter and the exponent bits; the same steps, so
-// the same bits.
+// exp_float written plainly (early returns, std::nearbyint, std::ldexp):
+// the same steps, so the same bits.
 float exp_float_reference(float x);
 
 // SiLU(x) = x * sigmoid(x), the gate of the SwiGLU feed-forward.
@@ -194,13 +180,13 @@ inline float silu(float x) {
 // pos * 10000^(-2i / head_size). vec holds whole heads back to back.
 void rope(std::span<float> vec, int head_size, int pos);
 
-// The same rotation with the cosines and sines of every position worked out
-// once, when the model is built; rope() is its reference.
+// The same rotation with every position's cosines and sines worked out
+// once; rope() is its reference.
 class RopeTable {
   public:
     RopeTable(int head_size, int max_positions);
     void apply(std::span<float> vec, int pos) const;
-    // (position, head_size / 2): the tables, in the layout llama2.c's files keep.
+    // The tables in the layout llama2.c's files keep.
     std::span<const float> cosines() const { return cos_; }
     std::span<const float> sines() const { return sin_; }
 

@@ -1,7 +1,7 @@
-// The vector paths the model runs. Each computes exactly what its plain
-// loop in kernels_reference.cpp computes, in the same order of additions;
-// only how many numbers go through at once changes. Each trick carries one
-// sentence of why; what each one measured is in tests/bench/README.md.
+// The vector paths the model runs: each computes what its plain loop in
+// kernels_reference.cpp computes, in the same order of additions. Each
+// trick carries one sentence of why; what it measured is in
+// tests/bench/README.md.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -43,9 +43,8 @@ inline Lanes load_tail(const float* p, int n) {
     return load(padded);
 }
 
-// f(std::integral_constant<int, R>(), i) for rows i..i+R-1 of n rows: R = 4
-// while 4 are left, then one call for the 3, 2 or 1 left, so that each
-// kernel's row count is a constant its loops unroll on.
+// f(std::integral_constant<int, R>(), i) for rows i..i+R-1 of n rows, R = 4
+// while 4 are left, then the 3, 2 or 1 left: a constant loops unroll on.
 template <class F>
 inline void by_fours(int n, F&& f) {
     int i = 0;
@@ -76,8 +75,8 @@ inline float reduce_lanes(Lanes v) {
 
 // The same tree for many sums at once: each step puts the halves of two
 // vectors side by side and adds, so one shuffle pair and one add serve two
-// sums, and every output still adds the same two numbers at every step.
-// [a | b] -> [a[l] + a[l + 8] | b[l] + b[l + 8]]: width 16 to 8, two sums per vector.
+// sums, each output adding the same two numbers as reduce_lanes.
+// [a | b] -> [a[l] + a[l + 8] | b[l] + b[l + 8]]: width 16 to 8.
 inline Lanes halves(Lanes a, Lanes b) {
     return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
            __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30,
@@ -102,9 +101,8 @@ inline Lanes finish(Lanes a, Lanes b) {
            __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 }
 
-// out[i] = reduce_lanes(acc[i]) for i < N: blocks of 16, then 8, 4, 2 and
-// 1, a smaller block finishing in narrower vectors. Always inlined, so that
-// a tile's accumulators go from its registers straight into the tree.
+// out[i] = reduce_lanes(acc[i]) for i < N, in blocks of 16, 8, 4, 2 and 1.
+// Always inlined, so a tile's accumulators go from registers into the tree.
 template <int N>
 [[gnu::always_inline]] inline void reduce_many(const Lanes* acc, float* out) {
     if constexpr (N >= 16) {
@@ -164,8 +162,7 @@ struct RowsAhead {
     }
 };
 
-// The lines from next to end, per_step of them at each vector step of the
-// tiles that share it.
+// The lines from next to end, per_step of them at each vector step.
 struct Spread {
     const char* next = nullptr;
     const char* end = nullptr;
@@ -186,9 +183,8 @@ inline void prefetch_span(const float* p, int n) {
 // -------------------------------------------------------------- the tile
 
 // R rows of x (xs apart) against C rows of w (ws apart): out[r * os + c] =
-// dot(x row r, w row c, n). R * C dot products computed together, so each
-// number loaded from x serves C sums and each from w serves R while it sits
-// in a register. The accumulators start from zero one by one, because GCC
+// dot(x row r, w row c, n), so each number loaded from x serves C sums and
+// each from w serves R. The accumulators start from zero one by one: GCC
 // clears an `= {}` array with a rep stos on every tile.
 template <int R, int C, class Pf>
 inline void tile(const float* x, std::size_t xs, const float* w, std::size_t ws, int n, float* out,
@@ -234,10 +230,9 @@ inline void leftover_columns(const Matrix& x, int i0, const Matrix& w, int j, Ma
     }
 }
 
-// Up to 4 rows of x (a decode step of one to four sequences) in one pass
-// over the weights, C weight rows at a time: the weights stream past once,
-// each used by every row, and C rows keep C streams of loads in flight,
-// the next C rows fetched meanwhile.
+// Up to 4 rows of x in one pass over the weights, C weight rows at a time:
+// the weights stream past once, and C rows keep C streams of loads in
+// flight, the next C rows fetched meanwhile.
 template <int C>
 void stream(const Matrix& x, const Matrix& w, Matrix& y) {
     by_fours(x.rows, [&](auto rows, int i0) {
@@ -266,10 +261,9 @@ inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matri
 }
 
 // Weight rows j0..j0+C-1 against every row of x, R rows at a time: the C
-// weight rows stay in L1 while all of x streams past them, so each weight
-// is read from memory once per product. Meanwhile the tiles fetch the next
-// C weight rows, spread over all their vector steps, because a new block of
-// weights otherwise starts by waiting for the last-level cache.
+// weight rows stay in L1 while x streams past, so each weight is read from
+// memory once. The next C weight rows are fetched meanwhile, spread over
+// every vector step, or a new block starts by waiting for the last-level cache.
 template <int R, int C>
 void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     Spread pf;
@@ -302,10 +296,9 @@ inline constexpr int kGroupKeys = 4;
 // caches, and the hardware finds the stride of one head's rows too late.
 inline constexpr int kRowsAhead = 16;
 
-// The rows of runs, kRowsAhead rows ahead of a kernel that walks them in
-// order: each row it passes is asked for, whichever run it sits in, so the
-// first rows of the next block of a paged cache arrive while this block is
-// worked on (the hardware prefetcher stops at each 4 KiB page).
+// The rows of runs, kRowsAhead rows ahead of a kernel walking them in
+// order, whichever run they sit in: the next block of a paged cache arrives
+// while this one is worked on (the hardware prefetcher stops at each page).
 class Lookahead {
   public:
     // Rows of n_rows in all, `floats` numbers of each from `offset` on.
@@ -343,8 +336,7 @@ class Lookahead {
     int at_ = 0;  // the next row to fetch: row at_ of *run_
 };
 
-// R queries against the keys j.. of one run, C at a time while C are left;
-// returns the next key.
+// R queries against keys j.. of one run, C at a time; returns the next key.
 template <int R, int C>
 inline int group_key_blocks(const float* q, std::size_t query_stride, const float* rows, int j,
                             int n_rows, std::size_t stride, int n, float* out,
@@ -377,10 +369,9 @@ void dot_rows_slice(const float* queries, std::size_t query_stride, std::span<co
     }
 }
 
-// Chunks x kLanes outputs of each of Heads heads, over the first n_rows
-// rows of the runs: each row's vectors are loaded once for all the heads,
-// and the Heads x Chunks chains of additions (each in row order) run side
-// by side, in registers from the first run to the last.
+// Chunks x kLanes outputs of each of Heads heads over the runs' rows: each
+// row is loaded once for all heads, and the Heads x Chunks chains of
+// additions (each in row order) stay in registers from first run to last.
 template <int Heads, int Chunks>
 inline void weighted_chunks_for_group(const float* weights, std::size_t weights_stride,
                                       std::span<const RowRun> runs, int n_rows, std::size_t d,
@@ -460,10 +451,7 @@ float largest(const float* x, int n) {
 
 // ------------------------------------------------------ the candidates
 
-// Every candidate of each row class, the choice before any plan first.
-// Each computes every output as one dot() in the book's order, so any of
-// them gives the same bits; which is fastest depends on the core, and the
-// planner (kernel_plan.h) measures it.
+// Every candidate of each row class, the default (before any plan) first.
 const MatmulKernel kOneRow[] = {
     {"stream8", RowClass::one, stream<8>},
     {"stream4", RowClass::one, stream<4>},
@@ -516,14 +504,9 @@ RowClass row_class(int rows) {
 }
 
 std::span<const MatmulKernel> matmul_kernels(RowClass rows) {
-    switch (rows) {
-        case RowClass::one:
-            return kOneRow;
-        case RowClass::few:
-            return kFewRows;
-        default:
-            return kManyRows;
-    }
+    if (rows == RowClass::one) return kOneRow;
+    if (rows == RowClass::few) return kFewRows;
+    return kManyRows;
 }
 
 MatmulChoice::MatmulChoice()

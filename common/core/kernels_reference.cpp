@@ -1,7 +1,7 @@
-// The book's arithmetic as plain loops: the order of every sum written out
-// one number at a time. The tests hold each fast kernel (kernels_fast.cpp)
-// to these, bit for bit. The last section holds the operations that have no
-// vector path of their own (RMSNorm, softmax of one row, RoPE).
+// The book's arithmetic as plain loops, every sum one number at a time: the
+// tests hold each fast kernel (kernels_fast.cpp) to these, bit for bit. The
+// last section holds the operations with no vector path (RMSNorm, softmax of
+// one row, RoPE).
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -37,8 +37,7 @@ void matmul_reference(const Matrix& x, const Matrix& w, Matrix& y) {
 
 // ------------------------------------------------------------- weighted sums
 
-// For each row, its weighted numbers join every output: each output adds its
-// terms in row order.
+// Each output adds its terms in row order.
 void weighted_sum_add_reference(const float* weights, int n_rows, const float* rows,
                                 std::size_t stride, int width, float* out) {
     for (int j = 0; j < n_rows; ++j)

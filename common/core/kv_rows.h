@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "matrix.h"
@@ -32,23 +33,21 @@ class KVRows {
     }
 
     // A float32 row, where the kernels read it; asking a narrower one throws.
-    float* floats(std::size_t row) {
-        check_float32();
-        return floats_.data() + row * std::size_t(format_.numbers());
-    }
     const float* floats(std::size_t row) const {
-        check_float32();
+        if (!float32())
+            throw std::logic_error(std::string("a ") + format_name(format_.format) +
+                                   " cache has no float32 rows to point at");
         return floats_.data() + row * std::size_t(format_.numbers());
     }
+    float* floats(std::size_t row) { return const_cast<float*>(std::as_const(*this).floats(row)); }
 
     // Any format: the row's bytes as stored (format().bytes() of them).
-    std::byte* bytes(std::size_t row) {
-        return float32() ? reinterpret_cast<std::byte*>(floats(row))
-                         : packed_.data() + row * row_bytes_;
-    }
     const std::byte* bytes(std::size_t row) const {
         return float32() ? reinterpret_cast<const std::byte*>(floats(row))
                          : packed_.data() + row * row_bytes_;
+    }
+    std::byte* bytes(std::size_t row) {
+        return const_cast<std::byte*>(std::as_const(*this).bytes(row));
     }
 
     // Writes one row of numbers(), rounded once to the format.
@@ -56,11 +55,6 @@ class KVRows {
 
   private:
     bool float32() const { return format_.format == NumberFormat::float32; }
-    void check_float32() const {
-        if (!float32())
-            throw std::logic_error(std::string("a ") + format_name(format_.format) +
-                                   " cache has no float32 rows to point at");
-    }
 
     RowFormat format_;
     std::size_t row_bytes_ = 0;

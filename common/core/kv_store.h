@@ -1,17 +1,12 @@
 // Where one sequence's keys and values live, as the forward pass sees them.
 //
-// The forward pass needs a place to write the new positions' keys and
-// values and, to attend, every cached position in order. A contiguous
-// cache (kv_cache.h) keeps a layer's positions in one array: one run. A
-// paged cache (paged_kv_cache.h) keeps them in blocks of B positions
-// scattered through a pool: one run per block. Attention walks the runs in
-// order, so the numbers it adds, and their order, are the same either way:
-// paging changes where the bytes sit, never the logits.
-//
-// A store may keep its numbers narrower than float32 (number_format.h):
-// it rounds each key and value once, as write() stores it, and its runs
-// carry the stored bytes, which attention widens back to float32
-// (WidenedRuns) before the same kernels read them.
+// A contiguous cache (kv_cache.h) keeps a layer's positions in one array:
+// one run. A paged cache (paged_kv_cache.h) keeps them in blocks scattered
+// through a pool: one run per block. Attention walks the runs in order, so
+// it adds the same numbers in the same order either way: paging changes
+// where the bytes sit, never the logits. A store narrower than float32
+// (number_format.h) rounds each number once, in write(), and its runs carry
+// the stored bytes, which attention widens (WidenedRuns) before reading.
 #pragma once
 
 #include <algorithm>
@@ -29,8 +24,8 @@ struct KVRun {
     const float* keys;
     const float* values;
     int positions;
-    // A narrower store's run: keys and values are null and the rows are
-    // here as stored, row_format().bytes() apart, until WidenedRuns widens them.
+    // A narrower store's run: keys and values null, the rows as stored,
+    // row_format().bytes() apart, until WidenedRuns widens them.
     const std::byte* packed_keys = nullptr;
     const std::byte* packed_values = nullptr;
 };
@@ -48,19 +43,16 @@ class KVStore {
 
     // Throws std::length_error if n more positions cannot be stored.
     virtual void check_room(int n) const = 0;
-    // Makes room for n more positions before the forward pass writes them
-    // (a paged store takes blocks here). Throws, storing nothing, if they
-    // do not fit.
+    // Makes room for n more positions (a paged store takes blocks), or
+    // throws, storing nothing.
     virtual void reserve(int n) = 0;
-    // Undoes the last reserve() before anything was committed, exactly: a
-    // pass that fails leaves every store as it was.
+    // Undoes the last reserve() exactly: a failed pass leaves every store as it was.
     virtual void unreserve() { truncate(length()); }
     // Where a float32 store keeps position pos of one layer (kv_dim numbers
     // each); a narrower store has no floats there, and throws.
     virtual float* key(int layer, int pos) = 0;
     virtual float* value(int layer, int pos) = 0;
-    // The forward pass writes a reserved position of one layer here, kv_dim
-    // numbers each, rounded once to the store's number format.
+    // Writes a reserved position of one layer, rounded to the store's format.
     virtual void write(int layer, int pos, const float* key, const float* value) {
         std::copy(key, key + kv_dim(), this->key(layer, pos));
         std::copy(value, value + kv_dim(), this->value(layer, pos));
@@ -70,14 +62,12 @@ class KVStore {
     // Keep positions 0..n-1 and forget the rest (and anything reserved).
     virtual void truncate(int n) = 0;
 
-    // The first `positions` positions of one layer, as runs in position
-    // order (`out` is cleared first).
+    // The first `positions` positions of one layer, as runs in order (`out` cleared first).
     virtual void runs(int layer, int positions, std::vector<KVRun>& out) const = 0;
 };
 
-// Float32 copies of a narrower store's runs, for attention to read: widen()
-// points each run at copies kept here (valid until the next widen()). A
-// float32 store's runs are left as they are.
+// Float32 copies of a narrower store's runs: widen() points each run at
+// copies kept here, valid until the next widen(); float32 runs stay as they are.
 class WidenedRuns {
   public:
     void widen(std::vector<KVRun>& runs, const RowFormat& format) {

@@ -8,10 +8,9 @@
 
 namespace kv {
 
-// Storage aligned to 64 bytes, the size of a cache line. The kernels read
-// 16 floats (64 bytes) at a time; from the 16-byte alignment that plain
-// new gives, three reads in four straddle two cache lines, and the core
-// must fetch both lines to serve one read.
+// Storage aligned to a 64-byte cache line. The kernels read 16 floats (64
+// bytes) at a time; from plain new's 16-byte alignment, three reads in four
+// would straddle two lines.
 template <class T>
 struct CacheLineAllocator {
     using value_type = T;
@@ -40,8 +39,7 @@ struct Matrix {
     Matrix() = default;
     Matrix(int rows_, int cols_) : rows(rows_), cols(cols_), data(std::size_t(rows_) * cols_) {}
 
-    // Changes the number of rows, keeping the width; the buffer only grows,
-    // so a scratch matrix reused for every forward pass allocates once.
+    // The buffer only grows: a scratch matrix reused every pass allocates once.
     void resize_rows(int rows_) {
         rows = rows_;
         if (data.size() < std::size_t(rows) * cols) data.resize(std::size_t(rows) * cols);

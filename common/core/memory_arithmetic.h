@@ -27,18 +27,17 @@ namespace kv {
 
 // ------------------------------------------------------------ the price
 
-// The four numbers that set a cache's price, for any model (Config is the
-// model the book runs). The defaults are the published shape (that of
-// several public 7-8B models): 32 layers, 8 KV heads, head size 128, 16-bit.
+// The four numbers that set a cache's price, for any model. The defaults
+// are the shape of several public 7-8B models: 32 layers, 8 KV heads, head
+// size 128, 16-bit.
 struct CacheShape {
     std::uint64_t layers = 32;           // transformer blocks, each with its own keys and values
     std::uint64_t kv_heads = 8;          // key/value heads per layer
     std::uint64_t head_size = 128;       // numbers in one head's key (and in its value)
     std::uint64_t bytes_per_number = 2;  // 4 = 32-bit, 2 = 16-bit, 1 = 8-bit
-    // An 8-bit cache also keeps a scale per block of numbers (chapter 10):
-    // bytes_per_scale bytes for every numbers_per_scale numbers of a head,
-    // the last block of a head possibly shorter. 0: no scales.
-    std::uint64_t numbers_per_scale = 0;
+    // An 8-bit cache's scales (chapter 10): bytes_per_scale bytes for every
+    // numbers_per_scale numbers of a head (the last block may be shorter).
+    std::uint64_t numbers_per_scale = 0;  // 0: no scales
     std::uint64_t bytes_per_scale = 0;
 };
 
@@ -83,8 +82,7 @@ inline std::uint64_t cache_bytes(const CacheShape& s, std::uint64_t tokens) {
     return checked_mul(bytes_per_token(s), tokens, "bytes of KV cache per conversation");
 }
 
-// One step of the derivation, for the program to print: the running product
-// after multiplying by `factor`, and what that product counts.
+// One step of the derivation, for the program to print.
 struct PriceFactor {
     std::uint64_t factor;   // what this step multiplies by
     std::string meaning;    // what the factor counts
@@ -92,8 +90,8 @@ struct PriceFactor {
     std::string unit;       // what the product counts: "vectors", "numbers" or "bytes"
 };
 
-// bytes_per_token(), one factor at a time. The last step equals it for a
-// shape without scales (an 8-bit cache's scales are added, not multiplied).
+// bytes_per_token(), one factor at a time; the last step equals it for a
+// shape without scales (scales are added, not multiplied).
 inline std::vector<PriceFactor> price_factors(const CacheShape& s) {
     bytes_per_token(s);  // refuses zeros and overflow before we start
     std::vector<PriceFactor> steps;
@@ -120,8 +118,8 @@ struct AttentionLayout {
 };
 
 // Multi-head attention keeps a key and value per query head; grouped-query
-// shares each KV head among several query heads; multi-query keeps one. A
-// shape that is multi-head or multi-query already gets no grouped-query row.
+// shares each KV head among several query heads; multi-query keeps one.
+// A shape already multi-head or multi-query gets no grouped-query row.
 inline std::vector<AttentionLayout> attention_layouts(std::uint64_t query_heads,
                                                       std::uint64_t kv_heads) {
     std::vector<AttentionLayout> layouts = {{"multi-head", query_heads}};

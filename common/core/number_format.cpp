@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "checked.h"
+#include "memory_arithmetic.h"
 
 #if defined(__F16C__)
 #include <immintrin.h>
@@ -14,17 +14,8 @@
 namespace kv {
 
 const char* format_name(NumberFormat format) {
-    switch (format) {
-        case NumberFormat::float32:
-            return "float32";
-        case NumberFormat::bfloat16:
-            return "bfloat16";
-        case NumberFormat::float16:
-            return "float16";
-        case NumberFormat::int8:
-            return "int8";
-    }
-    return "?";
+    constexpr const char* names[] = {"float32", "bfloat16", "float16", "int8"};
+    return names[int(format)];
 }
 
 std::vector<NumberFormat> all_formats() {
@@ -92,16 +83,8 @@ float from_float16(std::uint16_t bits) {
 // ------------------------------------- one position's key (or value)
 
 int RowFormat::bytes_per_number() const {
-    switch (format) {
-        case NumberFormat::float32:
-            return 4;
-        case NumberFormat::bfloat16:
-        case NumberFormat::float16:
-            return 2;
-        case NumberFormat::int8:
-            return 1;
-    }
-    return 4;
+    constexpr int bytes[] = {4, 2, 2, 1};  // float32, bfloat16, float16, int8
+    return bytes[int(format)];
 }
 
 int RowFormat::scales() const {
@@ -118,8 +101,7 @@ RowFormat row_format_of(const Config& config, NumberFormat format) {
 }
 
 std::uint64_t kv_bytes_per_token(const Config& config, NumberFormat format) {
-    return checked_mul(2 * std::uint64_t(config.n_layers), row_format_of(config, format).bytes(),
-                       "KV cache bytes per token");
+    return bytes_per_token(cache_shape_of(config, format));  // memory_arithmetic.h
 }
 
 namespace {
@@ -165,8 +147,7 @@ void widen_int8(const RowFormat& f, const std::byte* in, float* out) {
         }
 }
 
-// A 16-bit number at byte offset 2 i, copied out (the bytes need no
-// alignment).
+// A 16-bit number at byte offset 2 i (the bytes need no alignment).
 std::uint16_t half_at(const std::byte* in, std::size_t i) {
     std::uint16_t bits;
     std::memcpy(&bits, in + 2 * i, 2);
@@ -178,9 +159,8 @@ void put_half(std::byte* out, std::size_t i, std::uint16_t bits) {
 }
 
 // Rows through the plain conversions, or, with `f16c` where the CPU has
-// them, float16 8 numbers at a time by the F16C instructions, which round
-// to nearest even (VCVTPS2PH with that mode given, whatever MXCSR says) and
-// give the plain conversions' bits.
+// them, float16 8 at a time by the F16C instructions, which round to
+// nearest even (the mode given, whatever MXCSR says): the same bits.
 void narrow(const RowFormat& f, const float* numbers, std::byte* out, [[maybe_unused]] bool f16c) {
     const std::size_t n = std::size_t(f.numbers());
     std::size_t i = 0;

@@ -1,11 +1,10 @@
 // The cache's number format: how many bits each cached key and value keeps.
 //
-// The model computes in float32. What a server may narrow is what it
-// keeps: a number is rounded once, when the forward pass writes it into
-// the cache, and widened back to float32, exactly, when attention reads
-// it. Half the bits is half the cache's memory, so twice the conversations;
-// the price is that attention reads rounded keys and values, and the
-// answer may change.
+// The model computes in float32; a number is rounded once, when the
+// forward pass writes it into the cache, and widened back exactly when
+// attention reads it. Half the bits is half the cache's memory, so twice
+// the conversations; the price is rounded keys and values, and the answer
+// may change.
 //
 //   float32   4 bytes: the numbers as computed, nothing rounded
 //   bfloat16  2 bytes: float32's 8-bit exponent, 8 significant bits
@@ -13,10 +12,9 @@
 //   int8      1 byte per number, an integer -127..127, times a 16-bit scale
 //             shared by a block of kInt8Block numbers
 //
-// The plain conversions below are the reference, one number at a time in
-// integer arithmetic on the bits; the row functions use the CPU's
-// conversion instructions where it has them (F16C), with the same bits
-// (tests/number_format_test.cpp checks every 16-bit pattern).
+// The plain conversions below, in integer arithmetic on the bits, are the
+// reference; the row functions use the CPU's F16C instructions where it has
+// them, with the same bits (the tests check every 16-bit pattern).
 #pragma once
 
 #include <cstddef>
@@ -77,9 +75,8 @@ void narrow_row(const RowFormat& f, const float* numbers, std::byte* out);
 // The same, one number at a time through the plain conversions above.
 void narrow_row_plain(const RowFormat& f, const float* numbers, std::byte* out);
 
-// Widens `rows` consecutive rows (bytes() apart) into rows x numbers()
-// floats, exactly: an int8 number is q x scale, a product float32 holds
-// without rounding.
+// Widens `rows` rows (bytes() apart) into rows x numbers() floats, exactly:
+// an int8 number is q x scale, which float32 holds without rounding.
 void widen_rows(const RowFormat& f, const std::byte* in, int rows, float* out);
 void widen_rows_plain(const RowFormat& f, const std::byte* in, int rows, float* out);
 

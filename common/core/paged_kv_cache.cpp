@@ -60,11 +60,10 @@ SwappedBlocks PagedKVCache::swap_out() {
     const std::size_t per_layer = std::size_t(block_size()) * row_format().bytes();
     for (int b = 0; b < saved.blocks; ++b)
         for (int l = 0; l < n_layers(); ++l) {
-            const int block = table_[std::size_t(b)];
-            saved.keys.insert(saved.keys.end(), pool_->key_bytes(block, l),
-                              pool_->key_bytes(block, l) + per_layer);
-            saved.values.insert(saved.values.end(), pool_->value_bytes(block, l),
-                                pool_->value_bytes(block, l) + per_layer);
+            const std::byte* k = pool_->key_bytes(table_[std::size_t(b)], l);
+            const std::byte* v = pool_->value_bytes(table_[std::size_t(b)], l);
+            saved.keys.insert(saved.keys.end(), k, k + per_layer);
+            saved.values.insert(saved.values.end(), v, v + per_layer);
         }
     truncate(0);
     return saved;
@@ -92,10 +91,6 @@ void PagedKVCache::swap_in(const SwappedBlocks& saved) {
         }
     }
     length_ = saved.positions;
-}
-
-int PagedKVCache::blocks_for(int positions) const {
-    return kv::blocks_for(positions, block_size());
 }
 
 bool PagedKVCache::last_block_shared() const {

@@ -18,10 +18,9 @@ inline double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Seconds of CPU time this thread has used so far. Unlike the wall clock,
-// it does not count the moments the thread waits while other programs run,
-// so steps timed at different loads can be compared (the slower running
-// that shared caches cause is still in it).
+// Seconds of CPU time this thread has used: unlike the wall clock, not the
+// moments it waits while other programs run, so steps timed at different
+// loads compare (the slowing that shared caches cause is still in it).
 inline double thread_cpu_seconds() {
     timespec t{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -35,9 +34,8 @@ inline double median(std::vector<double> values) {
     return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-// Runs fn once to warm caches and allocations, then `repeats` more times,
-// and returns the time of each of those in seconds. fn is told whether the
-// run counts (false for the warm-up).
+// Runs fn(false) once to warm caches and allocations, then fn(true)
+// `repeats` times, and returns the seconds of each of those.
 template <class F>
 std::vector<double> timed_runs(int repeats, F&& fn) {
     std::vector<double> times;

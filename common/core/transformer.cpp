@@ -16,16 +16,9 @@ Transformer::Transformer(const Config& config, Weights weights)
       weights_(std::move(weights)),
       rope_(config.head_size(), config.max_seq) {
     const Config& c = config_;
-    x_ = Matrix(0, c.dim);
-    xb_ = Matrix(0, c.dim);
-    q_ = Matrix(0, c.dim);
-    k_ = Matrix(0, c.kv_dim());
-    v_ = Matrix(0, c.kv_dim());
-    att_ = Matrix(0, c.dim);
-    proj_ = Matrix(0, c.dim);
-    gate_ = Matrix(0, c.ffn_dim);
-    up_ = Matrix(0, c.ffn_dim);
-    last_ = Matrix(0, c.dim);
+    for (Matrix* m : {&x_, &xb_, &q_, &att_, &proj_, &last_}) *m = Matrix(0, c.dim);
+    for (Matrix* m : {&k_, &v_}) *m = Matrix(0, c.kv_dim());
+    for (Matrix* m : {&gate_, &up_}) *m = Matrix(0, c.ffn_dim);
     logits_ = Matrix(0, c.vocab_size);
     scores_.resize(std::size_t(c.group_size()) * c.max_seq);
     matmul_kernels = matmul_plan(c, weights_);
@@ -74,9 +67,9 @@ void Transformer::check(std::span<const SequenceInput> inputs) const {
     }
 }
 
-// Room for every new position is taken before anything is written. A paged
-// cache may find its pool short because sequences before it in the pass
-// took blocks: then they give them back, and the pass throws.
+// Room for every new position is taken before anything is written. If a
+// paged cache finds its pool short, the sequences before it give their
+// blocks back, and the pass throws.
 void Transformer::reserve(std::span<const SequenceInput> inputs) {
     std::size_t done = 0;
     try {
@@ -155,10 +148,9 @@ const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
     return logits_;
 }
 
-// The new positions' keys, turned by RoPE to their absolute positions, and
-// their values are written into the cache at positions length() on;
-// forward() commits them once every layer has written its own. A cache of
-// a narrower number format (chapter 10) rounds them here, the one place a
+// The new positions' keys, turned by RoPE to their positions, and values
+// go into the cache at length() on; forward() commits them after the last
+// layer. A narrower cache (chapter 10) rounds them here, the one place a
 // number is rounded.
 void Transformer::append_to_cache(const SequenceInput& input, int first_row, int layer) {
     const int start = input.cache->length();
@@ -171,11 +163,10 @@ void Transformer::append_to_cache(const SequenceInput& input, int first_row, int
     }
 }
 
-// Attention for one sequence's new rows at one layer, over every position
-// its cache holds up to each row's own (causal). The cached positions come
-// as runs (one per block of a paged cache), each score is its own dot
-// product and each output sums the values in position order, so the runs
-// change nothing in the numbers.
+// Attention for one sequence's new rows at one layer, each over the
+// positions up to its own (causal). The positions come as runs (one per
+// block of a paged cache); each score is one dot product and each output
+// sums the values in position order, so the runs change no number.
 void Transformer::attention(const SequenceInput& input, int first_row, int layer, int rows) {
     const Config& c = config_;
     const int start = input.cache->length();
@@ -201,11 +192,9 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
     }
 }
 
-// One query head of one row, the plain way (the reference loops of
-// kernels_reference.cpp): its scores against the keys of positions 0..pos,
-// then its weighted sum of their values. The group's other heads read the
-// same keys and values again. Kept as the reference attend_group is checked
-// against (tests/transformer_test.cpp).
+// One query head of one row, the plain way (kernels_reference.cpp): its
+// scores against the keys of positions 0..pos, then its weighted sum of
+// their values. The reference attend_group is checked against.
 void Transformer::attend_one_head(int row, int pos, int h) {
     const Config& c = config_;
     const int hs = c.head_size();
@@ -236,10 +225,9 @@ void Transformer::attend_one_head(int row, int pos, int h) {
     }
 }
 
-// Every query head of one KV head's group, together: one pass over the
-// keys scores all its heads and one pass over the values sums all their
-// outputs, so each key and value is loaded once per group. Each score and
-// output is the same sum as in attend_one_head, in the same order.
+// Every query head of one KV head's group together: one pass over the keys
+// and one over the values, each loaded once per group; every score and
+// output the same sum as in attend_one_head, in the same order.
 void Transformer::attend_group(int row, int pos, int kv_head) {
     const Config& c = config_;
     const int hs = c.head_size();

@@ -29,9 +29,8 @@ struct SequenceInput {
     KVStore* cache;  // contiguous (KVCache) or paged (PagedKVCache)
 };
 
-// How far one forward pass has got, for a sign of life during a long pass
-// (a 60,000-token prefill): told in each layer after every kRowsPerSign
-// rows it has attended, and once when the layer is done.
+// How far a long forward pass has got (a 60,000-token prefill): told in
+// each layer after every kRowsPerSign rows attended, and when it is done.
 struct PassProgress {
     int layer;      // the layer being worked on, 0..layers-1
     int layers;     // in the model
@@ -51,36 +50,31 @@ class Transformer {
     // finite throws NonFiniteError (finite_numbers.h), the cache as it was.
     std::span<const float> forward(std::span<const int> tokens, KVStore& cache);
 
-    // The same for several sequences at once. The weight products run once
-    // over all their rows together; attention runs per sequence over its own
-    // cache. Row i of the result holds the logits after chunk i's last token.
+    // The same for several sequences at once: the weight products run once
+    // over all their rows, attention per sequence over its own cache. Row i
+    // of the result holds the logits after chunk i's last token.
     const Matrix& forward(std::span<const SequenceInput> inputs);
-
-    // The same, for sequences given as token lists beside their caches:
-    // tokens[i] joins caches[i].
+    // The same, tokens[i] joining caches[i].
     const Matrix& forward(std::span<const std::vector<int>> tokens, std::span<KVCache> caches);
 
-    // Attention scores a whole group of query heads (those sharing one KV
-    // head) in one pass over its keys and values. Set false, it goes one
-    // query head at a time, the plain way, kept as the reference: the
-    // logits are the same to the last bit either way.
+    // Attention takes a group of query heads (those sharing one KV head) in
+    // one pass over its keys and values; false: one head at a time, the
+    // plain reference. The logits are the same to the last bit either way.
     bool attend_by_group = true;
 
     // The matrix-product kernel of each row class, chosen by measurement
     // when the model is built (kernel_plan.h): it only changes the time.
     MatmulChoice matmul_kernels;
 
-    // Called as a pass goes, if set. It only watches (the logits are the
-    // same with it or without), and must not throw: the pass would leave
-    // its caches half written.
+    // Called as a pass goes, if set. It only watches, and must not throw:
+    // the pass would leave its caches half written.
     std::function<void(const PassProgress&)> on_progress;
     static constexpr int kRowsPerSign = 256;  // in a layer, rows between two calls
 
     const Config& config() const { return config_; }
     const Weights& weights() const { return weights_; }
 
-    // Token-positions pushed through the layers since construction: the
-    // work done, which tells whether a cache was really used.
+    // Token-positions pushed through the layers: tells whether a cache was used.
     std::uint64_t positions_processed() const { return positions_processed_; }
 
   private:

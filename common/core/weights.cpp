@@ -9,20 +9,13 @@ namespace kv {
 Weights empty_weights(const Config& c) {
     c.validate();
     Weights w;
-    w.token_embedding = Matrix(c.vocab_size, c.dim);
     w.layers.resize(c.n_layers);
-    for (LayerWeights& layer : w.layers) {
-        layer.attn_norm.assign(c.dim, 0.0f);
-        layer.wq = Matrix(c.dim, c.dim);
-        layer.wk = Matrix(c.kv_dim(), c.dim);
-        layer.wv = Matrix(c.kv_dim(), c.dim);
-        layer.wo = Matrix(c.dim, c.dim);
-        layer.ffn_norm.assign(c.dim, 0.0f);
-        layer.w1 = Matrix(c.ffn_dim, c.dim);
-        layer.w2 = Matrix(c.dim, c.ffn_dim);
-        layer.w3 = Matrix(c.ffn_dim, c.dim);
-    }
-    w.final_norm.assign(c.dim, 0.0f);
+    for_each_tensor(c, w, [](const std::string&, auto& t, int rows, int cols) {
+        if constexpr (requires { t.rows; })
+            t = Matrix(rows, cols);
+        else
+            t.assign(std::size_t(cols), 0.0f);
+    });
     w.output = Matrix(c.vocab_size, c.dim);
     return w;
 }
@@ -48,13 +41,9 @@ Weights random_weights(const Config& c, std::uint64_t seed) {
     for (LayerWeights& layer : w.layers) {
         layer.attn_norm.assign(c.dim, 1.0f);
         layer.ffn_norm.assign(c.dim, 1.0f);
-        fill(layer.wq, rng, inverse_sqrt(c.dim));
-        fill(layer.wk, rng, inverse_sqrt(c.dim));
-        fill(layer.wv, rng, inverse_sqrt(c.dim));
-        fill(layer.wo, rng, inverse_sqrt(c.dim));
-        fill(layer.w1, rng, inverse_sqrt(c.dim));
-        fill(layer.w2, rng, inverse_sqrt(c.ffn_dim));
-        fill(layer.w3, rng, inverse_sqrt(c.dim));
+        for (Matrix* m :
+             {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w1, &layer.w2, &layer.w3})
+            fill(*m, rng, inverse_sqrt(m->cols));  // in this order: the seed's stream
     }
     w.final_norm.assign(c.dim, 1.0f);
     fill(w.output, rng, inverse_sqrt(c.dim));

@@ -53,14 +53,17 @@ constexpr std::int64_t versioned_magic = 0x616b3432;
 struct HeaderField {
     const char* name;
     std::int64_t max;  // the same limits as the model-shape flags (model_flags.cpp)
+    int Config::*field;
 };
-constexpr std::array<HeaderField, header_ints> header_fields = {{{"dim", 1 << 16},
-                                                                 {"hidden_dim", 1 << 18},
-                                                                 {"n_layers", 1024},
-                                                                 {"n_heads", 1024},
-                                                                 {"n_kv_heads", 1024},
-                                                                 {"vocab_size", 1 << 20},
-                                                                 {"seq_len", 1 << 20}}};
+constexpr std::array<HeaderField, header_ints> header_fields = {{
+    {"dim", 1 << 16, &Config::dim},
+    {"hidden_dim", 1 << 18, &Config::ffn_dim},
+    {"n_layers", 1024, &Config::n_layers},
+    {"n_heads", 1024, &Config::n_heads},
+    {"n_kv_heads", 1024, &Config::n_kv_heads},
+    {"vocab_size", 1 << 20, &Config::vocab_size},  // written negative: an output table follows
+    {"seq_len", 1 << 20, &Config::max_seq},
+}};
 
 [[noreturn]] void fail(const std::string& path, const std::string& message) {
     throw std::runtime_error(file_label("checkpoint", path) + ": " + message);
@@ -73,32 +76,23 @@ std::string field_text(int i, std::int64_t value) {
 // Every header number is checked here, with the name llama2.c gives it,
 // before Config::validate() sees it (whose messages name the flags).
 Config config_from_header(const std::string& path, const unsigned char* bytes) {
-    std::array<std::int64_t, header_ints> raw{};
-    for (int i = 0; i < header_ints; ++i) raw[i] = le_int32(bytes + 4 * i);
-    if (raw[0] == versioned_magic)
+    if (le_int32(bytes) == versioned_magic)
         fail(path,
              "starts with the magic number of llama2.c's version 1/2 exports; this reader takes "
              "the legacy version 0 format (llama2.c's export.py --version 0)");
+    Config c;
     for (int i = 0; i < header_ints; ++i) {
-        // A negative vocab_size only says the output projection is stored; its size is |v|.
-        const std::int64_t value = i == 5 ? std::abs(raw[i]) : raw[i];
+        const std::int64_t raw = le_int32(bytes + 4 * i);
+        const std::int64_t value = i == 5 ? std::abs(raw) : raw;  // vocab_size: its size is |v|
         if (value <= 0)
-            fail(path,
-                 field_text(i, raw[i]) + (i == 5 ? " must not be zero" : " must be positive"));
+            fail(path, field_text(i, raw) + (i == 5 ? " must not be zero" : " must be positive"));
         if (value > header_fields[i].max)
-            fail(path, field_text(i, raw[i]) + " is absurd (this reader allows at most " +
+            fail(path, field_text(i, raw) + " is absurd (this reader allows at most " +
                            std::to_string(header_fields[i].max) +
                            "): is this a llama2.c version 0 checkpoint?");
+        c.*header_fields[i].field = static_cast<int>(value);
+        if (i == 5) c.shared_output = raw > 0;
     }
-    Config c;
-    c.dim = static_cast<int>(raw[0]);
-    c.ffn_dim = static_cast<int>(raw[1]);
-    c.n_layers = static_cast<int>(raw[2]);
-    c.n_heads = static_cast<int>(raw[3]);
-    c.n_kv_heads = static_cast<int>(raw[4]);
-    c.vocab_size = static_cast<int>(std::abs(raw[5]));
-    c.shared_output = raw[5] > 0;
-    c.max_seq = static_cast<int>(raw[6]);
     if (c.dim % c.n_heads != 0)
         fail(path,
              field_text(0, c.dim) + " is not divisible by n_heads = " + std::to_string(c.n_heads));
@@ -136,9 +130,8 @@ constexpr std::uint64_t any_size = std::numeric_limits<std::uint64_t>::max();  /
 
 }  // namespace
 
-// parameter_count() counts exactly the stored tensors (the output
-// projection only when it is not shared); the two RoPE tables add seq_len
-// * head_size / 2 numbers each.
+// parameter_count() counts the stored tensors; the two RoPE tables add
+// seq_len * head_size / 2 numbers each.
 std::uint64_t checkpoint_bytes(const Config& c) {
     const char* what = "checkpoint size";
     const std::uint64_t rope =
@@ -156,32 +149,6 @@ Config read_checkpoint_config(const std::string& path) {
 
 namespace {
 
-std::string of_layer(const char* tensor, int layer) {
-    return std::string(tensor) + " of layer " + std::to_string(layer);
-}
-
-// The tensors in the file's order, each with its name and the shape the
-// config gives it (rows x cols; a norm is one row of cols), each stored for
-// all layers before the next begins. The RoPE tables and the output
-// projection come after these.
-template <class W, class F>
-void for_each_tensor(const Config& c, W& w, F&& f) {
-    f("the token embedding", w.token_embedding, c.vocab_size, c.dim);
-    auto layers = [&](const char* name, auto member, int rows, int cols) {
-        for (int l = 0; l < c.n_layers; ++l) f(of_layer(name, l), w.layers[l].*member, rows, cols);
-    };
-    layers("attn_norm", &LayerWeights::attn_norm, 1, c.dim);
-    layers("wq", &LayerWeights::wq, c.dim, c.dim);
-    layers("wk", &LayerWeights::wk, c.kv_dim(), c.dim);
-    layers("wv", &LayerWeights::wv, c.kv_dim(), c.dim);
-    layers("wo", &LayerWeights::wo, c.dim, c.dim);
-    layers("ffn_norm", &LayerWeights::ffn_norm, 1, c.dim);
-    layers("w1", &LayerWeights::w1, c.ffn_dim, c.dim);
-    layers("w2", &LayerWeights::w2, c.dim, c.ffn_dim);
-    layers("w3", &LayerWeights::w3, c.ffn_dim, c.dim);
-    f("the final norm", w.final_norm, 1, c.dim);
-}
-
 // A tensor's numbers: a matrix's, or a norm's vector.
 template <class T>
 auto numbers(T& t) {
@@ -193,37 +160,24 @@ auto numbers(T& t) {
 
 // ------------------------------------------------------------------ reading
 
-// Reads float32 tensors one after another, a block of bytes at a time.
-class TensorReader {
-  public:
-    TensorReader(const std::string& path, InputFile& in) : path_(path), in_(in) {}
-
-    void read(std::span<float> out, const std::string& tensor) {
-        constexpr std::size_t block = 1 << 16;  // numbers per read
-        std::vector<unsigned char> bytes(std::min(out.size(), block) * 4);
-        for (std::size_t start = 0; start < out.size(); start += block) {
-            const std::size_t n = std::min(block, out.size() - start);
-            if (!in_.read(bytes.data(), n * 4))
-                fail(path_, "the file ended while reading " + tensor);
-            for (std::size_t i = 0; i < n; ++i) {
-                const float value = le_float32(bytes.data() + 4 * i);
-                // A NaN would spread through every later logit and print as garbage text.
-                if (!std::isfinite(value))
-                    fail(path_, tensor + " holds a non-finite number (" + std::to_string(value) +
-                                    ") at index " + std::to_string(start + i));
-                out[start + i] = value;
-            }
+// Reads one float32 tensor, a block of bytes at a time.
+void read_tensor(const std::string& path, InputFile& in, std::span<float> out,
+                 const std::string& tensor) {
+    constexpr std::size_t block = 1 << 16;  // numbers per read
+    std::vector<unsigned char> bytes(std::min(out.size(), block) * 4);
+    for (std::size_t start = 0; start < out.size(); start += block) {
+        const std::size_t n = std::min(block, out.size() - start);
+        if (!in.read(bytes.data(), n * 4)) fail(path, "the file ended while reading " + tensor);
+        for (std::size_t i = 0; i < n; ++i) {
+            const float value = le_float32(bytes.data() + 4 * i);
+            // A NaN would spread through every later logit and print as garbage text.
+            if (!std::isfinite(value))
+                fail(path, tensor + " holds a non-finite number (" + std::to_string(value) +
+                               ") at index " + std::to_string(start + i));
+            out[start + i] = value;
         }
     }
-
-    void skip(std::uint64_t floats) {
-        if (!in_.skip(floats * 4)) fail(path_, "the file ended while skipping the RoPE tables");
-    }
-
-  private:
-    std::string path_;
-    InputFile& in_;
-};
+}
 
 }  // namespace
 
@@ -237,16 +191,17 @@ Checkpoint read_checkpoint(const std::string& path) {
                               format_bytes(c.weight_bytes()) + ")");
         w = empty_weights(c);
     }
-    TensorReader in(path, file);
-    for_each_tensor(c, w,
-                    [&](const std::string& name, auto& t, int, int) { in.read(numbers(t), name); });
-    in.skip(std::uint64_t(c.max_seq) * std::uint64_t(c.head_size()));  // RoPE cos and sin
+    for_each_tensor(c, w, [&](const std::string& name, auto& t, int, int) {
+        read_tensor(path, file, numbers(t), name);
+    });
+    if (!file.skip(std::uint64_t(c.max_seq) * std::uint64_t(c.head_size()) * 4))  // cos and sin
+        fail(path, "the file ended while skipping the RoPE tables");
     if (c.shared_output) {
         // The Transformer reads its own output matrix, so it gets a copy.
         const Allocating note("a copy of the embedding table of " + file_label("checkpoint", path));
         w.output = w.token_embedding;
     } else {
-        in.read(w.output.data, "the output projection");
+        read_tensor(path, file, w.output.data, "the output projection");
     }
     return result;
 }
@@ -275,51 +230,34 @@ void check_shapes(const Config& c, const Weights& w) {
             "from the embedding table; the file would lose it");
 }
 
-// Encodes numbers into a buffer and writes it out a block at a time, into
-// a file beside the target that replaces it when finished (OutputFile).
-class TensorWriter {
-  public:
-    TensorWriter(const std::string& path, std::string_view what) : out_(path, what) {}
-    void int32(std::int32_t value) { append_le_int32(buffer_, value); }
-    void floats(std::span<const float> values) {
-        for (float v : values) {
-            append_le_float32(buffer_, v);
-            if (buffer_.size() >= (1 << 20)) flush();
-        }
-    }
-    void finish() {
-        flush();
-        out_.commit();
-    }
-
-  private:
-    void flush() {
-        out_.write(buffer_);
-        buffer_.clear();
-    }
-    OutputFile out_;
-    std::string buffer_;
-};
-
 }  // namespace
 
 void write_checkpoint(const std::string& path, const Config& c, const Weights& w,
                       std::string_view what) {
     c.validate();
     check_shapes(c, w);
-    TensorWriter out(path, what);
-    for (int value : {c.dim, c.ffn_dim, c.n_layers, c.n_heads, c.n_kv_heads,
-                      c.shared_output ? c.vocab_size : -c.vocab_size, c.max_seq})
-        out.int32(value);
-    for_each_tensor(c, w,
-                    [&](const std::string&, const auto& t, int, int) { out.floats(numbers(t)); });
+    OutputFile out(path, what);  // replaced whole, or left as it was
+    std::string buffer;          // written out a megabyte at a time
+    for (const HeaderField& f : header_fields)
+        append_le_int32(buffer, f.field == &Config::vocab_size && !c.shared_output ? -c.vocab_size
+                                                                                   : c.*f.field);
+    auto floats = [&](std::span<const float> values) {
+        for (float v : values) {
+            append_le_float32(buffer, v);
+            if (buffer.size() < (1 << 20)) continue;
+            out.write(buffer);
+            buffer.clear();
+        }
+    };
+    for_each_tensor(c, w, [&](const std::string&, const auto& t, int, int) { floats(numbers(t)); });
     // The RoPE tables llama2.c's exporter writes, which readers skip: the
     // file is what other tools of that format expect.
     const RopeTable rope(c.head_size(), c.max_seq);
-    out.floats(rope.cosines());
-    out.floats(rope.sines());
-    if (!c.shared_output) out.floats(w.output.data);
-    out.finish();
+    floats(rope.cosines());
+    floats(rope.sines());
+    if (!c.shared_output) floats(w.output.data);
+    out.write(buffer);
+    out.commit();
 }
 
 }  // namespace kv

@@ -22,12 +22,11 @@
 //   output projection      (vocab, dim), only when vocab_size is written negative;
 //                          otherwise the output projection is the embedding table
 //
-// Every matrix is (out, in) row-major, the book's own layout (weights.h),
-// and the model conventions match (RoPE on adjacent pairs, theta 10000,
-// RMSNorm epsilon 1e-5, SwiGLU), so the numbers go straight in. Every error
-// is a std::runtime_error whose one line starts "checkpoint FILE:" and
-// names the value that is wrong; the file's size is checked against its
-// header before any weight is read.
+// Every matrix is (out, in) row-major as in weights.h, and the model
+// conventions match (RoPE on adjacent pairs, theta 10000, RMSNorm epsilon
+// 1e-5, SwiGLU), so the numbers go straight in. Every error is a
+// std::runtime_error, one line starting "checkpoint FILE:"; the file's size
+// is checked against its header before any weight is read.
 #pragma once
 
 #include <cstdint>
@@ -51,10 +50,9 @@ Config read_checkpoint_config(const std::string& path);
 // The whole model. Rejects weights that are NaN or infinite.
 Checkpoint read_checkpoint(const std::string& path);
 
-// Writes `weights` in the same format. With config.shared_output the
-// output projection is not stored, so it must equal the embedding table.
-// A file that cannot be written is a FileError "<what> <path>: <cause>"
-// (kit/files.h): `what` names the flag that asked for it.
+// Writes `weights` in the same format (with config.shared_output, the
+// output projection must equal the embedding table). A file that cannot be
+// written is a FileError "<what> <path>: <cause>", `what` naming the flag.
 void write_checkpoint(const std::string& path, const Config& config, const Weights& weights,
                       std::string_view what = "checkpoint");
 
@@ -63,7 +61,6 @@ std::uint64_t checkpoint_bytes(const Config& config);
 
 // Little-endian numbers, shared with the tokenizer file: assembled byte by
 // byte, so the files read the same on any host.
-
 std::int32_t le_int32(const unsigned char* bytes);
 float le_float32(const unsigned char* bytes);
 void append_le_int32(std::string& out, std::int32_t value);

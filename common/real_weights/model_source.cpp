@@ -63,17 +63,6 @@ auto named_by_flag(Read&& read) -> decltype(read()) {
     }
 }
 
-// "--prompt-len" or "the prompt's N tokens", then " + --answer-len - 1"
-// where an answer is asked for (chapter 04 decodes from the prompt alone
-// and has no --answer-len).
-std::string positions_text(const ModelSource& source, std::int64_t prompt_tokens, int answer_len) {
-    std::string text = source.prompt.empty()
-                           ? std::string("--prompt-len ") + std::to_string(prompt_tokens)
-                           : "the prompt's " + std::to_string(prompt_tokens) + " tokens";
-    if (answer_len > 1) text += " + --answer-len " + std::to_string(answer_len) + " - 1";
-    return text;
-}
-
 // The text of `tokens` after the token `prev`; BOS and EOS mark where texts
 // begin and end and are not text, and an answer stops at the first.
 std::string text_of(const Tokenizer& tokenizer, std::span<const int> tokens, int prev,
@@ -132,9 +121,13 @@ LoadedModel load_model(const ModelSource& source, const Config& shape, std::uint
     // The cache must hold the prompt and every answer token but the last.
     const std::int64_t prompt_tokens = source.prompt.empty() ? prompt_len : std::ssize(prompt);
     const std::int64_t positions = prompt_tokens + answer_len - 1;
-    if (positions > config.max_seq)
-        throw UsageError(positions_text(source, prompt_tokens, answer_len) +
-                         (answer_len > 1 ? " = " + std::to_string(positions) : std::string()) +
+    if (positions > config.max_seq)  // chapter 04 has no --answer-len: answer_len is 1
+        throw UsageError((source.prompt.empty()
+                              ? "--prompt-len " + std::to_string(prompt_tokens)
+                              : "the prompt's " + std::to_string(prompt_tokens) + " tokens") +
+                         (answer_len > 1 ? " + --answer-len " + std::to_string(answer_len) +
+                                               " - 1 = " + std::to_string(positions)
+                                         : std::string()) +
                          " exceeds " + context);
     // A shared output table is held twice in memory (the reader copies it).
     Config in_memory = config;

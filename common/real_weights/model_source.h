@@ -1,12 +1,10 @@
 // Where a generating chapter's model and prompt come from.
 //
 // By default: random weights from --seed and a fixed prompt of --prompt-len
-// token ids, so every program runs with no files at all. --checkpoint FILE
-// reads real weights in llama2.c's format, which fix the model's shape (a
-// shape flag changed beside it is an error, not silently ignored);
-// --tokenizer FILE shows the prompt and answers as text; --prompt TEXT,
-// encoded with --tokenizer, replaces the fixed prompt. A chapter's
-// experiment holds a ModelChoice: these flags, and load() for what they name.
+// token ids, so every program runs with no files. --checkpoint FILE reads
+// real weights in llama2.c's format, which fix the shape (a shape flag
+// beside it is an error); --tokenizer FILE shows prompt and answers as
+// text; --prompt TEXT, encoded with it, replaces the fixed prompt.
 #pragma once
 
 #include <cstdint>
@@ -48,20 +46,17 @@ struct LoadedModel {
     std::string answer_text(std::span<const int> answer) const;
 };
 
-// What load_model checks before it reads any file, each with one line:
-// --prompt without --tokenizer, a shape flag beside --checkpoint, the
-// flags' shape (check_model).
+// What load_model checks before it reads any file: --prompt without
+// --tokenizer, a shape flag beside --checkpoint, the flags' shape.
 void check_model_source(const ModelSource& source, const Config& shape);
 
-// Builds what `source` names (`prompt_len` for the fixed prompt). Checks,
-// each with one line: the files, the tokenizer against the model's
-// vocabulary, that prompt + answer_len - 1 positions fit the context, and
-// that the weights and cache fit in memory (check_model).
+// Builds what `source` names (`prompt_len` for the fixed prompt), checking
+// the files, the tokenizer against the vocabulary, that prompt + answer_len
+// - 1 positions fit the context, and the memory (check_model).
 LoadedModel load_model(const ModelSource& source, const Config& shape, std::uint64_t seed,
                        int prompt_len, int answer_len);
 
-// The model a generating chapter runs (chapters 01, 02 and 04): its shape,
-// its seed and where its weights come from, as flags.
+// The model a generating chapter runs (01, 02, 04, 10), as flags.
 struct ModelChoice {
     Config config;           // the book's demo model (common/core/config.h)
     std::uint64_t seed = 1;  // seed of the weights and the prompt
@@ -77,9 +72,8 @@ struct ModelChoice {
     }
 };
 
-// Writes the files --save-checkpoint and --save-tokenizer ask for (the
-// tokenizer a byte_level_tokenizer() when the model has none); returns a
-// line saying what was written, or "".
+// Writes the files --save-checkpoint and --save-tokenizer ask for (a
+// byte_level_tokenizer() when the model has none); says what it wrote.
 std::string save_model_files(const ModelSource& source, const LoadedModel& loaded);
 
 }  // namespace kv

@@ -1,5 +1,6 @@
 #include "tokenizer.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -15,14 +16,9 @@ namespace {
 // "<0x41>" -> 0x41; anything else -> -1.
 int byte_of_piece(std::string_view piece) {
     if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return -1;
-    auto hex = [](char c) {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        return -1;
-    };
-    const int high = hex(piece[3]), low = hex(piece[4]);
-    return high < 0 || low < 0 ? -1 : high * 16 + low;
+    unsigned byte = 0;
+    const auto [end, error] = std::from_chars(piece.data() + 3, piece.data() + 5, byte, 16);
+    return error == std::errc() && end == piece.data() + 5 ? int(byte) : -1;
 }
 
 std::string byte_piece(int byte) {

@@ -38,19 +38,16 @@ class Tokenizer {
     // added. Throws std::out_of_range outside the vocabulary.
     std::string decode(int prev, int token) const;
 
-    // Byte-pair encoding: a space is put in front of the text (so a word
-    // reads the same at the start as in the middle; only if the vocabulary
-    // has a token for it), each UTF-8 character becomes its own token, or
-    // its byte tokens when it has none; then the adjacent pair whose joined
-    // piece has the highest score is merged, again and again, until no pair
-    // joins into a token. BOS and EOS on request.
+    // Byte-pair encoding: a space in front of the text (so a word reads the
+    // same at the start as in the middle; if the vocabulary has one), each
+    // UTF-8 character its token or its byte tokens; then the adjacent pair
+    // whose joined piece scores highest is merged, until no pair joins into
+    // a token. BOS and EOS on request.
     std::vector<int> encode(std::string_view text, bool bos, bool eos) const;
 
-    // The fewest tokens encode(text, bos, eos) can give, from the text's
-    // length alone, before any (quadratic) merging: every token after BOS
-    // covers at least one byte and at most max_token_length() bytes (a piece
-    // is never shorter than the bytes it stands for). A text whose fewest
-    // tokens do not fit a context is refused without encoding.
+    // The fewest tokens encode() can give, from the text's length alone
+    // (no token covers more than max_token_length() bytes), so that a text
+    // too long for a context is refused before the quadratic merging.
     std::uint64_t fewest_tokens(std::string_view text, bool bos, bool eos) const;
 
   private:
@@ -62,9 +59,8 @@ class Tokenizer {
     int max_token_length_ = 0;                     // longest piece in bytes
 };
 
-// Reads a tokenizer file for a model of `vocab_size` tokens, and writes
-// one: a file that cannot be written is a FileError "<what> <path>:
-// <cause>" (kit/files.h), `what` naming the flag that asked for it.
+// Reads a tokenizer file for a model of `vocab_size` tokens, and writes one
+// (a FileError "<what> <path>: <cause>" if it cannot, `what` the flag).
 Tokenizer read_tokenizer(const std::string& path, int vocab_size);
 void write_tokenizer(const std::string& path, const Tokenizer& tokenizer,
                      std::string_view what = "tokenizer");
