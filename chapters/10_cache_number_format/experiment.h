@@ -53,7 +53,7 @@ struct Setup {
     QueueOptions queue;
     int prompts = 16;                     // the queue's first requests answered in every format
     int long_context = 4096;              // positions the long answers reach; 0: none
-    int long_prompts = 10;                // answers at the long context, over one prefix
+    int long_prompts = 6;                 // answers at the long context, over one prefix
     int long_tail = 16;                   // prompt tokens of each of them after the prefix
     int block_size = 16;                  // positions per block of the pool (vLLM's default)
     int engine_requests = 48;             // the queue's first, on the engine; 0: none
