@@ -73,7 +73,7 @@ class PrefixSharingMemory : public MemoryManager {
     double mean_held_blocks() const { return steps_ ? double(held_sum_) / steps_ : 0; }
 
     bool fits_alone(const Request& r) const override {
-        return blocks_for(r.prompt_len + r.answer_cap - 1) <= ledger_.blocks();
+        return blocks_for(int(longest_context(r))) <= ledger_.blocks();
     }
 
     // Whole cached blocks of r's prompt, stopping short of its last token.

@@ -29,7 +29,7 @@ class BlockTableView final : public KVStore {
           memory_(memory),
           id_(r.id),
           length_(r.cached),
-          capacity_(r.prompt_len + r.answer_cap - 1) {}
+          capacity_(int(longest_context(r))) {}
 
     int length() const override { return length_; }
     int capacity() const override { return capacity_; }

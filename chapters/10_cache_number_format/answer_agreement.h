@@ -96,8 +96,10 @@ inline FormatAnswers compare_formats(Transformer& model, std::vector<KVCache> ca
             const double kl = kl_divergence(logits[0], logits[i]);
             c.kl_sum += kl;
             c.kl_max = std::max(c.kl_max, kl);
-            if (c.identical && argmax(logits[i]) != a.tokens.back())
-                c.identical = 0, c.agreeing = s;
+            if (c.identical && argmax(logits[i]) != a.tokens.back()) {
+                c.identical = 0;
+                c.agreeing = s;
+            }
         }
         if (s + 1 == answer_len) break;
         for (std::size_t i = 0; i < caches.size(); ++i)

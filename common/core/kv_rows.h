@@ -39,6 +39,7 @@ class KVRows {
                                    " cache has no float32 rows to point at");
         return floats_.data() + row * std::size_t(format_.numbers());
     }
+    // The writable rows: the same lookup, its const cast away (safe: *this is not const here).
     float* floats(std::size_t row) { return const_cast<float*>(std::as_const(*this).floats(row)); }
 
     // Any format: the row's bytes as stored (format().bytes() of them).

@@ -14,8 +14,17 @@
 namespace kv {
 
 const char* format_name(NumberFormat format) {
-    constexpr const char* names[] = {"float32", "bfloat16", "float16", "int8"};
-    return names[int(format)];
+    switch (format) {  // a switch, so that a format added to the enum without a name warns
+        case NumberFormat::float32:
+            return "float32";
+        case NumberFormat::bfloat16:
+            return "bfloat16";
+        case NumberFormat::float16:
+            return "float16";
+        case NumberFormat::int8:
+            return "int8";
+    }
+    return "?";
 }
 
 std::vector<NumberFormat> all_formats() {
@@ -83,8 +92,16 @@ float from_float16(std::uint16_t bits) {
 // ------------------------------------- one position's key (or value)
 
 int RowFormat::bytes_per_number() const {
-    constexpr int bytes[] = {4, 2, 2, 1};  // float32, bfloat16, float16, int8
-    return bytes[int(format)];
+    switch (format) {
+        case NumberFormat::float32:
+            return 4;
+        case NumberFormat::bfloat16:
+        case NumberFormat::float16:
+            return 2;
+        case NumberFormat::int8:
+            return 1;
+    }
+    return 0;
 }
 
 int RowFormat::scales() const {

@@ -151,7 +151,10 @@ class SavedResults {
             SavedResults r;
             r.path_ = path;
             enter(depth, '{');
-            if (peek() == '}') return ++pos, r;
+            if (peek() == '}') {
+                ++pos;
+                return r;
+            }
             for (;;) {
                 skip_space();
                 const std::string key = string();
@@ -171,7 +174,10 @@ class SavedResults {
                 if (keep != Keep::nothing && !r.fields_.emplace(key, std::move(v)).second)
                     fail("the key \"" + excerpt(key) + "\" appears twice");
                 skip_space();
-                if (peek() != ',') return expect('}'), r;
+                if (peek() != ',') {
+                    expect('}');
+                    return r;
+                }
                 ++pos;
             }
         }

@@ -71,7 +71,7 @@ class PagedMemory : public MemoryManager {
         MemoryManager::admit(r);
         used_ += blocks_of(r);
         // Its swapped positions are copied in when its first step runs (grow).
-        swapping_in_[r.id] = std::exchange(swapped_[r.id], 0);
+        if (const int waiting = take(swapped_, r.id)) swapping_in_[r.id] = waiting;
     }
 
     // Rule: every block the step's new positions need is free.
@@ -86,7 +86,7 @@ class PagedMemory : public MemoryManager {
         MemoryManager::grow(plan);
         for (const StepRow& row : plan.rows) {
             used_ += blocks_of(*row.request);
-            swapped_in_ += blocks_for(std::exchange(swapping_in_[row.request->id], 0));
+            swapped_in_ += blocks_for(take(swapping_in_, row.request->id));
         }
     }
 
@@ -94,11 +94,10 @@ class PagedMemory : public MemoryManager {
     // positions wait in host memory (swap) or are lost (recompute).
     void release(Request& r) override {
         if (r.status != RequestStatus::finished) {
-            int& coming = swapping_in_[r.id];
-            if (coming > 0) {  // sent back before its blocks came in: they stay out
-                swapped_[r.id] = std::exchange(coming, 0);
+            if (const int coming = take(swapping_in_, r.id)) {
+                swapped_[r.id] = coming;  // sent back before its blocks came in: they stay out
             } else if (o_.preemption == Preemption::swap) {
-                swapped_[r.id] = r.cached;
+                if (r.cached > 0) swapped_[r.id] = r.cached;
                 swapped_out_ += blocks_for(r.cached);
             } else {
                 recomputed_ += r.cached;
@@ -115,7 +114,12 @@ class PagedMemory : public MemoryManager {
   private:
     PagedMemoryOptions o_;
     int watermark_blocks_;
-    int used_ = 0;                    // blocks all requests hold: each the blocks of its r.held
+    int used_ = 0;  // blocks all requests hold: each the blocks of its r.held
+    // A request's entry, removed (0 if none): the maps hold only positions still waiting.
+    static int take(std::map<int, int>& waiting, int id) {
+        const auto entry = waiting.extract(id);
+        return entry ? entry.mapped() : 0;
+    }
     std::map<int, int> swapped_;      // (request id) positions waiting in host memory, by swap
     std::map<int, int> swapping_in_;  // (request id) admitted, to be copied in at its next step
     std::int64_t recomputed_ = 0, swapped_out_ = 0, swapped_in_ = 0;
