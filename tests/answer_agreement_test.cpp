@@ -193,3 +193,42 @@ TEST_CASE("answers from one prefix do not disturb each other or the prefix") {
     CHECK(first_a.tokens != then_b.tokens);  // two answers, not one twice
     for (const KVCache& cache : caches) CHECK(cache.length() == int(prefix.size()));
 }
+
+// The chapter's tables print totals, not single answers: adding up must
+// sum the counts, keep the largest differences (a NaN among them wins) and
+// give the shares and means over every token compared.
+TEST_CASE("answers add up: counts sum, largest values stay, shares over every token") {
+    using kv::ch10::Agreement;
+    const Agreement kept{.answers = 1,
+                         .identical = 1,
+                         .steps = 48,
+                         .agreeing = 48,
+                         .largest_logit_difference = 0.01,
+                         .kl_sum = 0.5,
+                         .kl_max = 0.02};
+    const Agreement changed{.answers = 1,
+                            .identical = 0,
+                            .steps = 32,
+                            .agreeing = 20,
+                            .largest_logit_difference = 0.03,
+                            .kl_sum = 1.5,
+                            .kl_max = 0.05};
+    Agreement total;
+    CHECK(total.agreement() == 1.0);  // nothing compared: nothing disagrees
+    CHECK(total.mean_kl() == 0.0);
+    total.add(kept);
+    total.add(changed);
+    CHECK(total.answers == 2);
+    CHECK(total.identical == 1);
+    CHECK(total.steps == 80);
+    CHECK(total.agreeing == 68);
+    CHECK(total.largest_logit_difference == 0.03);
+    CHECK(total.kl_sum == 2.0);
+    CHECK(total.kl_max == 0.05);
+    CHECK(total.agreement() == 68.0 / 80.0);  // over tokens, not the mean of two shares
+    CHECK(total.mean_kl() == 2.0 / 80.0);
+    Agreement broken = changed;
+    broken.largest_logit_difference = std::nan("");
+    total.add(broken);
+    CHECK(std::isnan(total.largest_logit_difference));
+}
