@@ -95,7 +95,7 @@ sanitize: doctest
 
 # ---------------------------------------------------------- benchmark
 # How close the engine runs to this machine's limits (not a test: it times).
-# The machine's limits are measured by common/kit/machine_probes.cpp, built
+# The machine's limits are measured by common/fast/machine_probes.cpp, built
 # like everything else (its fused multiply-adds are written as instructions).
 # make bench runs two builds, each headed by its flags: this one, then the
 # baseline (ARCH empty: no -march=native, SSE2 on x86-64), built apart in

@@ -7,8 +7,10 @@
 #     chapter's lesson headers and standard headers, and holds the idea only:
 #     it names no flag, prints nothing, shows no progress, reads or writes
 #     no file;
-#   - common/serving/ includes only common/core/ and itself; common/core/
-#     includes nothing else of common/; nothing in common/ includes a chapter;
+#   - common/serving/ and common/kit/ include only common/core/ and
+#     themselves; common/fast/ only common/core/, common/kit/ and itself;
+#     common/core/ includes nothing else of common/; nothing in common/
+#     includes a chapter;
 #   - no main.cpp is included by anything;
 #   - a chapter's main.cpp only wires the experiment and the report: under
 #     40 lines, with experiment.h and report.h beside it.
@@ -119,6 +121,10 @@ done
 check "common/serving includes more than common/core" \
     "$(includes common/serving/* | including '\.\./' | grep -vE '"\.\./core/')"
 check "common/core includes the rest of common" "$(includes common/core/* | including '\.\./')"
+check "common/kit includes more than common/core" \
+    "$(includes common/kit/* | including '\.\./' | grep -vE '"\.\./core/')"
+check "common/fast includes more than common/core and common/kit" \
+    "$(includes common/fast/* | including '\.\./' | grep -vE '"\.\./(core|kit)/')"
 check "common includes a chapter" "$(includes common/*/* | including '[^"]*chapters/')"
 check "a main.cpp is included" \
     "$(includes $(find chapters common tests -name '*.h' -o -name '*.cpp') |

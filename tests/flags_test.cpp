@@ -14,7 +14,7 @@
 #include "../common/core/timing.h"
 #include "../common/kit/chapter.h"
 #include "../common/kit/flags.h"
-#include "../common/kit/machine_probes.h"
+#include "../common/fast/machine_probes.h"
 #include "../common/kit/model_flags.h"
 #include "../common/kit/program.h"
 #include "../common/kit/report.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../common/core/block_pool.h"
-#include "../common/core/kernel_plan.h"
+#include "../common/fast/kernel_plan.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"

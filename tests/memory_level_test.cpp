@@ -1,11 +1,11 @@
 // The book's one rule for where a working set is read from
-// (common/kit/memory_level.h): the last-level cache only if it fits the
+// (common/fast/memory_level.h): the last-level cache only if it fits the
 // reported size and a read of its size ran more than 1.2 x DRAM's rate.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 
-#include "../common/kit/memory_level.h"
+#include "../common/fast/memory_level.h"
 
 using namespace kv;
 

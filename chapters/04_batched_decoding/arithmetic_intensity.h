@@ -11,7 +11,7 @@
 // The roofline model (Williams, Waterman and Patterson, 2009): a step runs
 // at most at the lower of two roofs, the peak arithmetic and the memory
 // bandwidth times its intensity. A CPU has more than one memory roof: the
-// last-level cache is faster than DRAM (common/kit/memory_level.h says
+// last-level cache is faster than DRAM (common/fast/memory_level.h says
 // which one a working set is read from).
 #pragma once
 

@@ -12,8 +12,8 @@
 #include "../../common/kit/answer_timing.h"  // PassesShown
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
-#include "../../common/kit/machine_probes.h"
-#include "../../common/kit/memory_level.h"
+#include "../../common/fast/machine_probes.h"
+#include "../../common/fast/memory_level.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"
 #include "../../common/kit/report.h"

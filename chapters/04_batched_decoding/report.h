@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../../common/kit/memory_level.h"
+#include "../../common/fast/memory_level.h"
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"

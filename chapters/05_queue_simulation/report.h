@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
-#include "../../common/kit/queue_flags.h"
+#include "../../common/lab/queue_flags.h"
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_parts.h"
 #include "../../common/kit/svg_plot.h"

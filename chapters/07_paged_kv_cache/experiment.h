@@ -22,7 +22,7 @@
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
 #include "../../common/kit/model_flags.h"
-#include "../../common/kit/queue_flags.h"
+#include "../../common/lab/queue_flags.h"
 #include "../../common/kit/report.h"  // format_bytes
 #include "../../common/lab/timed_step.h"
 #include "../../common/serving/memory_budget.h"
@@ -67,7 +67,7 @@ struct IndirectionRow {
 struct Setup {
     Config model;                        // --layers, --dim, ... (the model's shape)
     std::uint64_t seed = 1;              // of the weights, the prompts and the queue
-    QueueOptions queue;                  // --requests ... --calibrate (kit/queue_flags.h)
+    QueueOptions queue;                  // --requests ... --calibrate (lab/queue_flags.h)
     int block_size = 16;                 // positions per block in the queue (vLLM's default)
     double watermark = 0.05;             // share of the pool admission keeps free
     std::uint64_t tight_budget_mib = 4;  // a budget where memory runs out

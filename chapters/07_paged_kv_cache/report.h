@@ -7,7 +7,7 @@
 #include <string>
 
 #include "../../common/kit/output.h"
-#include "../../common/kit/queue_flags.h"  // describe_workload, step_cost_text
+#include "../../common/lab/queue_flags.h"  // describe_workload, step_cost_text
 #include "../../common/kit/report.h"
 #include "experiment.h"
 

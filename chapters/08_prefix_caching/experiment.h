@@ -15,7 +15,7 @@
 #include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
-#include "../../common/kit/queue_flags.h"
+#include "../../common/lab/queue_flags.h"
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/scheduler.h"
 #include "parallel_samples.h"
@@ -53,7 +53,7 @@ struct SampleRow {
 struct Setup {
     Config model;              // --layers, --dim, ... (the model's shape)
     std::uint64_t seed = 1;    // of the weights, the prompts and the queue
-    QueueOptions queue;        // --requests ... --calibrate (kit/queue_flags.h)
+    QueueOptions queue;        // --requests ... --calibrate (lab/queue_flags.h)
     SharingOptions sharing;    // S, follow-ups, look-back, n (shared_workload.h)
     int block_size = 16;       // positions per block (vLLM's default)
     double watermark = 0.05;   // share of the pool admission keeps free (chapter 07 varies it)

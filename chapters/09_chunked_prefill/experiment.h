@@ -18,7 +18,7 @@
 #include "../../common/core/config.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
-#include "../../common/kit/queue_flags.h"
+#include "../../common/lab/queue_flags.h"
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/paged_memory.h"
 #include "../../common/serving/scheduler.h"
@@ -98,7 +98,7 @@ inline std::string long_prompts(int n) {
 struct Setup {
     Config model = chapter_model();  // 512-token prompts need a longer context than chapter 05's
     std::uint64_t seed = 1;          // seed of the weights and the workload
-    QueueOptions queue;              // --requests ... --calibrate (kit/queue_flags.h)
+    QueueOptions queue;              // --requests ... --calibrate (lab/queue_flags.h)
     int chunk = 64;                  // the headline's chunk size: prompt tokens per step at most
     int long_prompt = 512;           // the second workload's prompt length
     int block_size = 16;             // chapter 07's blocks

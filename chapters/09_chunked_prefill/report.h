@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
-#include "../../common/kit/queue_flags.h"  // describe_workload, step_cost_text
+#include "../../common/lab/queue_flags.h"  // describe_workload, step_cost_text
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
 #include "experiment.h"

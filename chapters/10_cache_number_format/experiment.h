@@ -17,7 +17,7 @@
 #include "../../common/kit/machine.h"  // beyond_memory
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"
-#include "../../common/kit/queue_flags.h"
+#include "../../common/lab/queue_flags.h"
 #include "../../common/kit/report.h"
 #include "../../common/lab/resident_cache.h"
 #include "../../common/lab/side_by_side.h"
@@ -47,7 +47,7 @@ struct FormatResult {
 // The chapter's parameters (its flags) and their check.
 struct Setup {
     ModelChoice model;  // --layers ... --seed, --checkpoint (real_weights/model_source.h)
-    // --requests ... --calibrate (kit/queue_flags.h): chapter 05's queue and
+    // --requests ... --calibrate (lab/queue_flags.h): chapter 05's queue and
     // 16 MiB, in batches of up to 256 (the constructor), so that memory caps
     // the batch before the batch size does, at every width.
     QueueOptions queue;

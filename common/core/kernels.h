@@ -112,6 +112,12 @@ struct MatmulChoice {
     const MatmulKernel& for_rows(int rows) const { return for_class(row_class(rows)); }
 };
 
+// The choice for a model's shape, measured on this machine and kept
+// (common/fast/kernel_plan.h): every choice gives the same bits.
+struct Config;
+struct Weights;
+MatmulChoice matmul_plan(const Config& config, const Weights& weights);
+
 void matmul(const Matrix& x, const Matrix& w, Matrix& y, const MatmulChoice& choice);
 void matmul(const Matrix& x, const Matrix& w, Matrix& y);  // with MatmulChoice()
 

@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernel_plan.h"
 #include "kernels.h"
 
 namespace kv {

@@ -6,7 +6,6 @@
 // takes run()'s results and the output options and returns the exit status.
 #pragma once
 
-#include "../core/kernel_plan.h"
 #include "files.h"
 #include "flags.h"
 #include "output.h"
@@ -18,8 +17,6 @@ template <class Experiment, class Report>
 int run_chapter(int argc, const char* const* argv, const char* program, const char* summary,
                 Experiment& experiment, Report&& report) {
     return run_program(program, [&] {
-        // Each build keeps its kernel plan beside its programs (build/kernel_plan.txt).
-        keep_kernel_plans_in(kernel_plan_file_beside(argc > 0 ? argv[0] : nullptr));
         RunFiles files;     // the run's files replace the old ones together, or none does
         OutputOptions out;  // --json, --save-json, --plot-dir
         out.chapter = program;

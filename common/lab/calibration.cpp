@@ -7,12 +7,12 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "../core/kernel_plan.h"  // this_machine
+#include "../fast/kernel_plan.h"  // this_machine
 #include "../core/kv_cache.h"
 #include "../core/timing.h"
 #include "../kit/files.h"
 #include "../kit/program.h"      // Progress
-#include "../kit/queue_flags.h"  // step_cost_json
+#include "../lab/queue_flags.h"  // step_cost_json
 #include "../kit/report.h"       // Json
 #include "../kit/saved_results.h"
 #include "timed_step.h"

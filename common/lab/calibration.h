@@ -141,7 +141,7 @@ StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool agai
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again,
                                   const std::string& folder);
 
-// What the saved prices are tied to: this CPU and this build (core/kernel_plan.h).
+// What the saved prices are tied to: this CPU and this build (fast/kernel_plan.h).
 std::string machine_and_build();
 
 }  // namespace kv

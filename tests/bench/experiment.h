@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/kernel_plan.h"
+#include "../../common/fast/kernel_plan.h"
 #include "../../common/kit/flags.h"
-#include "../../common/kit/machine_probes.h"
+#include "../../common/fast/machine_probes.h"
 #include "../../common/kit/program.h"  // Progress
 #include "measurement_rules.h"
 #include "peer_step.h"

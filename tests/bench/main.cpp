@@ -2,7 +2,7 @@
 //
 // It measures the limits itself (peak arithmetic, read bandwidth from DRAM,
 // and a read of each row's own working set that fits in the reported
-// last-level cache, one thread: common/kit/machine_probes.h),
+// last-level cache, one thread: common/fast/machine_probes.h),
 // times decode at batch 1 and 16, decode over a 4,096-position cache, and
 // prefill for three model shapes, and prints each as a fraction of the
 // limits. Probes and workloads take turns, so that a spell of load on a
@@ -17,7 +17,7 @@
 // batch-2 step and paged caches against contiguous ones; and the kernel
 // plan the engine ran with. The rounds and the rows are experiment.h; the
 // tables, the JSON and the printing report.h.
-#include "../../common/core/kernel_plan.h"
+#include "../../common/fast/kernel_plan.h"
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     // The kernel plans live beside the program: build/kernel_plan.txt, as
     // the chapters' do (read if this machine and build made them, else made
     // now and saved).
-    experiment.plan_file = kv::kernel_plan_file_beside(argc > 0 ? argv[0] : nullptr);
+    experiment.plan_file = kv::kernel_plan_file_beside_this_program();
     kv::keep_kernel_plans_in(experiment.plan_file);
     return kv::run_chapter(argc, argv, "bench",
                            "The engine against the machine's limits: arithmetic peak and read "

@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "../../common/kit/memory_level.h"
+#include "../../common/fast/memory_level.h"
 
 namespace kv::bench {
 
@@ -78,7 +78,7 @@ struct RowFractions {
 // exception: a row's roof is always the fastest this machine was seen to
 // read such a working set (a read of its own size, or DRAM's rate over the
 // DRAM probe's buffer when that was faster; memory_roof in
-// common/kit/memory_level.h), so a row above it has outrun every read.
+// common/fast/memory_level.h), so a row above it has outrun every read.
 inline bool valid_measurement(const RowFractions& row) {
     return row.of_peak <= 1.0 && row.of_roof <= 1.0;
 }

@@ -1,6 +1,6 @@
 #include "peer_step.h"
 
-#include "../../common/kit/machine_probes.h"
+#include "../../common/fast/machine_probes.h"
 
 namespace kv::bench {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../../common/kit/machine_probes.h"
+#include "../../common/fast/machine_probes.h"
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
 #include "experiment.h"
@@ -285,7 +285,7 @@ inline int report(const Results& res, const OutputOptions& out) {
         Comparisons::kPagedBlock, 1e3 * cmp.paged_seconds,
         cmp.paged_seconds / cmp.contiguous_seconds);
     std::printf(
-        "The kernel plan (common/core/kernel_plan.h): the matrix-product kernel of each row "
+        "The kernel plan (common/fast/kernel_plan.h): the matrix-product kernel of each row "
         "class\n");
     std::printf(
         "that measured fastest here, for each shape; %s\n",

@@ -6,7 +6,7 @@
 #include "../../common/core/generation.h"
 #include "../../common/core/paged_kv_cache.h"
 #include "../../common/core/transformer.h"
-#include "../../common/kit/machine_probes.h"
+#include "../../common/fast/machine_probes.h"
 
 namespace kv::bench {
 

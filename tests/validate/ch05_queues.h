@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../../common/kit/queue_flags.h"
+#include "../../common/lab/queue_flags.h"
 #include "../../common/serving/memory_budget.h"
 #include "../../common/serving/real_executor.h"
 #include "../../common/serving/scheduler.h"

@@ -18,7 +18,7 @@
 #include "../../common/kit/files.h"
 #include "../../common/kit/output.h"
 #include "../../common/kit/program.h"  // Progress
-#include "../../common/kit/queue_flags.h"
+#include "../../common/lab/queue_flags.h"
 #include "../../common/kit/report.h"
 #include "../../common/lab/calibration.h"
 #include "options.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "kernels.h"
-#include "weights.h"
+#include "../core/config.h"
+#include "../core/kernels.h"
+#include "../core/weights.h"
 
 namespace kv {
 
@@ -84,11 +84,13 @@ std::vector<KernelPlan> read_plan_text(const std::string& text, const MachineIde
 // file, else measured now on these weights and saved.
 MatmulChoice matmul_plan(const Config& config, const Weights& weights);
 
-// Where plans are saved and read: "" (the default) keeps them in memory.
+// Where plans are saved and read: "" keeps them in memory. Unless told,
+// a program keeps them beside itself (build/kernel_plan.txt for
+// build/ch02), so that each build keeps its own.
 void keep_kernel_plans_in(const std::string& path);
-// build/kernel_plan.txt for a program at build/chNN: beside the program, so
-// each build keeps its own; "" if argv0 names no folder.
-std::string kernel_plan_file_beside(const char* argv0);
+// The plan file beside `program` (a path); "" if it names no folder.
+std::string kernel_plan_file_beside(const char* program);
+std::string kernel_plan_file_beside_this_program();  // by /proc/self/exe
 
 // Every plan this process has used, in the order they were first needed.
 std::vector<KernelPlan> kernel_plans_used();

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "../core/config.h"
-#include "../lab/calibration.h"
+#include "calibration.h"
 #include "../serving/memory_budget.h"
 #include "../serving/workload.h"
-#include "flags.h"
-#include "report.h"  // Json
+#include "../kit/flags.h"
+#include "../kit/report.h"  // Json
 
 namespace kv {
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "../core/block_pool.h"
-#include "machine.h"  // beyond_memory
-#include "model_flags.h"
-#include "report.h"  // json_number
+#include "../kit/machine.h"  // beyond_memory
+#include "../kit/model_flags.h"
+#include "../kit/report.h"  // json_number
 
 namespace kv {
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -11,7 +12,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "timing.h"
+#include "../core/timing.h"
 
 namespace kv {
 
@@ -241,7 +242,7 @@ const MatmulKernel* kernel_named(RowClass c, const std::string& name) {
 std::string plan_file_text(const MachineIdentity& machine, const std::vector<KernelPlan>& plans) {
     std::string s =
         "# The matrix-product kernel of each row class that measured fastest on this machine,\n"
-        "# for each model shape (common/core/kernel_plan.h). Delete this file to plan again.\n";
+        "# for each model shape (common/fast/kernel_plan.h). Delete this file to plan again.\n";
     s += "cpu: " + machine.cpu + "\n";
     s += "build: " + machine.build + "\n";
     for (const KernelPlan& p : plans) {
@@ -288,9 +289,10 @@ namespace {
 
 struct Plans {
     std::mutex mutex;
+    bool placed = false;                // path chosen (else: beside the program, when first needed)
     std::string path;                   // "" : memory only
     std::vector<KernelPlan> used;       // in the order first needed
-    std::vector<KernelPlan> from_file;  // read when the path was set
+    std::vector<KernelPlan> from_file;  // read when the path was chosen
 };
 
 Plans& plans() {
@@ -312,25 +314,41 @@ void save(const std::string& path, const std::vector<KernelPlan>& all) {
 
 }  // namespace
 
-void keep_kernel_plans_in(const std::string& path) {
-    Plans& p = plans();
-    std::lock_guard lock(p.mutex);
+namespace {
+
+void place(Plans& p, const std::string& path) {
+    p.placed = true;
     p.path = path;
     p.from_file =
         path.empty() ? std::vector<KernelPlan>{} : read_plan_text(read_file(path), this_machine());
     for (KernelPlan& plan : p.from_file) plan.how = "read from " + path;
 }
 
-std::string kernel_plan_file_beside(const char* argv0) {
-    const std::string program = argv0 == nullptr ? "" : argv0;
-    const std::size_t slash = program.rfind('/');
+}  // namespace
+
+void keep_kernel_plans_in(const std::string& path) {
+    Plans& p = plans();
+    std::lock_guard lock(p.mutex);
+    place(p, path);
+}
+
+std::string kernel_plan_file_beside(const char* program) {
+    const std::string path = program == nullptr ? "" : program;
+    const std::size_t slash = path.rfind('/');
     if (slash == std::string::npos) return "";
-    return program.substr(0, slash + 1) + "kernel_plan.txt";
+    return path.substr(0, slash + 1) + "kernel_plan.txt";
+}
+
+std::string kernel_plan_file_beside_this_program() {
+    std::error_code error;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+    return error ? "" : kernel_plan_file_beside(self.c_str());
 }
 
 MatmulChoice matmul_plan(const Config& config, const Weights& weights) {
     Plans& p = plans();
     std::lock_guard lock(p.mutex);
+    if (!p.placed) place(p, kernel_plan_file_beside_this_program());
     const std::string key = plan_key(config);
     for (const KernelPlan& plan : p.used)
         if (plan.key == key) return plan.matmul;

@@ -1,7 +1,7 @@
 #include "machine_probes.h"
 
-#include "program.h"  // Allocating
-#include "report.h"   // format_bytes
+#include "../kit/program.h"  // Allocating
+#include "../kit/report.h"   // format_bytes
 
 #include <algorithm>
 #include <cstdlib>

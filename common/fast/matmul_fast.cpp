@@ -1,0 +1,143 @@
+// The matrix products' vector paths: each computes what matmul_reference
+// computes, in the same order of additions (kernels.h); which one runs for a
+// number of rows is measured on this machine (kernel_plan.h). Each trick
+// carries one sentence of why; what it measured is in tests/bench/README.md.
+#include <algorithm>
+#include <stdexcept>
+
+#include "../core/kernels.h"
+#include "lanes.h"
+
+namespace kv {
+
+using namespace fast;
+
+namespace {
+
+// ---------------------------------------------- matrix products: the streams
+
+// Rows i0..i0+R-1 of x against the last weight rows from j on (fewer
+// than C): tiles of 4, 2 and 1 weight rows.
+template <int R, int C>
+inline void leftover_columns(const Matrix& x, int i0, const Matrix& w, int j, Matrix& y) {
+    NoPrefetch none;
+    if constexpr (C > 1) {
+        constexpr int Next = C > 4 ? 4 : C / 2;
+        for (; j + Next <= w.rows; j += Next)
+            tile<R, Next>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, none);
+        leftover_columns<R, Next>(x, i0, w, j, y);
+    }
+}
+
+// Up to 4 rows of x in one pass over the weights, C weight rows at a time:
+// the weights stream past once, and C rows keep C streams of loads in
+// flight, the next C rows fetched meanwhile.
+template <int C>
+void stream(const Matrix& x, const Matrix& w, Matrix& y) {
+    by_fours(x.rows, [&](auto rows, int i0) {
+        constexpr int R = decltype(rows)::value;
+        int j = 0;
+        for (; j + C <= w.rows; j += C) {
+            RowsAhead<C> pf;
+            if (j + 2 * C <= w.rows) pf = {w.row(j + C), std::size_t(w.cols)};
+            tile<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, pf);
+        }
+        leftover_columns<R, C>(x, i0, w, j, y);
+    });
+}
+
+// ------------------------------------------------ matrix products: the tiles
+
+// Rows i.. of x (fewer than R) against weight rows j0.. as one smaller tile.
+template <int C, int R>
+inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matrix& y, Spread& pf) {
+    if constexpr (R > 0) {
+        if (x.rows - i == R)
+            tile<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
+        else
+            leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
+    }
+}
+
+// Weight rows j0..j0+C-1 against every row of x, R rows at a time: the C
+// weight rows stay in L1 while x streams past, so each weight is read from
+// memory once. The next C weight rows are fetched meanwhile, spread over
+// every vector step, or a new block starts by waiting for the last-level cache.
+template <int R, int C>
+void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
+    Spread pf;
+    pf.next = reinterpret_cast<const char*>(w.row(std::min(j0 + C, w.rows)));
+    pf.end = reinterpret_cast<const char*>(w.row(std::min(j0 + 2 * C, w.rows)));
+    const long lines = (pf.end - pf.next + 63) / 64;
+    const long steps = long((x.rows + R - 1) / R) * ((x.cols + kLanes - 1) / kLanes);
+    pf.per_step = steps > 0 ? static_cast<int>((lines + steps - 1) / steps) : 0;
+    int i = 0;
+    for (; i + R <= x.rows; i += R)
+        tile<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
+    leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
+}
+
+template <int R, int C>
+void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
+    int j = 0;
+    for (; j + C <= w.rows; j += C) tile_columns<R, C>(x, w, j, y);
+    for (; j < w.rows; ++j) tile_columns<R, 1>(x, w, j, y);
+}
+
+// ------------------------------------------------------ the candidates
+
+// Every candidate of each row class, the default (before any plan) first.
+const MatmulKernel kOneRow[] = {
+    {"stream8", RowClass::one, stream<8>},
+    {"stream4", RowClass::one, stream<4>},
+};
+const MatmulKernel kFewRows[] = {
+    {"stream8", RowClass::few, stream<8>},
+    {"stream4", RowClass::few, stream<4>},
+    {"stream2", RowClass::few, stream<2>},
+};
+const MatmulKernel kManyRows[] = {
+    {"tile4x4", RowClass::many, tiles<4, 4>}, {"tile4x6", RowClass::many, tiles<4, 6>},
+    {"tile6x4", RowClass::many, tiles<6, 4>}, {"tile2x8", RowClass::many, tiles<2, 8>},
+    {"tile2x4", RowClass::many, tiles<2, 4>},
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- dot products
+
+float dot(const float* a, const float* b, int n) {
+    float out;
+    NoPrefetch none;
+    tile<1, 1>(a, 0, b, 0, n, &out, 1, none);
+    return out;
+}
+
+// ------------------------------------------------------------ matrix products
+
+RowClass row_class(int rows) {
+    return rows <= 1 ? RowClass::one : rows <= kFewRowsMost ? RowClass::few : RowClass::many;
+}
+
+std::span<const MatmulKernel> matmul_kernels(RowClass rows) {
+    if (rows == RowClass::one) return kOneRow;
+    if (rows == RowClass::few) return kFewRows;
+    return kManyRows;
+}
+
+MatmulChoice::MatmulChoice()
+    : one(&matmul_kernels(RowClass::one)[0]),
+      few(&matmul_kernels(RowClass::few)[0]),
+      many(&matmul_kernels(RowClass::many)[0]) {}
+
+void matmul(const Matrix& x, const Matrix& w, Matrix& y, const MatmulChoice& choice) {
+    if (x.cols != w.cols || y.rows != x.rows || y.cols != w.rows)
+        throw std::invalid_argument("matmul: shapes do not match");
+    choice.for_rows(x.rows).run(x, w, y);
+}
+
+void matmul(const Matrix& x, const Matrix& w, Matrix& y) {
+    matmul(x, w, y, MatmulChoice());
+}
+
+}  // namespace kv
