@@ -6,7 +6,7 @@
 // multiply-adds), the cache, batching and paging change nothing but the
 // time: the logits are the same to the last bit, on every machine.
 // kernels_reference.cpp holds this arithmetic as plain loops, the tests'
-// oracle; kernels_fast.cpp the vector paths the model runs, each proven
+// oracle; common/fast/ the vector paths the model runs, each proven
 // equal to its reference bit for bit (tests/kernels_test.cpp).
 #pragma once
 

@@ -1,5 +1,5 @@
 // The book's arithmetic as plain loops, every sum one number at a time: the
-// tests hold each fast kernel (kernels_fast.cpp) to these, bit for bit. The
+// tests hold each fast kernel (common/fast/) to these, bit for bit. The
 // last section holds the operations with no vector path (RMSNorm, softmax of
 // one row, RoPE).
 #include <algorithm>
