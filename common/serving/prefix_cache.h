@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../common/core/block_pool.h"
+#include "../core/block_pool.h"
 
 namespace kv {
 

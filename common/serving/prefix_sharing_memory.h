@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/block_pool.h"
-#include "../../common/serving/memory_manager.h"
-#include "../../common/serving/step_plan.h"
-#include "../../common/serving/workload.h"
+#include "../core/block_pool.h"
+#include "memory_manager.h"
+#include "step_plan.h"
+#include "workload.h"
 #include "prefix_cache.h"
 
 namespace kv {
