@@ -123,6 +123,10 @@ struct Setup {
         check_queue(model, queue);
         check_blocks(model, "--kv-budget-mib", queue.kv_budget_mib, block_size, model.max_seq,
                      true);
+        if (longest_prefix < block_size)
+            throw UsageError("--longest-prefix " + std::to_string(longest_prefix) +
+                             " is shorter than one block (--block-size " +
+                             std::to_string(block_size) + "): nothing to reload");
         // The sweep's pool: the prompt's blocks twice over, in float32.
         check_model(long_model(), 2 * std::uint64_t(longest_prefix + kQuestion + block_size));
     }
@@ -136,7 +140,8 @@ struct Setup {
     Policy continuous() const { return {"continuous, cache", queue.batch, true, true}; }
     std::vector<int> prefixes() const {
         std::vector<int> p;
-        for (int n = 64; n < longest_prefix; n *= 2) p.push_back(n);
+        for (int n = 64; n < longest_prefix; n *= 2)
+            if (n >= block_size) p.push_back(n);  // shorter: not one whole block
         p.push_back(longest_prefix);
         return p;
     }

@@ -31,15 +31,24 @@ inline Cell rate(double bytes_per_second) {
 inline Cell times_faster(double ratio) {
     return Cell(fixed(ratio, 1) + " x", ratio);
 }
+inline Cell per_token(double seconds, int tokens) {
+    return Cell(fixed(1e6 * seconds / tokens, 2) + " us", seconds / tokens);
+}
+// "21.6 M", "15.0 G": a count in millions or billions.
+inline Cell large(double n) {
+    return Cell(n >= 1e9 ? fixed(n / 1e9, 1) + " G" : fixed(n / 1e6, 1) + " M", n);
+}
 
 inline Table sweep_table(const Results& r) {
-    Table t({"P", "pool", "warm", "cold", "recompute", "recompute/warm", "recompute/cold",
-             "read warm", "read cold", "read O_DIRECT", "same logits"});
+    Table t({"P", "pool", "warm", "cold", "recompute", "cold read/token", "recompute/token",
+             "recompute/warm", "recompute/cold", "read warm", "read cold", "read O_DIRECT",
+             "same logits"});
     for (const OneRequest& o : r.sweep)
         t.add_row({o.prefix, timed(o.pool_s), timed(o.warm_s), timed(o.cold_s),
-                   timed(o.recompute_s), times_faster(o.recompute_s / o.warm_s),
-                   times_faster(o.recompute_s / o.cold_s), rate(o.warm_bandwidth()),
-                   rate(o.cold_bandwidth()),
+                   timed(o.recompute_s), per_token(o.cold_read_s, o.prefix),
+                   per_token(o.recompute_s, o.prefix + Setup::kQuestion),
+                   times_faster(o.recompute_s / o.warm_s), times_faster(o.recompute_s / o.cold_s),
+                   rate(o.warm_bandwidth()), rate(o.cold_bandwidth()),
                    o.direct_read_s > 0 ? rate(o.direct_bandwidth()) : Cell("refused"),
                    o.same_logits ? "yes" : "no"});
     return t;
@@ -50,9 +59,11 @@ inline Table arithmetic_table(const Results& r) {
              "reload faster"});
     auto row = [&](const std::string& what, const ReloadArithmetic& a, double bandwidth) {
         t.add_row(
-            {what, Cell(std::uint64_t(a.bytes_per_token + 0.5)),
-             Cell(fixed(a.operations_per_token / 1e6, 1) + " M", a.operations_per_token),
-             Cell(fixed(a.operations_per_second / 1e9, 1) + " GFLOP/s", a.operations_per_second),
+            {what, Cell(std::uint64_t(a.bytes_per_token + 0.5)), large(a.operations_per_token),
+             Cell(a.operations_per_second >= 1e12
+                      ? fixed(a.operations_per_second / 1e12, 1) + " TFLOP/s"
+                      : fixed(a.operations_per_second / 1e9, 1) + " GFLOP/s",
+                  a.operations_per_second),
              rate(a.break_even()), rate(bandwidth), times_faster(a.reload_speedup(bandwidth))});
     };
     const OneRequest& l = r.longest();

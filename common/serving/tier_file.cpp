@@ -33,7 +33,6 @@ struct TierPaths {
 TierPaths tier_paths[kTiers];
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 struct sigaction before[3];  // each signal's action before ours, taken after the cleanup
-bool installed = false;
 
 void remove_tier_files(int signal_number) {
     for (TierPaths& t : tier_paths)
@@ -62,13 +61,16 @@ class SignalsHeld {
     sigset_t before_;
 };
 
-// Installed once; a signal the program ignores (nohup) stays ignored.
+// Asked at every tier file, not once: a handler put back by someone else
+// (a test framework's, between its tests) gets ours in front of it again. A
+// signal the program ignores (nohup) stays ignored.
 void install_handler() {
-    if (installed) return;
-    installed = true;
     for (int i = 0; i < 3; ++i) {
-        ::sigaction(kSignals[i], nullptr, &before[i]);
-        if (!(before[i].sa_flags & SA_SIGINFO) && before[i].sa_handler == SIG_IGN) continue;
+        struct sigaction now {};
+        ::sigaction(kSignals[i], nullptr, &now);
+        const bool plain = !(now.sa_flags & SA_SIGINFO);
+        if (plain && (now.sa_handler == SIG_IGN || now.sa_handler == remove_tier_files)) continue;
+        before[i] = now;
         struct sigaction cleanup {};
         cleanup.sa_handler = remove_tier_files;
         sigemptyset(&cleanup.sa_mask);
