@@ -171,44 +171,53 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (emit(out, json)) return 0;
 
     const WorkloadOptions work = workload_of(s.queue, s.seed);
-    std::cout << "Chapter 11: a second tier\n\n"
-              << "model: " << s.model.describe() << " (the one-request sweep's: max-seq "
-              << with_commas(std::uint64_t(s.long_model().max_seq)) << ")\n"
-              << "tier: blocks of " << s.block_size << " positions, "
-              << format_bytes(BlockPool::bytes_per_block(s.model, s.block_size)) << " each, "
-              << with_commas(r.slot_bytes) << " bytes in the tier with their name and checksum; "
-              << "files in " << visible(r.measured_in) << " (mode 0600, removed on exit)\n\n"
-              << "One request: a prefix of P tokens, then " << Setup::kQuestion
-              << " more; time to first token (wall clock, median) with the prefix in the pool,\n"
-              << "read back from the tier file warm (in the page cache) or cold (its pages "
-                 "dropped first: fdatasync, then\nposix_fadvise DONTNEED; "
-              << (l.pages_left == 0 ? "none left cached"
-                                    : std::to_string(l.pages_left) + " pages left cached")
-              << "), or computed again:\n";
+    const std::string longest = with_commas(std::uint64_t(l.prefix));
+    std::cout
+        << "Chapter 11: a second tier\n\n"
+        << "model: " << s.model.describe() << " (the one-request sweep's: max-seq "
+        << with_commas(std::uint64_t(s.long_model().max_seq)) << ")\n"
+        << "tier: blocks of " << s.block_size << " positions, "
+        << format_bytes(BlockPool::bytes_per_block(s.model, s.block_size)) << " each, "
+        << with_commas(r.slot_bytes) << " bytes in the tier with their name and checksum;\n"
+        << "  its files: mode 0600 in a fresh folder under "
+        << (s.tier_dir.empty() ? "$TMPDIR (or /tmp)" : visible(s.tier_dir))
+        << ", removed on exit and on a signal\n\n"
+        << "One request: a prefix of P tokens, then " << Setup::kQuestion
+        << " more. Time to first token (wall clock, median of " << Experiment::kRepeats
+        << "; a recompute of 1,024 tokens\nor more is timed once) with the prefix in the "
+           "pool, read back from the tier file warm (the operating system's\npage cache "
+           "holds it) or cold (fdatasync, then posix_fadvise DONTNEED drops its pages first), "
+           "or computed again:\n";
     sweep.print(std::cout);
-    std::cout << (cross.empty()
-                      ? "the lines do not cross between P = 64 and " +
-                            with_commas(std::uint64_t(l.prefix)) +
-                            (l.cold_s < l.recompute_s ? ": reloading is faster at every P"
+    std::cout << "measured: after each drop "
+              << (l.pages_left < 0 ? std::string("the pages cached could not be counted")
+                                   : with_commas(std::uint64_t(l.pages_left)) +
+                                         " of the file's pages were cached (mincore)")
+              << "; O_DIRECT reads skip the cache\nmeasured: "
+              << (cross.empty()
+                      ? "the lines do not cross between P = 64 and " + longest +
+                            (l.cold_s < l.recompute_s ? ": a reload is faster at every P"
                                                       : ": recomputing is faster at every P")
                       : "the lines cross " + cross)
               << "\n\nThe arithmetic, per token: a reload costs bytes / bandwidth, recomputing "
-                 "operations / rate; reloading wins\nabove the break-even bandwidth B* = rate x "
-                 "bytes / operations (operations at P = "
-              << with_commas(std::uint64_t(l.prefix)) << "; this model's rate measured above, "
-              << "the H100's\nits published peak):\n";
+                 "operations / rate, so reloading\nwins above the break-even bandwidth B* = rate x "
+                 "bytes / operations. Operations at P = "
+              << longest
+              << "; this model's rate is its\nrecompute above, the H100's its published "
+                 "peak (BF16, dense):\n";
     arithmetic.print(std::cout);
     std::cout << "\nThe number formats at P = "
               << with_commas(std::uint64_t(r.formats.front().one.prefix))
-              << ": the bytes a reload moves and the time it takes (same logits: pool, reload "
-                 "and\nrecompute agree to the last bit in that format):\n";
+              << ": the bytes a reload moves and the time it takes (same logits: pool, reload and\n"
+                 "recompute agree to the last bit in that format):\n";
     formats.print(std::cout);
     std::cout << "\nThe queue: " << describe_workload(work, make_workload(work)) << "\n"
               << "  dealt to " << s.conversations << " conversations taking turns; each turn "
               << "resends its history, then a new question\n"
               << "memory: " << s.queue.kv_budget_mib << " MiB of KV cache = " << r.blocks
-              << " blocks; batch " << s.queue.batch << "; the simulator prices each block "
-              << "moved at this run's tier\n(read " << rate_text(r.measured.read) << ", write "
+              << " blocks of " << s.block_size << " positions; continuous batching, batch "
+              << s.queue.batch << "\nthe simulator prices each block the tier moves at this "
+              << "run's rates (read " << rate_text(r.measured.read) << ", write "
               << rate_text(r.measured.write) << ")\n"
               << step_cost_text(r.pricing) << "\n";
     queue.print(std::cout);
