@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "../../common/fast/machine_probes.h"
+#include "../../common/fast/memory_level.h"
 #include "../../common/kit/answer_timing.h"  // PassesShown
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
-#include "../../common/fast/machine_probes.h"
-#include "../../common/fast/memory_level.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"
 #include "../../common/kit/report.h"

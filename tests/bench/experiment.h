@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "../../common/fast/kernel_plan.h"
-#include "../../common/kit/flags.h"
 #include "../../common/fast/machine_probes.h"
+#include "../../common/kit/flags.h"
 #include "../../common/kit/program.h"  // Progress
 #include "measurement_rules.h"
 #include "peer_step.h"
