@@ -27,11 +27,15 @@ inline Cell rate(double bytes_per_second) {
                                         : fixed(bytes_per_second / 1e6, 1) + " MB/s",
                 bytes_per_second);
 }
-inline Cell times(double ratio) { return Cell(fixed(ratio, 1) + " x", ratio); }
+inline Cell times(double ratio) {
+    return Cell(fixed(ratio, 1) + " x", ratio);
+}
 inline Cell per_token(double seconds, int tokens) {
     return Cell(fixed(1e6 * seconds / tokens, 2) + " us", seconds / tokens);
 }
-inline Cell yes(bool b) { return b ? "yes" : "no"; }
+inline Cell yes(bool b) {
+    return b ? "yes" : "no";
+}
 
 inline Table sweep_table(const Results& r) {
     Table t({"P", "pool", "warm", "cold", "recompute", "cold read/token", "recompute/token",
@@ -131,9 +135,10 @@ inline int report(const Results& r, const OutputOptions& out) {
     f.line("model", "model",
            s.model.describe() + " (the one-request sweep's: max-seq " +
                with_commas(std::uint64_t(s.long_model().max_seq)) + ")")
-        .line("block_size", "positions per block, the unit that moves (every layer's keys and values)", s.block_size)
-        .line("slot_bytes", "its bytes in the tier, with its name and checksum",
-              Cell(r.slot_bytes))
+        .line("block_size",
+              "positions per block, the unit that moves (every layer's keys and values)",
+              s.block_size)
+        .line("slot_bytes", "its bytes in the tier, with its name and checksum", Cell(r.slot_bytes))
         .line("tier_folder", "the tier's files (mode 0600, removed on exit and on a signal)",
               outside_text("a fresh folder under " +
                            (s.tier_dir.empty() ? std::string("$TMPDIR (or /tmp)") : s.tier_dir)))
@@ -160,8 +165,9 @@ inline int report(const Results& r, const OutputOptions& out) {
                "The arithmetic, per token: a reload costs bytes / bandwidth, recomputing "
                "operations / rate, so\nreloading wins above the break-even bandwidth B* = rate x "
                "bytes / operations. Operations at P = " +
-                   longest + ";\nthis model's rate is its recompute above, the H100's its "
-                             "published peak (BF16, dense):",
+                   longest +
+                   ";\nthis model's rate is its recompute above, the H100's its "
+                   "published peak (BF16, dense):",
                arithmetic_table(r))
         .data_raw("break_even_bytes_per_s", json_number(r.demo.break_even()))
         .data_raw("article_break_even_bytes_per_s", json_number(r.article.break_even()))
@@ -182,7 +188,8 @@ inline int report(const Results& r, const OutputOptions& out) {
                    double(s.queue.kv_budget_mib)))
         .line("tier_mib", "the headline's tier (MiB)", Cell(s.tier_mib))
         .line("tier_read_priced", "the simulator prices a block read at", rate(r.measured.read))
-        .line("tier_write_priced", "the simulator prices a block written at", rate(r.measured.write))
+        .line("tier_write_priced", "the simulator prices a block written at",
+              rate(r.measured.write))
         .text(step_cost_text(r.pricing))
         .data("step_cost", step_cost_json(r.pricing))
         .table("queue", "", queue_table(r))
