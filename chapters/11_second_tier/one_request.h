@@ -7,13 +7,14 @@
 //   cold:      the same, the file's pages dropped first: read from the disk
 //              (and once more past the page cache, with O_DIRECT);
 //   recompute: nothing was kept, the whole prompt is prefilled.
-// Each time to first token is the wall clock (a read that waits for the
-// disk costs that wait), the median of a few runs. Every way gives the
+// Each time is the thread's processor time plus the moments a read of the
+// tier file waited for the disk (which the processor time leaves out), as
+// the engine's queue counts it: other programs on the machine do not
+// stretch it, a slow disk does. The median of a few runs. Every way gives the
 // first answer token's logits; they must be the same to the last bit.
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -55,10 +56,8 @@ inline OneRequest serve_one(Transformer& model, BlockPool& pool, TierFile& file,
         const std::span<const float> l = model.forward(tokens, cache);
         return Logits(l.begin(), l.end());
     };
-    auto now = [] { return std::chrono::steady_clock::now(); };
-    auto since = [](auto t0) {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
+    auto now = [&] { return thread_cpu_seconds() + file.counts().waited_seconds; };
+    auto since = [&](double t0) { return now() - t0; };
     OneRequest r;
     r.prefix = blocks * B;
     r.bytes = std::uint64_t(blocks) * TierFile::slot_bytes(pool.bytes_per_block(), B);

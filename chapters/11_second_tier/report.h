@@ -145,10 +145,11 @@ inline int report(const Results& r, const OutputOptions& out) {
         .text("")
         .table("one_request",
                "One request: a prefix of P tokens, then " + std::to_string(Setup::kQuestion) +
-                   " more. Time to first token (wall clock, median of " +
+                   " more. Time to first token (the thread's processor time and the disk's "
+                   "waits; median of " +
                    std::to_string(Experiment::kRepeats) +
-                   "; a recompute of 1,024 tokens or more\nis timed once) with the prefix in "
-                   "the pool, read back from the tier file warm (in the page cache) or cold\n"
+                   ", a recompute of 1,024\ntokens or more timed once) with the prefix in the "
+                   "pool, read back from the tier file warm (in the page cache)\nor cold "
                    "(fdatasync, then posix_fadvise DONTNEED drops its pages first), or computed "
                    "again:",
                sweep_table(r))
