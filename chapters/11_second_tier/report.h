@@ -22,10 +22,9 @@ inline Cell timed(double seconds) {
     return Cell(seconds < 0.1 ? fixed(1e3 * seconds, 2) + " ms" : fixed(seconds, 2) + " s",
                 seconds);
 }
-inline Cell rate(double bytes_per_second) {
-    return Cell(bytes_per_second >= 1e9 ? fixed(bytes_per_second / 1e9, 2) + " GB/s"
-                                        : fixed(bytes_per_second / 1e6, 1) + " MB/s",
-                bytes_per_second);
+inline Cell rate(double bytes_per_second) {  // in GB/s always: "0.880 GB/s", "63.00 GB/s"
+    const double gb = bytes_per_second / 1e9;
+    return Cell(fixed(gb, gb < 1 ? 3 : 2) + " GB/s", bytes_per_second);
 }
 inline Cell times(double ratio) {
     return Cell(fixed(ratio, 1) + " x", ratio);
