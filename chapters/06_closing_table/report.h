@@ -33,7 +33,8 @@ inline std::string labelled(const std::string& label, const std::string& text) {
     std::vector<std::string> words;
     std::istringstream in(text);
     for (std::string w; in >> w;) {
-        const bool unit = w == "x" || w == "%" || w == "s" || w == "ms" || w == "MiB";
+        const bool unit =
+            w == "x" || w == "%" || w == "s" || w == "ms" || w == "MiB" || w.starts_with("GB/s");
         if (unit && !words.empty())
             words.back() += " " + w;
         else
@@ -81,6 +82,17 @@ inline std::string this_run_text(const Paper& paper, const PartTwoRun& run) {
                format_duration(f("ttft_median_with_s")) + "); " +
                format_bytes(std::uint64_t(f("memory_not_copied_bytes"))) +
                " of KV cache not copied";
+    if (chapter == "11")
+        return percent(100 * f("returning_share_reloaded")) +
+               " of returning prompt tokens read back from a tier of " + whole(f("tier_mib")) +
+               " MiB instead of computed again; median time to first token, without / with the "
+               "tier: " +
+               times(f("ttft_gain")) + " (" + format_duration(f("ttft_median_without_s")) + " / " +
+               format_duration(f("ttft_median_with_s")) + "), " +
+               percent(100 * (1 - 1 / f("ttft_gain"))) + " less; a cold reload of " +
+               whole(f("reload_prefix")) + " tokens " + times(f("reload_speedup")) +
+               " faster than recomputing them (read at " +
+               fixed(f("read_cold_bytes_per_s") / 1e9, 2) + " GB/s)";
     if (chapter == "10")
         return "conversations that fit in " + whole(f("kv_budget_mib")) +
                " MiB, 16-bit / float32: " +
