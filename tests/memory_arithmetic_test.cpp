@@ -256,11 +256,13 @@ TEST_CASE("the resident-memory report counts the difference in pages") {
     CHECK(shown().find(" +8,192 bytes = 2 pages of 4,096 bytes (0.016% of the cache)\n") !=
           std::string::npos);
     // The JSON carries the counts as numbers, from the same list.
-    CHECK(ch03::resident_findings(g).json().str().find("\"difference\": 8192") != std::string::npos);
+    CHECK(ch03::resident_findings(g).json().str().find("\"difference\": 8192") !=
+          std::string::npos);
     // Less than allocated (pages the allocator already held), and part of a page.
     g.growth = 50331648 - 2048;
     CHECK(shown().find("-2,048 bytes = 0.5 pages") != std::string::npos);
-    CHECK(ch03::resident_findings(g).json().str().find("\"difference\": -2048") != std::string::npos);
+    CHECK(ch03::resident_findings(g).json().str().find("\"difference\": -2048") !=
+          std::string::npos);
     g.growth.reset();
     CHECK(shown().find("not readable here") != std::string::npos);
     CHECK(ch03::resident_findings(g).json().str().find("\"growth\": null") != std::string::npos);

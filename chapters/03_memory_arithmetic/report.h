@@ -89,7 +89,8 @@ inline Findings resident_findings(const ResidentGrowth& g) {
         return f.line("growth", "resident memory",
                       Cell::with_json("not readable here (no /proc/self/statm)", "null"));
     const std::int64_t extra = *g.growth - std::int64_t(g.allocated);
-    const std::uint64_t grew = std::uint64_t(std::abs(*g.growth)), bytes = std::uint64_t(std::abs(extra));
+    const std::uint64_t grew = std::uint64_t(std::abs(*g.growth)),
+                        bytes = std::uint64_t(std::abs(extra));
     const std::string pages = bytes % g.page_size == 0
                                   ? std::to_string(bytes / g.page_size)
                                   : fixed(double(bytes) / double(g.page_size), 1);
@@ -135,18 +136,19 @@ inline int report(const Results& r, const OutputOptions& out) {
     const Config& demo = r.demo;
     const std::uint64_t budget = gib_to_bytes(o.budget_gib);
     const BudgetFit fit = fit_budget(s, budget, o.context, o.mean_tokens);
-    const std::uint64_t per_token = bytes_per_token(s), per_conversation = cache_bytes(s, o.context);
+    const std::uint64_t per_token = bytes_per_token(s),
+                        per_conversation = cache_bytes(s, o.context);
     const std::string plot_path = write_price_plot(o, budget, out.plot_dir + "/03_cache_bytes.svg");
     const std::string context = with_commas(o.context), mean = with_commas(o.mean_tokens);
 
     Findings f("Chapter 03: what the KV cache costs in memory");
     f.line("shape", "priced shape",
            std::to_string(s.layers) + " layers, " + std::to_string(s.kv_heads) + " KV heads (" +
-               std::to_string(o.heads) + " query heads), head size " +
-               std::to_string(s.head_size) + ", " + bits_name(s.bytes_per_number) +
-               " numbers, context " + context + " tokens")
+               std::to_string(o.heads) + " query heads), head size " + std::to_string(s.head_size) +
+               ", " + bits_name(s.bytes_per_number) + " numbers, context " + context + " tokens")
         .text("")
-        .table("derivation", "Bytes of cache per token, one factor at a time, then per conversation:",
+        .table("derivation",
+               "Bytes of cache per token, one factor at a time, then per conversation:",
                derivation_table(s, o.context))
         .text("")
         .table("layouts",
@@ -154,7 +156,8 @@ inline int report(const Results& r, const OutputOptions& out) {
                    size_cell(budget, " bytes").text + " holds,\neach reserving its context of " +
                    context + " tokens or holding only the " + mean + " it has on average:",
                layout_table(o, budget))
-        .line("unused_share", "unused in a reservation of " + context + " positions holding " + mean,
+        .line("unused_share",
+              "unused in a reservation of " + context + " positions holding " + mean,
               Cell(fixed(fit.waste_percent, 1) + "%", fit.waste_percent / 100))
         .text("")
         .line("demo_model", "the demo model (common/core/config.h)", demo.describe())
@@ -162,7 +165,8 @@ inline int report(const Results& r, const OutputOptions& out) {
               "float32 cache per token (2 x " + std::to_string(demo.n_layers) + " x " +
                   std::to_string(demo.n_kv_heads) + " x " + std::to_string(demo.head_size()) +
                   " x 4)",
-              Cell(with_commas(demo.kv_bytes_per_token()) + " bytes", double(demo.kv_bytes_per_token())))
+              Cell(with_commas(demo.kv_bytes_per_token()) + " bytes",
+                   double(demo.kv_bytes_per_token())))
         .table("demo_cache", "", reading_table(r.readings))
         .text("")
         .line("layout", "where KVCache keeps them (cache_layout.h)",

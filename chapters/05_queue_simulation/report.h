@@ -29,9 +29,9 @@ inline std::string describe_budget(const MemoryBudget& b, const Concurrency& fit
             : "charging only what each cache holds, " + fixed(fit.average_held, 1) +
                   " average requests fit at their last step, more before it (the newest is "
                   "preempted when the next step would not fit)";
-    return "KV budget " + format_bytes(b.bytes) + " = " + with_commas(b.tokens) +
-           " positions of " + format_bytes(b.bytes_per_token) + " (chapter 03's bytes per token); " +
-           held + "; batch size " + std::to_string(batch);
+    return "KV budget " + format_bytes(b.bytes) + " = " + with_commas(b.tokens) + " positions of " +
+           format_bytes(b.bytes_per_token) + " (chapter 03's bytes per token); " + held +
+           "; batch size " + std::to_string(batch);
 }
 
 inline Table policy_table(const Results& run) {
@@ -68,13 +68,13 @@ inline int report(const Results& run, const OutputOptions& out) {
     const std::string count = with_commas(std::uint64_t(run.work.requests));
     std::vector<std::string> names;
     for (const Policy& p : run.policies) names.push_back(p.name);
-    const std::string cdf_path =
-        distribution_plot("Time to first token: who waits how long",
-                          "time to first token (s, log scale)", "fraction of requests", names,
-                          run.ttfts)
-            .write(out.plot_dir + "/05_ttft_cdf.svg");
+    const std::string cdf_path = distribution_plot("Time to first token: who waits how long",
+                                                   "time to first token (s, log scale)",
+                                                   "fraction of requests", names, run.ttfts)
+                                     .write(out.plot_dir + "/05_ttft_cdf.svg");
     const std::string timeline_path =
-        batching_timeline_plot(run.timeline, timeline_words(run.timeline, run.work.seed, run.budget))
+        batching_timeline_plot(run.timeline,
+                               timeline_words(run.timeline, run.work.seed, run.budget))
             .write(out.plot_dir + "/05_batching_timeline.svg");
     const std::string padding = per_policy(run, [](const Summary& m) {
         return m.padding_share > 0 ? fixed(100 * m.padding_share, 1) + "% of rows" : "";
@@ -89,12 +89,14 @@ inline int report(const Results& run, const OutputOptions& out) {
         .line("workload", "workload", workload_cell(run.work, run.queue))
         .line("memory", "memory", describe_budget(run.budget, run.fit, run.batch))
         .line("step_cost", "step cost", step_cost_cell(run.pricing))
-        .text("  rows: tokens through the weights; sequences: rows of logits; pairs: (token, "
-              "position) pairs attention visits;\n  positions: cached keys and values each "
-              "sequence reads\n")
+        .text(
+            "  rows: tokens through the weights; sequences: rows of logits; pairs: (token, "
+            "position) pairs attention visits;\n  positions: cached keys and values each "
+            "sequence reads\n")
         .table("policies", "", policy_table(run))
-        .text("times in seconds; ttft: time to first token; e2e: arrival to last token; "
-              "batch: mean requests per decode step");
+        .text(
+            "times in seconds; ttft: time to first token; e2e: arrival to last token; "
+            "batch: mean requests per decode step");
     if (!padding.empty())
         f.line("padding", "padding (answered requests' rows still computed)", padding);
     if (!preempted.empty())

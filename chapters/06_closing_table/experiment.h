@@ -111,8 +111,8 @@ struct PartTwoRun {
 };
 
 // The row of `table` whose `column` says `name`.
-inline SavedResults row_named(const SavedResults& saved, const std::string& file,
-                              const char* table, const char* column, const std::string& name) {
+inline SavedResults row_named(const SavedResults& saved, const std::string& file, const char* table,
+                              const char* column, const std::string& name) {
     for (const SavedResults& row : saved.rows(table))
         if (row.has(column) && row.text(column) == name) return row;
     throw std::runtime_error(file + ": \"" + table + "\" has no row \"" + name + "\"");

@@ -52,7 +52,8 @@ inline int report(const Results& r, const OutputOptions& out) {
     const std::uint64_t mib = r.budget.bytes >> 20;
     const std::string at = std::to_string(mib) + " MiB";
     const FitCount& paged = r.paged_at(s.block_size);
-    const Summary &before = r.run(kReserve, mib).summary, &after = r.run(kPagedRecompute, mib).summary;
+    const Summary &before = r.run(kReserve, mib).summary,
+                  &after = r.run(kPagedRecompute, mib).summary;
 
     Findings f("Chapter 07: the paged KV cache");
     f.line("model", "model", s.model.describe())
@@ -63,7 +64,8 @@ inline int report(const Results& r, const OutputOptions& out) {
                   "; continuous batching with the cache, batch " + std::to_string(s.queue.batch))
         .line("step_cost", "step cost", step_cost_cell(r.pricing))
         .text("")
-        .table("fit", "How many conversations fit at once, each at its last step, in arrival order:",
+        .table("fit",
+               "How many conversations fit at once, each at its last step, in arrival order:",
                fit_table(r))
         .text("")
         .table("indirection",

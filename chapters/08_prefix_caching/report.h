@@ -58,27 +58,27 @@ inline int report(const Results& r, const OutputOptions& out) {
                    ? "; groups of " + std::to_string(s.sharing.samples) + " ask one prompt"
                    : ""))
         .line("memory", "memory",
-              std::to_string(s.queue.kv_budget_mib) + " MiB of KV cache = " +
-                  std::to_string(r.blocks) + " blocks of " + std::to_string(s.block_size) +
-                  " positions (" + format_bytes(r.bytes_per_block) +
+              std::to_string(s.queue.kv_budget_mib) +
+                  " MiB of KV cache = " + std::to_string(r.blocks) + " blocks of " +
+                  std::to_string(s.block_size) + " positions (" + format_bytes(r.bytes_per_block) +
                   " each); continuous batching with the cache, batch " +
                   std::to_string(s.queue.batch) + ", watermark " + fixed(100 * s.watermark, 0) +
                   "%")
         .line("step_cost", "step cost", step_cost_cell(r.pricing))
         .text("")
-        .table("queue", "The queue (times in s; the engine's steps timed by the thread's CPU time):",
+        .table("queue",
+               "The queue (times in s; the engine's steps timed by the thread's CPU time):",
                queue_table(r))
-        .line("memory_not_copied_bytes",
-              "memory: with the cache the running requests held " + fixed(after.mean_held, 1) +
-                  " distinct blocks per step for tables listing " + fixed(after.mean_named, 1),
-              Cell(format_bytes(std::uint64_t(not_copied)) +
-                       " of KV cache they did not need to copy",
-                   not_copied))
+        .line(
+            "memory_not_copied_bytes",
+            "memory: with the cache the running requests held " + fixed(after.mean_held, 1) +
+                " distinct blocks per step for tables listing " + fixed(after.mean_named, 1),
+            Cell(format_bytes(std::uint64_t(not_copied)) + " of KV cache they did not need to copy",
+                 not_copied))
         .text("")
         .table("parallel_samples",
-               "n answers to one prompt of " + std::to_string(r.sample_prompt) +
-                   " tokens, each " + std::to_string(r.sample_answer) +
-                   " tokens long, on the engine:",
+               "n answers to one prompt of " + std::to_string(r.sample_prompt) + " tokens, each " +
+                   std::to_string(r.sample_answer) + " tokens long, on the engine:",
                samples_table(r))
         .text("")
         .text("the headline's waits: the simulator's, continuous batching, S = " +

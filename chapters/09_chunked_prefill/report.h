@@ -79,9 +79,10 @@ inline int report(const Results& r, const OutputOptions& out) {
                queue_table(r, kShortPrompts))
         .text("")
         .table("long_prompts", workload + ":", queue_table(r, workload))
-        .text("tbt: time between two tokens of one answer, over every gap; batch: mean\n"
-              "requests answered per decode step; mixed steps: steps with decode rows and\n"
-              "prompt tokens both; most prompt: the most prompt tokens one step carried")
+        .text(
+            "tbt: time between two tokens of one answer, over every gap; batch: mean\n"
+            "requests answered per decode step; mixed steps: steps with decode rows and\n"
+            "prompt tokens both; most prompt: the most prompt tokens one step carried")
         .line("plot", "plot", outside_text(plot))
         .text("")
         .line("headline_workload", "the waits below, the simulator's",

@@ -295,7 +295,8 @@ void Findings::print_items(std::ostream& out, const std::string& indent, bool al
     std::ostringstream text;
     for (const Item& item : items_) switch (item.kind) {
             case Kind::line:
-                text << item.words << ":" << std::string(width + 1 - std::min(width, item.words.size()), ' ')
+                text << item.words << ":"
+                     << std::string(width + 1 - std::min(width, item.words.size()), ' ')
                      << item.shown << "\n";
                 break;
             case Kind::table:

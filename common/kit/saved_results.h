@@ -53,7 +53,8 @@ class SavedResults {
     }
     double number_between(const std::string& key, double low, double high) const {
         const double v = number(key);
-        return checked(key, v >= low && v <= high, "must be from " + shown(low) + " to " + shown(high));
+        return checked(key, v >= low && v <= high,
+                       "must be from " + shown(low) + " to " + shown(high));
     }
     // The string under `key`, escapes decoded (\uXXXX kept as written).
     const std::string& text(const std::string& key) const {
@@ -113,7 +114,9 @@ class SavedResults {
     std::string path_;                     // the file, or a row of one of its tables
     std::map<std::string, Value> values_;  // by path: "key", "table.0.column"
 
-    std::runtime_error error(const std::string& what) const { return std::runtime_error(path_ + what); }
+    std::runtime_error error(const std::string& what) const {
+        return std::runtime_error(path_ + what);
+    }
     const std::string& field(const std::string& key, Kind kind, const char* otherwise) const {
         const auto it = values_.find(key);
         if (it == values_.end()) throw error(" has no \"" + key + "\"");
@@ -121,7 +124,8 @@ class SavedResults {
         return it->second.text;
     }
     double checked(const std::string& key, bool ok, const std::string& rule) const {
-        if (!ok) throw error(": \"" + key + "\" " + rule + ", got " + excerpt(values_.at(key).text));
+        if (!ok)
+            throw error(": \"" + key + "\" " + rule + ", got " + excerpt(values_.at(key).text));
         return std::strtod(values_.at(key).text.c_str(), nullptr);
     }
     static std::string shown(double v) {  // "0", "100", "0.5"
@@ -140,7 +144,8 @@ class SavedResults {
         Kind value(const std::string& path, int depth) {
             const char c = peek();
             if (c == '{' || c == '[') {
-                if (depth >= kDeepest) fail("nested more than " + std::to_string(kDeepest) + " deep");
+                if (depth >= kDeepest)
+                    fail("nested more than " + std::to_string(kDeepest) + " deep");
                 ++pos;
                 space();
                 const char close = c == '{' ? '}' : ']';
@@ -154,10 +159,13 @@ class SavedResults {
                         space();
                     }
                     const std::string inner = path.empty() ? key : path + "." + key;
-                    if (r.values_.count(inner)) fail("the key \"" + excerpt(key) + "\" appears twice");
+                    if (r.values_.count(inner))
+                        fail("the key \"" + excerpt(key) + "\" appears twice");
                     all_objects = all_objects && peek() == '{';
                     const Kind kind = value(inner, depth + 1);
-                    r.values_.emplace(inner, Value{kind, kind == Kind::number || kind == Kind::string ? last : ""});
+                    r.values_.emplace(
+                        inner,
+                        Value{kind, kind == Kind::number || kind == Kind::string ? last : ""});
                     space();
                     if (peek() != ',') break;
                     ++pos;
@@ -192,7 +200,8 @@ class SavedResults {
                 if (at(pos) == '+' || at(pos) == '-') ++pos;
                 digits(" in the exponent");
             }
-            if (const char after = at(pos); after && std::string_view(",}] \t\n\r").find(after) == std::string_view::npos)
+            if (const char after = at(pos);
+                after && std::string_view(",}] \t\n\r").find(after) == std::string_view::npos)
                 fail("not a JSON number");
             return std::string(text.substr(start, pos - start));
         }
@@ -202,7 +211,8 @@ class SavedResults {
             std::string out;
             for (char c; (c = peek()) != '"';) {
                 ++pos;
-                if (static_cast<unsigned char>(c) < 0x20) fail("a control character inside a string");
+                if (static_cast<unsigned char>(c) < 0x20)
+                    fail("a control character inside a string");
                 if (c != '\\') {
                     out += c;
                     continue;
