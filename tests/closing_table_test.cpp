@@ -382,7 +382,7 @@ TEST_CASE("the closing table's Part II reads chapters 07 to 10 beside their pape
     CHECK(r.part_two[1]->figures.at("prompt_share_from_cache") == 0.75);
     CHECK(r.part_two[1]->figures.at("ttft_gain") == 2.5);                   // 40 / 16
     CHECK(r.part_two[2]->figures.at("tbt_gain") == doctest::Approx(20.0));  // 0.5 / 0.025
-    CHECK(r.part_two[2]->workload == "512-token prompts");
+    CHECK(r.part_two[2]->workload == "512-token prompts, prefill first -> chunked 64");
 
     const std::string text = printed(r);
     // The article's figures first, then Part II, in chapter order.

@@ -252,7 +252,7 @@ TEST_CASE("the resident-memory report counts the difference in pages") {
         ch03::resident_findings(g).print(out);
         return out.str();
     };
-    CHECK(shown().find("  difference: ") != std::string::npos);
+    CHECK(shown().find("\ndifference: ") != std::string::npos);
     CHECK(shown().find(" +8,192 bytes = 2 pages of 4,096 bytes (0.016% of the cache)\n") !=
           std::string::npos);
     // The JSON carries the counts as numbers, from the same list.

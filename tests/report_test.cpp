@@ -197,7 +197,7 @@ TEST_CASE("findings print text and JSON from one list") {
     f.print(text);
     CHECK(text.str() ==
           "Title\n\nsize: 3 MiB\nshare: 12.5%\n\nThe rows:\n"
-          "  name              count\n  ----------------  -----\n  a \"quoted\" name      3\n"
+          "  name             count\n  ---------------  -----\n  a \"quoted\" name      3\n"
           "words that teach\n\nthe one line\n");
     // The same values, each under its key; text alone is not in the JSON.
     CHECK(f.json().str() ==
