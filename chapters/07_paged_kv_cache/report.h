@@ -88,6 +88,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               Cell(fixed(r.swap_bytes_per_second / 1e9, 1) + " GB/s", r.swap_bytes_per_second))
         .text("recomputed: positions prefilled again\n")
         .text("the waits below: the simulator's, continuous batching at " + at)
+        .data("indirection_batch", s.indirection_batch)  // the timed step's sequences
         .data("kv_budget_mib", mib)
         .data("block_size", s.block_size)
         .data("conversations_reserved", r.reserved.conversations)
