@@ -1,5 +1,5 @@
-// Chapter 05's picture: the queue's first requests, static against
-// continuous batching, step by step (plots/05_batching_timeline.svg). A
+// Chapter 05's picture, recorded: the queue's first requests, static
+// against continuous batching, step by step (report.h draws it). A
 // recording executor writes down which rows each step ran; the schedule's
 // events say when each step ended and who was sent back; the stretches
 // between are what each request was doing.
@@ -7,17 +7,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <span>
 #include <stdexcept>
-#include <string>
 #include <utility>
 #include <vector>
 
 #include "../../common/core/config.h"
-#include "../../common/kit/report.h"     // format_bytes
-#include "../../common/kit/svg_parts.h"  // svg_number
-#include "../../common/kit/svg_timeline.h"
 #include "../../common/serving/memory_budget.h"
 #include "../../common/serving/scheduler.h"
 #include "../../common/serving/step_cost.h"
@@ -154,67 +149,6 @@ inline std::vector<PolicyTimeline> batching_timelines(std::span<const Request> q
     const std::vector<Policy> policies = book_policies(kTimelineBatch);
     return {record_timeline(few, policies[kStaticCache], budget, priced),
             record_timeline(few, policies[kContinuousCache], budget, priced)};
-}
-
-// ------------------------------------------------------------- the drawing
-
-// The picture's caption: which requests, how many at once, charged how.
-inline std::string timeline_words(const std::vector<PolicyTimeline>& policies, std::uint64_t seed,
-                                  const MemoryBudget& budget) {
-    const std::size_t n = policies.empty() ? 0 : policies[0].requests.size();
-    return "The first " + std::to_string(n) + " requests of this run's queue (seed " +
-           std::to_string(seed) + "), at most " + std::to_string(kTimelineBatch) + " at once, " +
-           (budget.reserve == Reservation::whole_context ? "each charged its longest context"
-                                                         : "each charged what its cache holds") +
-           " in a KV budget of " + format_bytes(budget.bytes) + "; each prefill runs alone.";
-}
-
-// "12.3 ms"
-inline std::string timeline_ms(double seconds) {
-    return svg_number(seconds * 1e3) + " ms";
-}
-
-inline const char* phase_name(Phase p) {  // indexed by Phase
-    const char* const names[] = {"waiting for its prefill", "prefill", "decode steps",
-                                 "stalled: another request's prefill runs alone",
-                                 "answered, still in the batch (padding)"};
-    return names[int(p)];
-}
-
-// The batching timeline: one panel per policy, one row per request, on one
-// time axis; a row ends with the request's time to first token.
-inline SvgTimeline batching_timeline_plot(const std::vector<PolicyTimeline>& policies,
-                                          const std::string& queue_words) {
-    SvgTimeline plot("Static against continuous batching: the same " +
-                         std::to_string(policies.empty() ? 0 : policies[0].requests.size()) +
-                         " requests, step by step",
-                     "time since the first arrival (ms)");
-    const char* colors[] = {"#d9d9d9", "#ff7f0e", "#1f77b4", "#aec7e8", "#c5b0d5"};  // by Phase
-    for (int phase = 0; phase < 5; ++phase) plot.add_kind(phase_name(Phase(phase)), colors[phase]);
-    for (const PolicyTimeline& p : policies) {
-        plot.add_panel(p.policy.name + ", batch " + std::to_string(p.policy.batch) + ": " +
-                       (p.policy.continuous ? "the waiting join as soon as a slot is free"
-                                            : "requests join only an empty batch") +
-                       "; all answered at " + timeline_ms(p.end_s));
-        for (const RequestTimeline& r : p.requests) {
-            TimelineRow row{"request " + std::to_string(r.id) + " (prompt " +
-                                std::to_string(r.prompt_len) + ", answer " +
-                                std::to_string(r.answer_len) + ")",
-                            {},
-                            "ttft " + timeline_ms(r.first_token_s - r.arrival_s)};
-            for (const Stretch& s : r.stretches)
-                row.bars.push_back({s.start * 1e3, s.end * 1e3, int(s.phase),
-                                    "request " + std::to_string(r.id) + ": " + phase_name(s.phase) +
-                                        ", " + timeline_ms(s.end - s.start) + " (" +
-                                        timeline_ms(s.start) + " to " + timeline_ms(s.end) + ")"});
-            plot.add_row(std::move(row));
-        }
-    }
-    plot.add_caption(queue_words);
-    plot.add_caption(
-        "Priced by the analytic step cost (operation counts at 40 GFLOP/s and 40 GB/s): the "
-        "same picture on every machine.");
-    return plot;
 }
 
 }  // namespace kv::ch05
