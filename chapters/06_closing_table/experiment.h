@@ -102,25 +102,20 @@ struct Shape {
 };
 
 // ---------------------------------------------------------------- Part II
-// What a Part II chapter saved: whose waits its headline quotes, the
-// headline, and the figures that stand beside its paper's, by JSON key.
+// What a Part II chapter saved: its headline, and the figures that stand
+// beside its paper's, by JSON key.
 struct PartTwoRun {
-    std::string side, headline;  // side: "simulator" or "engine"
+    std::string headline;
     std::map<std::string, double> figures;
     std::string workload;  // chapter 09's: the workload of its headline
 };
 
-// The row of `table` whose `column` says `name` (at `block_size`, if above zero).
-inline const SavedResults& row_named(const SavedResults& saved, const std::string& file,
-                                     const char* table, const char* column, const std::string& name,
-                                     double block_size = 0) {
+// The row of `table` whose `column` says `name`.
+inline SavedResults row_named(const SavedResults& saved, const std::string& file, const char* table,
+                              const char* column, const std::string& name) {
     for (const SavedResults& row : saved.rows(table))
-        if (row.has(column) && row.text(column) == name &&
-            (block_size == 0 ||
-             (row.has_number("block size") && row.number("block size") == block_size)))
-            return row;
-    throw std::runtime_error(file + ": \"" + table + "\" has no row \"" + name + "\"" +
-                             (block_size > 0 ? " with block size " + fixed(block_size, 0) : ""));
+        if (row.has(column) && row.text(column) == name) return row;
+    throw std::runtime_error(file + ": \"" + table + "\" has no row \"" + name + "\"");
 }
 
 // saved[a] / saved[b], each above zero.
@@ -131,26 +126,22 @@ inline double ratio_of(const SavedResults& saved, const std::string& file, const
 }
 
 inline PartTwoRun part_two_run(const SavedResults& saved, std::map<std::string, double> figures) {
-    return {saved.text("headline_side"), saved.text("headline"), std::move(figures), {}};
+    return {saved.text("headline"), std::move(figures), {}};
 }
 
 // Chapter 07: how much of the reserved memory held a token, and how many
 // more conversations fit paged.
 inline PartTwoRun read_paged(const SavedResults& ch07, const std::string& file) {
-    const double block_size = ch07.positive_number("block_size");
-    auto filled = [&](const char* memory, double b) {
-        return 100 - row_named(ch07, file, "fit", "memory", memory, b)
-                         .number_between("unused (%)", 0, 100);
-    };
+    auto filled = [&](const char* key) { return 100 * (1 - ch07.number_between(key, 0, 1)); };
     return part_two_run(ch07,
                         {{"kv_budget_mib", ch07.positive_number("kv_budget_mib")},
                          {"conversations_reserved", ch07.positive_number("conversations_reserved")},
                          {"conversations_paged", ch07.positive_number("conversations_paged")},
                          {"conversations_gain",
                           ratio_of(ch07, file, "conversations_paged", "conversations_reserved")},
-                         {"filled_reserved_pct", filled("reserve the whole context", 0)},
-                         {"block_size", block_size},
-                         {"filled_paged_pct", filled("paged", block_size)}});
+                         {"filled_reserved_pct", filled("unused_reserved")},
+                         {"block_size", ch07.positive_number("block_size")},
+                         {"filled_paged_pct", filled("unused_paged")}});
 }
 
 // Chapter 08: the share of prompt tokens the cache served, the median wait
@@ -182,7 +173,7 @@ inline PartTwoRun read_chunking(const SavedResults& ch09, const std::string& fil
 // Chapter 10: the conversations its pool held at each width, and how many
 // of its answers kept every float32 token (its tables' rows, by format).
 inline PartTwoRun read_format(const SavedResults& ch10, const std::string& file) {
-    auto row = [&](const char* table, const char* format) -> const SavedResults& {
+    auto row = [&](const char* table, const char* format) {
         return row_named(ch10, file, table, "format", format);
     };
     const double answers = row("answers", "float32").positive_number("answers");

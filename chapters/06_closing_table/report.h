@@ -103,7 +103,7 @@ inline std::string this_run_text(const Paper& paper, const PartTwoRun& run) {
                "); answers keeping every float32 token: bfloat16 " +
                whole(f("identical_bfloat16")) + ", float16 " + whole(f("identical_float16")) +
                ", int8 " + whole(f("identical_int8")) + " of " + whole(f("answers"));
-    return visible(run.workload) + ", chunks of " + whole(f("chunk")) +
+    return visible(run.workload) +
            ": p99 time between tokens, prefill first / chunked: " + times(f("tbt_gain")) + " (" +
            format_duration(f("tbt_p99_prefill_first_s")) + " -> " +
            format_duration(f("tbt_p99_chunked_s")) + "); median time to first token " +
@@ -122,8 +122,7 @@ inline std::string part_two_block(const Results& r, const Paper& paper,
         return out + labelled("not run", "no " + path + ": run chapter " + chapter +
                                              " (`./build/ch" + chapter + " --save-json " + path +
                                              "`, or `make run`), then this program again");
-    return out + labelled("results", path + " (the waits are the " + visible(run->side) + "'s)") +
-           labelled("headline", visible(run->headline)) +
+    return out + labelled("results", path) + labelled("headline", visible(run->headline)) +
            labelled("this run", this_run_text(paper, *run)) +
            labelled("published", std::string(paper.citation) + ": " + paper.published) +
            labelled("differs", paper.differs);
