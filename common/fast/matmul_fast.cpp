@@ -48,14 +48,32 @@ void stream(const Matrix& x, const Matrix& w, Matrix& y) {
 
 // ------------------------------------------------ matrix products: the tiles
 
+// How a tile is computed: tile() as lanes.h writes it, or with every
+// loaded number held in a register (tile_in_registers).
+struct AsWritten {
+    template <int R, int C, class Pf>
+    static void run(const float* x, std::size_t xs, const float* w, std::size_t ws, int n,
+                    float* out, std::size_t os, Pf& pf) {
+        tile<R, C>(x, xs, w, ws, n, out, os, pf);
+    }
+};
+struct InRegisters {
+    template <int R, int C, class Pf>
+    static void run(const float* x, std::size_t xs, const float* w, std::size_t ws, int n,
+                    float* out, std::size_t os, Pf& pf) {
+        tile_in_registers<R, C>(x, xs, w, ws, n, out, os, pf);
+    }
+};
+
 // Rows i.. of x (fewer than R) against weight rows j0.. as one smaller tile.
-template <int C, int R>
+template <class T, int C, int R>
 inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matrix& y, Spread& pf) {
     if constexpr (R > 0) {
         if (x.rows - i == R)
-            tile<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
+            T::template run<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0),
+                                  y.cols, pf);
         else
-            leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
+            leftover_rows<T, C, R - 1>(x, i, w, j0, y, pf);
     }
 }
 
@@ -63,7 +81,7 @@ inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matri
 // weight rows stay in L1 while x streams past, so each weight is read from
 // memory once. The next C weight rows are fetched meanwhile, spread over
 // every vector step, or a new block starts by waiting for the last-level cache.
-template <int R, int C>
+template <class T, int R, int C>
 void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     Spread pf;
     pf.next = reinterpret_cast<const char*>(w.row(std::min(j0 + C, w.rows)));
@@ -73,15 +91,16 @@ void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     pf.per_step = steps > 0 ? static_cast<int>((lines + steps - 1) / steps) : 0;
     int i = 0;
     for (; i + R <= x.rows; i += R)
-        tile<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
-    leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
+        T::template run<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols,
+                              pf);
+    leftover_rows<T, C, R - 1>(x, i, w, j0, y, pf);
 }
 
-template <int R, int C>
+template <int R, int C, class T = AsWritten>
 void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
     int j = 0;
-    for (; j + C <= w.rows; j += C) tile_columns<R, C>(x, w, j, y);
-    for (; j < w.rows; ++j) tile_columns<R, 1>(x, w, j, y);
+    for (; j + C <= w.rows; j += C) tile_columns<T, R, C>(x, w, j, y);
+    for (; j < w.rows; ++j) tile_columns<T, R, 1>(x, w, j, y);
 }
 
 // ------------------------------------------------------ the candidates
@@ -100,6 +119,13 @@ const MatmulKernel kManyRows[] = {
     {"tile4x4", RowClass::many, tiles<4, 4>}, {"tile4x6", RowClass::many, tiles<4, 6>},
     {"tile6x4", RowClass::many, tiles<6, 4>}, {"tile2x8", RowClass::many, tiles<2, 8>},
     {"tile2x4", RowClass::many, tiles<2, 4>},
+    {"reg4x4", RowClass::many, tiles<4, 4, InRegisters>},
+    {"reg4x6", RowClass::many, tiles<4, 6, InRegisters>},
+    {"reg3x8", RowClass::many, tiles<3, 8, InRegisters>},
+    {"reg2x8", RowClass::many, tiles<2, 8, InRegisters>},
+    {"reg2x3", RowClass::many, tiles<2, 3, InRegisters>},
+    {"reg2x2", RowClass::many, tiles<2, 2, InRegisters>},
+    {"reg1x4", RowClass::many, tiles<1, 4, InRegisters>},
 };
 
 }  // namespace
