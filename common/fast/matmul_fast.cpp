@@ -16,38 +16,6 @@ namespace {
 
 // ---------------------------------------------- matrix products: the streams
 
-// Rows i0..i0+R-1 of x against the last weight rows from j on (fewer
-// than C): tiles of 4, 2 and 1 weight rows.
-template <int R, int C>
-inline void leftover_columns(const Matrix& x, int i0, const Matrix& w, int j, Matrix& y) {
-    NoPrefetch none;
-    if constexpr (C > 1) {
-        constexpr int Next = C > 4 ? 4 : C / 2;
-        for (; j + Next <= w.rows; j += Next)
-            tile<R, Next>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, none);
-        leftover_columns<R, Next>(x, i0, w, j, y);
-    }
-}
-
-// Up to 4 rows of x in one pass over the weights, C weight rows at a time:
-// the weights stream past once, and C rows keep C streams of loads in
-// flight, the next C rows fetched meanwhile.
-template <int C>
-void stream(const Matrix& x, const Matrix& w, Matrix& y) {
-    by_fours(x.rows, [&](auto rows, int i0) {
-        constexpr int R = decltype(rows)::value;
-        int j = 0;
-        for (; j + C <= w.rows; j += C) {
-            RowsAhead<C> pf;
-            if (j + 2 * C <= w.rows) pf = {w.row(j + C), std::size_t(w.cols)};
-            tile<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, pf);
-        }
-        leftover_columns<R, C>(x, i0, w, j, y);
-    });
-}
-
-// ------------------------------------------------ matrix products: the tiles
-
 // How a tile is computed: tile() as lanes.h writes it, or with every
 // loaded number held in a register (tile_in_registers).
 struct AsWritten {
@@ -64,6 +32,41 @@ struct InRegisters {
         tile_in_registers<R, C>(x, xs, w, ws, n, out, os, pf);
     }
 };
+
+
+// Rows i0..i0+R-1 of x against the last weight rows from j on (fewer
+// than C): tiles of 4, 2 and 1 weight rows.
+template <class T, int R, int C>
+inline void leftover_columns(const Matrix& x, int i0, const Matrix& w, int j, Matrix& y) {
+    NoPrefetch none;
+    if constexpr (C > 1) {
+        constexpr int Next = C > 4 ? 4 : C / 2;
+        for (; j + Next <= w.rows; j += Next)
+            T::template run<R, Next>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j),
+                                     y.cols, none);
+        leftover_columns<T, R, Next>(x, i0, w, j, y);
+    }
+}
+
+// Up to 4 rows of x in one pass over the weights, C weight rows at a time:
+// the weights stream past once, and C rows keep C streams of loads in
+// flight, the next C rows fetched meanwhile.
+template <int C, class T = AsWritten>
+void stream(const Matrix& x, const Matrix& w, Matrix& y) {
+    by_fours(x.rows, [&](auto rows, int i0) {
+        constexpr int R = decltype(rows)::value;
+        int j = 0;
+        for (; j + C <= w.rows; j += C) {
+            RowsAhead<C> pf;
+            if (j + 2 * C <= w.rows) pf = {w.row(j + C), std::size_t(w.cols)};
+            T::template run<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j),
+                                  y.cols, pf);
+        }
+        leftover_columns<T, R, C>(x, i0, w, j, y);
+    });
+}
+
+// ------------------------------------------------ matrix products: the tiles
 
 // Rows i.. of x (fewer than R) against weight rows j0.. as one smaller tile.
 template <class T, int C, int R>
@@ -109,11 +112,16 @@ void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
 const MatmulKernel kOneRow[] = {
     {"stream8", RowClass::one, stream<8>},
     {"stream4", RowClass::one, stream<4>},
+    {"regstream8", RowClass::one, stream<8, InRegisters>},
+    {"regstream4", RowClass::one, stream<4, InRegisters>},
 };
 const MatmulKernel kFewRows[] = {
     {"stream8", RowClass::few, stream<8>},
     {"stream4", RowClass::few, stream<4>},
     {"stream2", RowClass::few, stream<2>},
+    {"regstream8", RowClass::few, stream<8, InRegisters>},
+    {"regstream4", RowClass::few, stream<4, InRegisters>},
+    {"regstream2", RowClass::few, stream<2, InRegisters>},
 };
 const MatmulKernel kManyRows[] = {
     {"tile4x4", RowClass::many, tiles<4, 4>}, {"tile4x6", RowClass::many, tiles<4, 6>},
