@@ -66,6 +66,27 @@ void stream(const Matrix& x, const Matrix& w, Matrix& y) {
     });
 }
 
+// One weight row after another, as the plain peer reads them, so the
+// weights pass in memory order: one stream the hardware prefetcher follows
+// from DRAM, the line Ahead floats on asked for at each vector step.
+template <int Ahead>
+struct LinearAhead {
+    const float* row = nullptr;
+    void step(int k) { __builtin_prefetch(row + k + Ahead, 0, 3); }
+};
+
+template <int Ahead>
+void in_order(const Matrix& x, const Matrix& w, Matrix& y) {
+    by_fours(x.rows, [&](auto rows, int i0) {
+        constexpr int R = decltype(rows)::value;
+        for (int j = 0; j < w.rows; ++j) {
+            LinearAhead<Ahead> pf{w.row(j)};
+            tile_in_registers<R, 1>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j),
+                                    y.cols, pf);
+        }
+    });
+}
+
 // ------------------------------------------------ matrix products: the tiles
 
 // Rows i.. of x (fewer than R) against weight rows j0.. as one smaller tile.
@@ -114,6 +135,8 @@ const MatmulKernel kOneRow[] = {
     {"stream4", RowClass::one, stream<4>},
     {"regstream8", RowClass::one, stream<8, InRegisters>},
     {"regstream4", RowClass::one, stream<4, InRegisters>},
+    {"inorder512", RowClass::one, in_order<512>},
+    {"inorder1024", RowClass::one, in_order<1024>},
 };
 const MatmulKernel kFewRows[] = {
     {"stream8", RowClass::few, stream<8>},
@@ -122,6 +145,7 @@ const MatmulKernel kFewRows[] = {
     {"regstream8", RowClass::few, stream<8, InRegisters>},
     {"regstream4", RowClass::few, stream<4, InRegisters>},
     {"regstream2", RowClass::few, stream<2, InRegisters>},
+    {"inorder512", RowClass::few, in_order<512>},
 };
 const MatmulKernel kManyRows[] = {
     {"tile4x4", RowClass::many, tiles<4, 4>}, {"tile4x6", RowClass::many, tiles<4, 6>},
