@@ -213,7 +213,6 @@ inline void tile(const float* x, std::size_t xs, const float* w, std::size_t ws,
         for (int c = 0; c < C; ++c) out[r * os + c] = sums[r * C + c];
 }
 
-
 // ------------------------------------------------- the tile, in registers
 
 // The widest vector this build has: 16 floats with AVX-512, 8 with AVX,
@@ -277,22 +276,22 @@ template <int N>
         for (int i = 0; i < W; ++i) s[i] = i < Take ? v[i] : Native{};
         Native f;
 #if KV_NATIVE_WIDTH == 8  // l with l + 4, then l + 2, then l + 1
-            Native h[4], q[2];
-            for (int i = 0; i < 4; ++i)
-                h[i] = __builtin_shufflevector(s[2 * i], s[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11) +
-                       __builtin_shufflevector(s[2 * i], s[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15);
-            for (int i = 0; i < 2; ++i)
-                q[i] = __builtin_shufflevector(h[2 * i], h[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13) +
-                       __builtin_shufflevector(h[2 * i], h[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15);
-            f = __builtin_shufflevector(q[0], q[1], 0, 2, 4, 6, 8, 10, 12, 14) +
-                __builtin_shufflevector(q[0], q[1], 1, 3, 5, 7, 9, 11, 13, 15);
-#else  // 4 wide: l with l + 2, then l + 1
-            const Native h0 = __builtin_shufflevector(s[0], s[1], 0, 1, 4, 5) +
-                              __builtin_shufflevector(s[0], s[1], 2, 3, 6, 7);
-            const Native h1 = __builtin_shufflevector(s[2], s[3], 0, 1, 4, 5) +
-                              __builtin_shufflevector(s[2], s[3], 2, 3, 6, 7);
-            f = __builtin_shufflevector(h0, h1, 0, 2, 4, 6) +
-                __builtin_shufflevector(h0, h1, 1, 3, 5, 7);
+        Native h[4], q[2];
+        for (int i = 0; i < 4; ++i)
+            h[i] = __builtin_shufflevector(s[2 * i], s[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11) +
+                   __builtin_shufflevector(s[2 * i], s[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15);
+        for (int i = 0; i < 2; ++i)
+            q[i] = __builtin_shufflevector(h[2 * i], h[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13) +
+                   __builtin_shufflevector(h[2 * i], h[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15);
+        f = __builtin_shufflevector(q[0], q[1], 0, 2, 4, 6, 8, 10, 12, 14) +
+            __builtin_shufflevector(q[0], q[1], 1, 3, 5, 7, 9, 11, 13, 15);
+#else                     // 4 wide: l with l + 2, then l + 1
+        const Native h0 = __builtin_shufflevector(s[0], s[1], 0, 1, 4, 5) +
+                          __builtin_shufflevector(s[0], s[1], 2, 3, 6, 7);
+        const Native h1 = __builtin_shufflevector(s[2], s[3], 0, 1, 4, 5) +
+                          __builtin_shufflevector(s[2], s[3], 2, 3, 6, 7);
+        f = __builtin_shufflevector(h0, h1, 0, 2, 4, 6) +
+            __builtin_shufflevector(h0, h1, 1, 3, 5, 7);
 #endif
         std::memcpy(out, &f, Take * sizeof(float));
         reduce_natives<N - Take>(v + Take, out + Take);
@@ -304,7 +303,7 @@ template <int N>
 // each row of x and w, kNativeWidth lanes of each of R x C sums.
 template <int R, int C>
 [[gnu::always_inline]] inline void tile_step(const Native (&xv)[R], const float* w, std::size_t ws,
-                                            Native (&acc)[R][C]) {
+                                             Native (&acc)[R][C]) {
     for (int c = 0; c < C; ++c) {
         Native wv = load_native(w + c * ws);
         in_register(wv);
@@ -316,8 +315,8 @@ template <int R, int C>
 // the build's own vectors, so that R x C x kParts accumulators, R rows of x
 // and one row of w fit in the registers: the same sums, lane for lane.
 template <int R, int C, class Pf>
-inline void tile_in_registers(const float* x, std::size_t xs, const float* w, std::size_t ws,
-                              int n, float* out, std::size_t os, Pf& pf) {
+inline void tile_in_registers(const float* x, std::size_t xs, const float* w, std::size_t ws, int n,
+                              float* out, std::size_t os, Pf& pf) {
     Native acc[kParts][R][C];
     for (int p = 0; p < kParts; ++p)
         for (int r = 0; r < R; ++r)

@@ -33,7 +33,6 @@ struct InRegisters {
     }
 };
 
-
 // Rows i0..i0+R-1 of x against the last weight rows from j on (fewer
 // than C): tiles of 4, 2 and 1 weight rows.
 template <class T, int R, int C>
@@ -59,8 +58,8 @@ void stream(const Matrix& x, const Matrix& w, Matrix& y) {
         for (; j + C <= w.rows; j += C) {
             RowsAhead<C> pf;
             if (j + 2 * C <= w.rows) pf = {w.row(j + C), std::size_t(w.cols)};
-            T::template run<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j),
-                                  y.cols, pf);
+            T::template run<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols,
+                                  pf);
         }
         leftover_columns<T, R, C>(x, i0, w, j, y);
     });
@@ -94,8 +93,8 @@ template <class T, int C, int R>
 inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matrix& y, Spread& pf) {
     if constexpr (R > 0) {
         if (x.rows - i == R)
-            T::template run<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0),
-                                  y.cols, pf);
+            T::template run<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols,
+                                  pf);
         else
             leftover_rows<T, C, R - 1>(x, i, w, j0, y, pf);
     }
@@ -148,8 +147,10 @@ const MatmulKernel kFewRows[] = {
     {"inorder512", RowClass::few, in_order<512>},
 };
 const MatmulKernel kManyRows[] = {
-    {"tile4x4", RowClass::many, tiles<4, 4>}, {"tile4x6", RowClass::many, tiles<4, 6>},
-    {"tile6x4", RowClass::many, tiles<6, 4>}, {"tile2x8", RowClass::many, tiles<2, 8>},
+    {"tile4x4", RowClass::many, tiles<4, 4>},
+    {"tile4x6", RowClass::many, tiles<4, 6>},
+    {"tile6x4", RowClass::many, tiles<6, 4>},
+    {"tile2x8", RowClass::many, tiles<2, 8>},
     {"tile2x4", RowClass::many, tiles<2, 4>},
     {"reg4x4", RowClass::many, tiles<4, 4, InRegisters>},
     {"reg4x6", RowClass::many, tiles<4, 6, InRegisters>},
