@@ -80,12 +80,14 @@ class Transformer {
   private:
     void check(std::span<const SequenceInput> inputs) const;
     void reserve(std::span<const SequenceInput> inputs);
+    const Matrix& pass(std::span<const SequenceInput> inputs);  // forward() after its checks
     void append_to_cache(const SequenceInput& input, int first_row, int layer);
     void attention(const SequenceInput& input, int first_row, int layer, int rows);
     void attend_one_head(int row, int pos, int h);     // the reference
     void attend_group(int row, int pos, int kv_head);  // the fast path: one pass per group
     // finite_numbers.cpp: a NonFiniteError where a number stops being finite.
     void check_layer_numbers(std::span<const SequenceInput> inputs, int layer, int rows);
+    void check_keys_values(std::span<const SequenceInput> inputs, int layer, int rows);
     void check_logits(std::span<const SequenceInput> inputs);
 
     Config config_;
