@@ -22,7 +22,6 @@
 #include "../common/serving/real_executor.h"
 #include "../common/serving/scheduler.h"
 #include "../common/serving/step_cost.h"
-#include "block_table.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -157,9 +156,8 @@ TEST_CASE("a mixed step on paged caches gives every row the logits of separate s
         std::vector<std::set<int>> tables;  // each sequence's blocks are its own
         std::size_t held = 0;
         for (const PagedKVCache& m : mixed) {
-            const std::vector<int> table = test::block_table(pool, m);
-            tables.emplace_back(table.begin(), table.end());
-            held += table.size();
+            tables.emplace_back(m.block_table().begin(), m.block_table().end());
+            held += m.block_table().size();
         }
         std::set<int> all;
         for (const std::set<int>& t : tables) all.insert(t.begin(), t.end());

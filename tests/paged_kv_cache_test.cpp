@@ -14,7 +14,6 @@
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
 #include "../common/serving/paged_memory.h"  // blocks_for
-#include "block_table.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -36,11 +35,11 @@ std::vector<std::vector<float>> answer_logits(Transformer& model, std::span<cons
 }
 
 // Blocks in use must be exactly those the tables hold, each once per owner.
-void check_pool(BlockPool& pool, const std::vector<const PagedKVCache*>& caches) {
+void check_pool(const BlockPool& pool, const std::vector<const PagedKVCache*>& caches) {
     std::vector<int> held(std::size_t(pool.blocks()), 0);
     for (const PagedKVCache* c : caches) {
-        CHECK(static_cast<int>(test::block_table(pool, *c).size()) == c->blocks_for(c->length()));
-        for (int b : test::block_table(pool, *c)) ++held[std::size_t(b)];
+        CHECK(static_cast<int>(c->block_table().size()) == c->blocks_for(c->length()));
+        for (int b : c->block_table()) ++held[std::size_t(b)];
     }
     int used = 0;
     for (int b = 0; b < pool.blocks(); ++b) {
@@ -68,8 +67,7 @@ TEST_CASE("paged and contiguous caches give the same logits at every step") {
             const auto got = answer_logits(model, prompt, 20, paged);
             CHECK_MESSAGE(max_abs_difference(want, got) == 0.0, "block size " << B);
             CHECK(paged.length() == contiguous.length());
-            CHECK(static_cast<int>(test::block_table(pool, paged).size()) ==
-                  blocks_for(paged.length(), B));
+            CHECK(static_cast<int>(paged.block_table().size()) == blocks_for(paged.length(), B));
             check_pool(pool, {&paged});
         }
     }
@@ -91,8 +89,8 @@ TEST_CASE("one pass may mix paged and contiguous sequences") {
         CHECK(std::vector<float>(together.row(i), together.row(i) + c.vocab_size) ==
               std::vector<float>(logits.begin(), logits.end()));
     }
-    CHECK(test::block_table(pool, a).size() == 2);  // 6 positions in blocks of 4
-    CHECK(test::block_table(pool, b).size() == 1);
+    CHECK(a.block_table().size() == 2);  // 6 positions in blocks of 4
+    CHECK(b.block_table().size() == 1);
     check_pool(pool, {&a, &b});
 }
 
@@ -129,17 +127,15 @@ TEST_CASE("a sequence's table covers exactly its length and gives every block ba
         PagedKVCache seq(pool, 40);
         const std::vector<int> prompt = {1, 2, 3, 4, 5};
         model.forward(prompt, seq);
-        CHECK(test::block_table(pool, seq).size() == 2);
-        CHECK(pool.used_blocks() == 2);  // and not one more
+        CHECK(seq.block_table().size() == 2);
         for (int token = 0; token < 3; ++token) model.forward(std::span(&token, 1), seq);
         CHECK(seq.length() == 8);
-        CHECK(test::block_table(pool, seq).size() == 2);  // 8 positions fill two blocks exactly
+        CHECK(seq.block_table().size() == 2);  // 8 positions fill two blocks exactly
         const int one = 1;
         model.forward(std::span(&one, 1), seq);
-        CHECK(test::block_table(pool, seq).size() == 3);
-        CHECK(pool.used_blocks() == 3);
+        CHECK(seq.block_table().size() == 3);
         seq.truncate(4);  // a preempted tail: its blocks go back at once
-        CHECK(test::block_table(pool, seq).size() == 1);
+        CHECK(seq.block_table().size() == 1);
         CHECK(pool.used_blocks() == 1);
         check_pool(pool, {&seq});
         seq.truncate(0);
@@ -178,9 +174,9 @@ TEST_CASE("forked samples share the prompt's blocks until each writes its own co
     const std::vector<float> keys_before(first.key(0, 4), first.key(0, 4) + c.kv_dim());
 
     PagedKVCache second = first.fork();
-    CHECK(test::block_table(pool, second) == test::block_table(pool, first));
+    CHECK(second.block_table() == first.block_table());
     CHECK(pool.used_blocks() == 2);  // forking cost no block
-    CHECK(pool.owners(test::block_table(pool, first)[1]) == 2);
+    CHECK(pool.owners(first.block_table()[1]) == 2);
 
     // The second sample writes position 6 into the shared half-full block:
     // it copies that block once, then writes into its copy.
@@ -188,9 +184,8 @@ TEST_CASE("forked samples share the prompt's blocks until each writes its own co
     const std::span<const float> logits = model.forward(std::span(&token, 1), second);
     const std::vector<float> got(logits.begin(), logits.end());
     CHECK(second.copies_on_write() == 1);
-    CHECK(test::block_table(pool, second)[0] ==
-          test::block_table(pool, first)[0]);  // the full block stays shared
-    CHECK(test::block_table(pool, second)[1] != test::block_table(pool, first)[1]);
+    CHECK(second.block_table()[0] == first.block_table()[0]);  // the full block stays shared
+    CHECK(second.block_table()[1] != first.block_table()[1]);
     CHECK(pool.used_blocks() == 3);
     CHECK(std::vector<float>(first.key(0, 4), first.key(0, 4) + c.kv_dim()) == keys_before);
     CHECK(first.length() == 6);
@@ -215,11 +210,11 @@ TEST_CASE("a sequence that adopts a cached prefix gives the logits of a fresh on
     model.forward(system, writer);
 
     PagedKVCache reader(pool, 40);
-    reader.adopt(test::block_table(pool, writer), 8);
+    reader.adopt(writer.block_table(), 8);
     const std::span<const float> got = model.forward(question, reader);  // prefills only the rest
     const std::vector<float> with_hit(got.begin(), got.end());
     CHECK(reader.copies_on_write() == 0);  // the adopted blocks were full: nothing to copy
-    CHECK(pool.owners(test::block_table(pool, writer)[0]) == 2);
+    CHECK(pool.owners(writer.block_table()[0]) == 2);
 
     std::vector<int> whole = system;
     whole.insert(whole.end(), question.begin(), question.end());
@@ -228,7 +223,7 @@ TEST_CASE("a sequence that adopts a cached prefix gives the logits of a fresh on
     CHECK(std::vector<float>(want.begin(), want.end()) == with_hit);
 
     PagedKVCache wrong(pool, 40);
-    CHECK_THROWS_AS(wrong.adopt(test::block_table(pool, writer), 3),
+    CHECK_THROWS_AS(wrong.adopt(writer.block_table(), 3),
                     std::invalid_argument);  // 3 fit in 1 block
 }
 
@@ -259,7 +254,7 @@ TEST_CASE("a swap round trip restores the cache bit for bit") {
     PagedKVCache seq(pool, 40), plain_seq(pool, 40);
     model.forward(prompt, seq);
     model.forward(prompt, plain_seq);
-    const std::vector<int> table_before = test::block_table(pool, seq);
+    const std::vector<int> table_before = seq.block_table();
 
     const SwappedBlocks saved = seq.swap_out();
     CHECK(saved.positions == 7);
@@ -273,7 +268,7 @@ TEST_CASE("a swap round trip restores the cache bit for bit") {
     model.forward(std::vector<int>{9, 9, 9}, squatter);
     seq.swap_in(saved);
     CHECK(seq.length() == 7);
-    CHECK(test::block_table(pool, seq) != table_before);
+    CHECK(seq.block_table() != table_before);
     for (int l = 0; l < c.n_layers; ++l)
         for (int pos = 0; pos < 7; ++pos)
             for (int i = 0; i < c.kv_dim(); ++i) {
@@ -314,10 +309,10 @@ TEST_CASE("a pass the pool cannot hold leaves a copy on write made, the numbers 
     // first in the same pass): one block more in use, the same positions.
     CHECK(twin.length() == 6);
     CHECK(twin.copies_on_write() == 1);
-    CHECK(test::block_table(pool, twin)[0] == test::block_table(pool, first)[0]);
-    CHECK(test::block_table(pool, twin)[1] != test::block_table(pool, first)[1]);
+    CHECK(twin.block_table()[0] == first.block_table()[0]);
+    CHECK(twin.block_table()[1] != first.block_table()[1]);
     CHECK(pool.free_blocks() == 1);
-    CHECK(pool.owners(test::block_table(pool, first)[1]) == 1);
+    CHECK(pool.owners(first.block_table()[1]) == 1);
     CHECK(hungry.length() == 0);
     check_pool(pool, {&first, &twin, &hungry});
     const std::span<const float> got = model.forward(std::span(&token, 1), twin);

@@ -10,7 +10,6 @@
 #include "../common/core/kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
-#include "block_table.h"
 #include "tiny_models.h"
 
 using namespace kv;
@@ -38,15 +37,15 @@ TEST_CASE("a request served from the prefix cache gets the logits of a fresh pre
 
     PagedKVCache a(pool, 40);
     model.forward(first, a);
-    CHECK(cache.insert(first, test::block_table(pool, a)) == 3);  // 12 tokens: 3 full blocks
+    CHECK(cache.insert(first, a.block_table()) == 3);  // 12 tokens: 3 full blocks
 
     // The second shares the first 10 tokens, but only whole blocks are
     // shared: tokens 0..7 (2 blocks); tokens 8..11 are {9, 7, 1, 1} in the
     // first and {9, 7, 4, 2} here.
     const std::vector<int> hit = cache.match(second);
     REQUIRE(hit.size() == 2);
-    CHECK(hit[0] == test::block_table(pool, a)[0]);
-    CHECK(hit[1] == test::block_table(pool, a)[1]);
+    CHECK(hit[0] == a.block_table()[0]);
+    CHECK(hit[1] == a.block_table()[1]);
     PagedKVCache b(pool, 40);
     b.adopt(hit, 8);
     const std::vector<float> served =
@@ -71,15 +70,14 @@ TEST_CASE("equal blocks under different prefixes are different entries") {
     PagedKVCache a(pool, 16), b(pool, 16);
     model.forward(x_then_y, a);
     model.forward(z_then_y, b);
-    CHECK(cache.insert(x_then_y, test::block_table(pool, a)) == 2);
-    CHECK(cache.insert(z_then_y, test::block_table(pool, b)) ==
-          2);  // {7, 7} again, under another parent
+    CHECK(cache.insert(x_then_y, a.block_table()) == 2);
+    CHECK(cache.insert(z_then_y, b.block_table()) == 2);  // {7, 7} again, under another parent
     CHECK(cache.entries() == 4);
-    CHECK(cache.match(z_then_y) == test::block_table(pool, b));
-    CHECK(cache.match(x_then_y) == test::block_table(pool, a));
+    CHECK(cache.match(z_then_y) == b.block_table());
+    CHECK(cache.match(x_then_y) == a.block_table());
     CHECK(
         cache.match(std::vector<int>{7, 7}).empty());  // a block is never found without its prefix
-    CHECK(cache.insert(x_then_y, test::block_table(pool, a)) == 0);  // named once
+    CHECK(cache.insert(x_then_y, a.block_table()) == 0);  // named once
 }
 
 TEST_CASE("a cached block outlives its request and is freed only when nobody holds it") {
@@ -92,8 +90,8 @@ TEST_CASE("a cached block outlives its request and is freed only when nobody hol
     {
         PagedKVCache seq(pool, 16);
         model.forward(prompt, seq);
-        cache.insert(prompt, test::block_table(pool, seq));
-        table = test::block_table(pool, seq);
+        cache.insert(prompt, seq.block_table());
+        table = seq.block_table();
         CHECK(pool.owners(table[0]) == 2);  // the request and the cache
         CHECK(cache.reclaimable() == 0);    // in use
     }
@@ -122,8 +120,8 @@ TEST_CASE("eviction never frees a block in use and goes least recently used firs
     for (const auto* p : {&old_one, &new_one}) {
         PagedKVCache seq(pool, 8);
         model.forward(*p, seq);
-        cache.insert(*p, test::block_table(pool, seq));
-        (p == &old_one ? old_table : new_table) = test::block_table(pool, seq);
+        cache.insert(*p, seq.block_table());
+        (p == &old_one ? old_table : new_table) = seq.block_table();
     }
     cache.match(old_one);  // the old chain is used again: now the new one is the older
     PagedKVCache holder(pool, 8);
@@ -152,14 +150,14 @@ TEST_CASE("a cached block continued by a block in use is not counted as reclaima
     const std::vector<int> prompt = {1, 2, 3, 4};
     PagedKVCache a(pool, 8);
     model.forward(prompt, a);
-    cache.insert(prompt, test::block_table(pool, a));
+    cache.insert(prompt, a.block_table());
     // b computed the same two blocks on its own; its first block is not
     // the cached one, its second continues the cached chain.
     PagedKVCache b(pool, 8);
     model.forward(std::vector<int>{1, 2}, b);
     model.forward(std::vector<int>{3, 4, 5, 6}, b);
     cache.insert(std::vector<int>{1, 2, 3, 4, 5, 6},
-                 test::block_table(pool, b));  // adds {5, 6} under a's chain
+                 b.block_table());  // adds {5, 6} under a's chain
     a.truncate(0);  // a's blocks are the cache's alone now, but {5, 6} (b's) continues them
     CHECK(cache.reclaimable() == 0);
     CHECK_FALSE(cache.reclaim_one());

@@ -56,6 +56,7 @@ class PagedKVCache final : public KVStore {
     int kv_dim() const override { return pool_->kv_dim(); }
     RowFormat row_format() const override { return pool_->row_format(); }
     int block_size() const { return pool_->block_size(); }
+    const std::vector<int>& block_table() const { return table_; }
     int blocks_for(int positions) const { return kv::blocks_for(positions, block_size()); }
     int copies_on_write() const { return copies_; }  // blocks copied because shared
 
