@@ -54,7 +54,10 @@ struct FormatResult {
     double step_one_s = 0, step_batch_s = 0;  // its time (median of the thread's CPU time)
     double kernel_bytes_per_s = 0;  // cache bytes the attention kernels consume, rows in L1/L2
     double read_bytes_per_s = 0;    // bytes memory delivers, read at the batch step's size
-    Limit limit() const { return limit_of(kernel_bytes_per_s, read_bytes_per_s); }
+    // What sets the pace of the step of 1 or of kBatch sequences.
+    Limit limit(int batch) const {
+        return limit_of(batch == 1 ? reads_one : reads_batch, kernel_bytes_per_s, read_bytes_per_s);
+    }
 };
 
 // The larger batch the long context's step is timed at.

@@ -65,7 +65,7 @@ inline Table step_table(const Results& r) {
                    bytes(f.reads_batch.cache), timed(1e3 * f.step_batch_s, " ms"),
                    timed(f.step_batch_s / wide.step_batch_s, " x"),
                    timed(f.kernel_bytes_per_s / 1e9, " GB/s", 1),
-                   timed(f.read_bytes_per_s / 1e9, " GB/s", 1), limit_name(f.limit())});
+                   timed(f.read_bytes_per_s / 1e9, " GB/s", 1), limit_name(f.limit(kBatch))});
     return t;
 }
 
@@ -110,16 +110,17 @@ inline std::string short_of_target(const Results& r, const FormatResult& f, int 
         batch == 1 ? f.step_one_s / wide.step_one_s : f.step_batch_s / wide.step_batch_s;
     const double target = target_ratio(f.format, batch);
     if (ratio <= target) return "";
+    const std::string kernels = fixed(f.kernel_bytes_per_s / 1e9, 1) + " GB/s",
+                      memory = fixed(f.read_bytes_per_s / 1e9, 1) + " GB/s";
     return std::string(format_name(f.format)) + "'s step of " + std::to_string(batch) + " is " +
            fixed(ratio, 2) + " x float32's, above the " + fixed(target, 2) + " x expected: " +
-           (f.limit() == Limit::widening
-                ? "its kernels widen " + fixed(f.kernel_bytes_per_s / 1e9, 1) +
-                      " GB/s of cache with the rows in L1/L2, slower than memory's " +
-                      fixed(f.read_bytes_per_s / 1e9, 1) + " GB/s: the widening sets the pace"
-                : "memory delivers " + fixed(f.read_bytes_per_s / 1e9, 1) +
-                      " GB/s, slower than its kernels' " + fixed(f.kernel_bytes_per_s / 1e9, 1) +
-                      " GB/s: the reads set the pace, and the weights' share of them does not "
-                      "shrink");
+           (f.limit(batch) == Limit::kernels
+                ? "its kernels take in " + kernels + " of its cache with the rows in L1/L2, " +
+                      "a longer floor than memory's " + memory +
+                      " for all its bytes: widening and arithmetic, not reads, set the pace"
+                : "memory's " + memory + " for all its bytes is a longer floor than its " +
+                      "kernels' " + kernels + ": the reads set the pace, and the weights' " +
+                      "share of them does not shrink");
 }
 
 inline std::string headline(const Results& r) {

@@ -6,10 +6,10 @@
 // the cache is most of those bytes, and the step is bound by reading them:
 // attention reads the cache where it lies and widens each number in
 // registers (common/fast/widen.h), so half the bytes per number is close to
-// half the cache's share of the step. Where the widening costs more than
-// the reading it saves, the step stops shrinking: the kernels' own rate on
-// rows already in the core's caches against the rate memory delivers says
-// which of the two sets the pace.
+// half the cache's share of the step. Where widening and arithmetic cost
+// more than the reading they save, the step stops shrinking: the kernels'
+// own rate on rows already in the core's caches against the rate memory
+// delivers says which of the two sets the pace.
 #pragma once
 
 #include <cstdint>
@@ -44,15 +44,18 @@ inline double target_ratio(NumberFormat format, int batch) {
     return format == NumberFormat::int8 ? 0.55 : 0.70;
 }
 
-// What sets the pace of a step that reads `bytes_per_second` from memory
-// when its attention kernels, on rows already near the core, consume
-// `kernel_bytes_per_second` of stored cache: the slower of the two.
-enum class Limit { reads, widening };
-inline Limit limit_of(double kernel_bytes_per_second, double read_bytes_per_second) {
-    return kernel_bytes_per_second < read_bytes_per_second ? Limit::widening : Limit::reads;
+// What sets the pace of a step that reads `reads`: the longer of two
+// floors, the whole step's bytes at the rate memory delivers them, and the
+// cache's bytes at the rate attention's kernels consume them with the rows
+// already near the core (reading, widening and the arithmetic per number).
+enum class Limit { reads, kernels };
+inline Limit limit_of(const StepReads& reads, double kernel_bytes_per_second,
+                      double read_bytes_per_second) {
+    const double kernels = double(reads.cache) / kernel_bytes_per_second;
+    return kernels > double(reads.total()) / read_bytes_per_second ? Limit::kernels : Limit::reads;
 }
 inline const char* limit_name(Limit l) {
-    return l == Limit::reads ? "reads" : "widening";
+    return l == Limit::reads ? "reads" : "kernels";
 }
 
 }  // namespace kv::ch10

@@ -18,7 +18,7 @@
 #include "../core/number_format.h"
 #include "lanes.h"
 
-#if defined(__F16C__) || defined(__AVX512F__)
+#if defined(__F16C__) || defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -27,6 +27,8 @@ namespace kv::fast {
 typedef std::uint16_t Halves __attribute__((vector_size(kLanes * sizeof(std::uint16_t))));
 typedef std::uint32_t Words __attribute__((vector_size(kLanes * sizeof(std::uint32_t))));
 typedef std::int8_t Int8s __attribute__((vector_size(kLanes * sizeof(std::int8_t))));
+typedef std::int32_t Ints __attribute__((vector_size(kLanes * sizeof(std::int32_t))));
+typedef std::int8_t Bytes64 __attribute__((vector_size(kLanes * sizeof(std::int32_t))));
 
 // ------------------------------------------------------ kLanes numbers at once
 
@@ -38,8 +40,8 @@ inline Lanes widen_bfloat16(const std::byte* p) {
 
 inline Lanes widen_float16(const std::byte* p) {
 #if defined(__AVX512F__)
-    // The zero-masked form of vcvtph2ps with every lane kept: GCC 12 warns
-    // that the plain form's undefined first operand may be used.
+    // The zero-masked forms, every lane kept, here and below: GCC 12 warns
+    // that the plain forms' undefined first operand may be used.
     return std::bit_cast<Lanes>(_mm512_maskz_cvtph_ps(
         __mmask16(0xFFFF), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
 #elif defined(__F16C__)
@@ -65,10 +67,33 @@ inline Lanes widen_float16(const std::byte* p) {
 #endif
 }
 
+// Sign-extended to int32 by AVX-512's or AVX2's instruction; without them,
+// each number moved to the top byte of a 32-bit lane and shifted down with
+// its sign (GCC turns a plain int8-to-int32 conversion into sixteen scalar
+// ones); then converted and multiplied by the scale, exactly.
 inline Lanes widen_int8(const std::byte* p, float scale) {
+#if defined(__AVX512F__)
+    const Ints q = std::bit_cast<Ints>(_mm512_maskz_cvtepi8_epi32(
+        __mmask16(0xFFFF), _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    return __builtin_convertvector(q, Lanes) * scale;
+#elif defined(__AVX2__)
+    typedef std::int32_t Ints8 __attribute__((vector_size(8 * sizeof(std::int32_t))));
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const Ints8 lo = std::bit_cast<Ints8>(_mm256_cvtepi8_epi32(bytes));
+    const Ints8 hi = std::bit_cast<Ints8>(_mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)));
+    const Ints q =
+        __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return __builtin_convertvector(q, Lanes) * scale;
+#else
     Int8s q;
     std::memcpy(&q, p, sizeof q);
-    return __builtin_convertvector(q, Lanes) * scale;
+    const Int8s zero = {};
+    const Bytes64 top = __builtin_shufflevector(
+        q, zero, 16, 16, 16, 0, 16, 16, 16, 1, 16, 16, 16, 2, 16, 16, 16, 3, 16, 16, 16, 4, 16, 16,
+        16, 5, 16, 16, 16, 6, 16, 16, 16, 7, 16, 16, 16, 8, 16, 16, 16, 9, 16, 16, 16, 10, 16, 16,
+        16, 11, 16, 16, 16, 12, 16, 16, 16, 13, 16, 16, 16, 14, 16, 16, 16, 15);
+    return __builtin_convertvector(std::bit_cast<Ints>(top) >> 24, Lanes) * scale;
+#endif
 }
 
 // An int8 block's scale: 2 bytes of float16 at p.
