@@ -110,17 +110,12 @@ inline std::string short_of_target(const Results& r, const FormatResult& f, int 
         batch == 1 ? f.step_one_s / wide.step_one_s : f.step_batch_s / wide.step_batch_s;
     const double target = target_ratio(f.format, batch);
     if (ratio <= target) return "";
-    const std::string kernels = fixed(f.kernel_bytes_per_s / 1e9, 1) + " GB/s",
-                      memory = fixed(f.read_bytes_per_s / 1e9, 1) + " GB/s";
-    return std::string(format_name(f.format)) + "'s step of " + std::to_string(batch) + " is " +
-           fixed(ratio, 2) + " x float32's, above the " + fixed(target, 2) + " x expected: " +
-           (f.limit(batch) == Limit::kernels
-                ? "its kernels take in " + kernels + " of its cache with the rows in L1/L2, " +
-                      "a longer floor than memory's " + memory +
-                      " for all its bytes: widening and arithmetic, not reads, set the pace"
-                : "memory's " + memory + " for all its bytes is a longer floor than its " +
-                      "kernels' " + kernels + ": the reads set the pace, and the weights' " +
-                      "share of them does not shrink");
+    const StepReads& reads = batch == 1 ? f.reads_one : f.reads_batch;
+    return std::string(format_name(f.format)) + ", " + std::to_string(batch) +
+           " sequences: " + fixed(ratio, 2) + " x float32, above " + fixed(target, 2) +
+           " x; floors: kernels " + fixed(1e3 * double(reads.cache) / f.kernel_bytes_per_s, 2) +
+           " ms, reads " + fixed(1e3 * double(reads.total()) / f.read_bytes_per_s, 2) +
+           " ms: the " + limit_name(f.limit(batch)) + " set the pace";
 }
 
 inline std::string headline(const Results& r) {
@@ -183,9 +178,8 @@ inline int report(const Results& r, const OutputOptions& out) {
             "steps",
             "What it buys in time: a decode step of 1 and of " + std::to_string(kBatch) +
                 " sequences at " + positions +
-                " positions on the engine (median of the thread's CPU time, on one core),\n"
-                "the bytes it reads, and the two rates that bound it: the attention "
-                "kernels' on rows already in L1/L2, memory's at the step's size:",
+                " positions (median thread CPU time, one core), its bytes,\nand the rates "
+                "of its two floors: the kernels' with the rows in L1/L2, memory's:",
             step_table(r));
         for (const FormatResult& format : r.formats)
             for (const int batch : {1, kBatch})
@@ -210,13 +204,14 @@ inline int report(const Results& r, const OutputOptions& out) {
         const double pages =
             a.growth ? double(*a.growth - std::int64_t(a.formula)) / a.page_size : 0;
         f.text("")
-            .text("The article's cache (" + std::to_string(article.n_layers) + " layers, " +
-                  std::to_string(article.n_kv_heads) + " KV heads, head size " +
-                  std::to_string(article.head_size()) + ") at 16 bits for " + positions +
-                  " positions:")
-            .line("article_formula_bytes", "formula", bytes(a.formula))
-            .line("article_allocated_bytes", "allocated", bytes(a.allocated))
-            .line("article_resident_growth_bytes", "resident memory grew by",
+            .data("article_formula_bytes", bytes(a.formula))
+            .data("article_allocated_bytes", bytes(a.allocated))
+            .line("article_resident_growth_bytes",
+                  "The article's cache (" + std::to_string(article.n_layers) + " layers, " +
+                      std::to_string(article.n_kv_heads) + " KV heads, head size " +
+                      std::to_string(article.head_size()) + ") at 16 bits for " + positions +
+                      " positions: formula " + format_bytes(a.formula) + ", allocated " +
+                      format_bytes(a.allocated) + ", resident memory grew by",
                   a.growth ? Cell(with_commas(std::uint64_t(std::max<std::int64_t>(*a.growth, 0))) +
                                       " bytes: the formula " + (pages < 0 ? "- " : "+ ") +
                                       fixed(std::fabs(pages), 0) + " pages of " +
