@@ -16,6 +16,16 @@
 
 namespace kv::ch02 {
 
+// The speed-up two rates of one run predict. The naive answer pushes
+// `naive_rows` rows through its passes; the cached one pushes its prompt's
+// rows through one pass, then answer_len - 1 one-row steps, each costing
+// `one_row_in_rows` rows of a pass (a pass reads every weight once for all
+// its rows, a one-row step for its one row).
+inline double predicted_cache_speedup(std::uint64_t naive_rows, int prompt_len, int answer_len,
+                                      double one_row_in_rows) {
+    return double(naive_rows) / (prompt_len + (answer_len - 1) * one_row_in_rows);
+}
+
 struct Results {
     LoadedModel loaded;           // the model that ran, its prompt and tokenizer
     bool from_checkpoint;         // real weights rather than random ones
@@ -26,10 +36,21 @@ struct Results {
     AnswerTiming cached;          // prefill once, then decode against the cache
     double max_logit_difference;  // over every step of one more run of each
     std::string logits_digest;    // FNV-1a 64 over every logit of that cached run, step by step
+    StepSamples one_row;          // the answer's last decode step alone, timed as make bench
+                                  // times its steps (common/core/timing.h)
+    int one_row_context;          // positions in the cache before that step
+    StepSamples argmax;           // choosing a token from that step's logits
 
     double speedup() const { return naive.answer_seconds / cached.answer_seconds; }
-    double decode_step_seconds() const {  // the median step after the prefill
+    double decode_step_seconds() const {  // the median step after the prefill, within the answer
         return median({cached.step_seconds.begin() + 1, cached.step_seconds.end()});
+    }
+    // What a row of a naive pass costs: the naive answer over its rows.
+    double naive_seconds_per_row() const { return naive.answer_seconds / double(naive.positions); }
+    double one_row_step_in_rows() const { return one_row.fastest() / naive_seconds_per_row(); }
+    double predicted_speedup() const {
+        return predicted_cache_speedup(naive.positions, int(loaded.prompt.size()), answer_len,
+                                       one_row_step_in_rows());
     }
 };
 
@@ -76,9 +97,35 @@ struct Experiment {
         for (const std::vector<float>& step : cached_logits) digest.add_floats(step);
         const double max_diff = max_abs_difference(naive_logits, cached_logits);
         const bool from_checkpoint = !model.source.checkpoint.empty();
-        return {std::move(loaded), from_checkpoint,         std::move(saved),         answer_len,
-                repeats,           std::move(naive_timing), std::move(cached_timing), max_diff,
-                digest.hex()};
+        // The answer's last decode step (the first, if the answer has one
+        // token, there being none), timed alone as make bench times its
+        // steps: the same forward pass on the same cache, again and again.
+        std::vector<int> sequence = loaded.prompt;
+        sequence.insert(sequence.end(), cached_timing.tokens.begin(), cached_timing.tokens.end());
+        const int context = static_cast<int>(loaded.prompt.size()) + answer_len - 2;
+        KVCache cache(m.config(), context + 1);
+        if (context > 0) prefill(m, std::span(sequence).first(std::size_t(context)), cache);
+        const int token = sequence[std::size_t(context)];
+        std::span<const float> logits;
+        StepSamples one_row = sample_step(
+            StepSampling{}, [&] { cache.truncate(context); },
+            [&] { logits = decode_step(m, token, cache); });
+        // What the answer does beside the pass at every step: choose the token.
+        volatile int chosen = 0;
+        StepSamples argmax_samples = sample_step(
+            StepSampling{}, [] {}, [&] { chosen = chosen + argmax(logits); });
+        return {std::move(loaded),
+                from_checkpoint,
+                std::move(saved),
+                answer_len,
+                repeats,
+                std::move(naive_timing),
+                std::move(cached_timing),
+                max_diff,
+                digest.hex(),
+                std::move(one_row),
+                context,
+                std::move(argmax_samples)};
     }
 };
 

@@ -43,6 +43,12 @@ inline int report(const Results& r, const OutputOptions& out) {
                     .add("speedup", r.speedup())
                     .add("prefill_ms", prefill * 1e3)
                     .add("decode_step_ms", r.decode_step_seconds() * 1e3)
+                    .add("one_row_step_ms", r.one_row.fastest() * 1e3)
+                    .add("one_row_step_context", r.one_row_context)
+                    .add("one_row_step_samples", int(r.one_row.seconds.size()))
+                    .add("argmax_ms", r.argmax.fastest() * 1e3)
+                    .add("naive_ms_per_row", r.naive_seconds_per_row() * 1e3)
+                    .add("predicted_speedup", r.predicted_speedup())
                     .add("naive_positions", r.naive.positions)
                     .add("cached_positions", r.cached.positions)
                     .add("same_tokens", same_tokens)
@@ -62,11 +68,26 @@ inline int report(const Results& r, const OutputOptions& out) {
     std::cout << "Chapter 02: the KV cache\n\nmodel: " << model << "\n";
     if (r.from_checkpoint) std::cout << "weights: " << visible(r.loaded.weights) << "\n";
     std::cout << r.saved << "prompt: " << p << " tokens, answer: " << n << " tokens, median of "
-              << r.repeats << " runs per method after a warm-up\n\n";
+              << r.repeats
+              << " runs per method after a warm-up, in thread CPU time, the thread kept on its "
+                 "core\n\n";
     steps.print(std::cout);
+    const int vocab = r.loaded.model.config().vocab_size;
     std::cout << "\nprefill (" << p << " tokens): " << format_duration(prefill)
               << ", then a decode step takes " << format_duration(r.decode_step_seconds())
-              << " (median)\ntoken-positions processed: naive " << with_commas(r.naive.positions)
+              << " within the answer (median)\n"
+              << "one decode step alone: " << format_duration(r.one_row.fastest())
+              << " (the answer's last, at " << r.one_row_context
+              << " cached positions; the fastest of " << r.one_row.seconds.size()
+              << " runs, as make bench times its steps);\n"
+              << "  beside it the answer chooses each token: argmax over " << with_commas(vocab)
+              << " logits takes " << format_duration(r.argmax.fastest()) << "\n"
+              << "predicted from this run's rates: a row of a naive pass takes "
+              << format_duration(r.naive_seconds_per_row()) << ", the one-row step "
+              << fixed(r.one_row_step_in_rows(), 2) << " rows' worth, so "
+              << with_commas(r.naive.positions) << " rows / (" << p << " + " << n - 1 << " x "
+              << fixed(r.one_row_step_in_rows(), 2) << ") = " << fixed(r.predicted_speedup(), 1)
+              << " x\ntoken-positions processed: naive " << with_commas(r.naive.positions)
               << " (n*p + n*(n-1)/2 = " << with_commas(naive_positions(p, n)) << "), cached "
               << with_commas(r.cached.positions)
               << " (p + n - 1 = " << with_commas(cached_positions(p, n)) << ")\n"
@@ -81,7 +102,8 @@ inline int report(const Results& r, const OutputOptions& out) {
                   << "\nsame text: " << (naive_text == cached_text ? "yes" : "NO") << "\n\n";
     std::cout << n << "-token answer: " << format_duration(r.naive.answer_seconds)
               << " without the cache -> " << format_duration(r.cached.answer_seconds)
-              << " with it (" << fixed(r.speedup(), 1) << " x faster)\n";
+              << " with it (" << fixed(r.speedup(), 1) << " x faster; "
+              << fixed(r.predicted_speedup(), 1) << " x predicted)\n";
     return status;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../../common/fast/machine_probes.h"
 #include "../../common/fast/memory_level.h"
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
@@ -21,21 +22,31 @@
 
 namespace kv::ch04 {
 
+// A share of a limit, or the words that say its probe failed (a step
+// cannot outrun the machine: memory_level.h). Never a share above 100 %.
+inline Cell share_cell(const Share& s) {
+    return s.probe_failed() ? Cell("probe failed") : Cell(100 * s.share(), 0);
+}
+
 // One row per batch size; "roof GFLOP/s" is what the roofline allows at the
-// row's intensity with the width's memory roof.
-inline Table batch_table(const std::vector<BatchTiming>& timings, const Roofline& roofs,
-                         double roof_bytes_per_second) {
+// row's intensity with the batch's own memory roof.
+inline Table batch_table(const WidthResult& w, const Roofline& roofs) {
     Table table({"batch", "step (ms)", "per token (ms)", "tokens/s", "speed-up per token",
-                 "GFLOP per step", "FLOPs/byte", "GFLOP/s", "roof GFLOP/s", "GB/s of weights"});
-    const double base = timings.front().seconds_per_token();
-    for (const BatchTiming& t : timings) {
+                 "GFLOP per step", "FLOPs/byte", "GFLOP/s", "% of peak", "roof GFLOP/s", "MiB read",
+                 "GB/s read", "roof GB/s", "% of roof"});
+    const double base = w.timings.front().seconds_per_token();
+    for (std::size_t k = 0; k < w.timings.size(); ++k) {
+        const BatchTiming& t = w.timings[k];
         const StepArithmetic& a = t.arithmetic;
+        const BatchRoof& r = w.roofs.at(k);
         table.add_row({t.batch, Cell(t.step_seconds * 1e3, 3), Cell(t.seconds_per_token() * 1e3, 3),
                        Cell(t.tokens_per_second(), 0), Cell(base / t.seconds_per_token(), 2),
                        Cell(a.flops() / 1e9, 3), Cell(a.flops_per_byte(), 1),
-                       Cell(a.flops() / t.step_seconds / 1e9, 1),
-                       Cell(roofs.attainable(a.flops_per_byte(), roof_bytes_per_second) / 1e9, 1),
-                       Cell(a.weight_bytes / t.step_seconds / 1e9, 1)});
+                       Cell(a.flops() / t.step_seconds / 1e9, 1), share_cell(r.arithmetic),
+                       Cell(roofs.attainable(a.flops_per_byte(), r.roof) / 1e9, 1),
+                       Cell(a.bytes() / double(1 << 20), 1),
+                       Cell(a.bytes() / t.step_seconds / 1e9, 1), Cell(r.roof / 1e9, 1),
+                       share_cell(r.memory)});
     }
     return table;
 }
@@ -70,37 +81,30 @@ inline Ridge ridge_point(const std::vector<BatchTiming>& timings) {
     return ridge;
 }
 
-// One width's table, headed by its weights against the CPU's cache and
-// followed by the machine's ridge and the kernels'.
+// One width's table, headed by its weights and where its bytes come from,
+// and followed by the machine's ridge and the kernels'.
 inline void print_width(std::ostream& out, const WidthResult& w, const Results& r) {
     const Config& c = w.config;
-    const std::uint64_t bytes = weight_bytes_per_step(c);
-    const double dram = r.roofs.dram_bytes_per_second;
+    const BatchRoof& one = w.roofs.front();
+    const BatchTiming& first = w.timings.front();
     out << "\ndim " << c.dim << ", ffn " << c.ffn_dim << ": "
-        << with_commas(c.multiplied_parameters()) << " multiplied weights, " << format_bytes(bytes)
-        << " read per step";
-    if (r.cache_bytes == 0)
-        out << " (no last-level cache reported: read from DRAM)";
-    else if (!fits_reported_last_level(bytes, r.cache_bytes))
-        out << " (do not fit in the " << format_bytes(r.cache_bytes)
-            << " largest CPU cache: read from DRAM)";
-    else
-        out << " (fit in the " << format_bytes(r.cache_bytes)
-            << " largest CPU cache as reported; a read of that size ran at "
-            << fixed(w.read_at_weights / 1e9, 1) << " GB/s, "
-            << fixed(dram > 0 ? w.read_at_weights / dram : 0.0, 2) << " x DRAM's: "
-            << (w.from_last_level ? "read from the cache" : "no more than 1.2 x, read from DRAM")
-            << ")";
-    out << "\n";
-    batch_table(w.timings, r.roofs, w.memory_roof).print(out);
+        << with_commas(c.multiplied_parameters()) << " multiplied weights, "
+        << format_bytes(weight_bytes_per_step(c))
+        << " read per step, and each sequence's keys and values; batch 1 reads "
+        << format_bytes(one.bytes) << " from " << one.level << "\n";
+    batch_table(w, r.roofs).print(out);
     const Ridge k = ridge_point(w.timings);
-    const double machine_ridge = r.roofs.ridge(w.memory_roof);
-    out << "  memory roof: " << (w.from_last_level ? "the last-level cache" : "DRAM") << ", "
-        << fixed(w.memory_roof / 1e9, 1) << " GB/s; batch 1 reads weights at "
-        << fixed(k.bytes_per_second / 1e9, 1) << " GB/s ("
-        << fixed(100 * k.bytes_per_second / w.memory_roof, 0) << "% of it)\n"
-        << "  the machine's ridge: " << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s / "
-        << fixed(w.memory_roof / 1e9, 1) << " GB/s = " << fixed(machine_ridge, 1)
+    const double machine_ridge = r.roofs.ridge(w.memory_roof());
+    out << "  memory roof: " << fixed(w.memory_roof() / 1e9, 1) << " GB/s, read at batch 1's "
+        << format_bytes(one.bytes) << " (" << one.level << "); batch 1 reads "
+        << fixed(first.arithmetic.bytes() / first.step_seconds / 1e9, 1) << " GB/s ";
+    if (one.memory.probe_failed())
+        out << "(above every read of its size, measured " << one.measured_again
+            << " more times: the probe failed, no share is shown)\n";
+    else
+        out << "(" << fixed(100 * one.memory.share(), 0) << "% of it)\n";
+    out << "  the machine's ridge: " << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s / "
+        << fixed(w.memory_roof() / 1e9, 1) << " GB/s = " << fixed(machine_ridge, 1)
         << " FLOPs per byte, about batch " << fixed(batch_at_intensity(machine_ridge, 4), 0)
         << "\n  these kernels attain at most " << fixed(k.flops_per_second / 1e9, 1)
         << " GFLOP/s (batch " << k.at_batch << ", "
@@ -108,6 +112,11 @@ inline void print_width(std::ostream& out, const WidthResult& w, const Results& 
         << "% of the peak);\n  their line meets batch 1's rate at " << fixed(k.flops_per_byte(), 1)
         << " FLOPs per byte, about batch " << fixed(k.batch(), 0)
         << ":\n  below it a step waits for weights, above it for arithmetic.\n";
+    for (std::size_t b = 0; b < w.roofs.size(); ++b)
+        if (w.roofs[b].memory.probe_failed() || w.roofs[b].arithmetic.probe_failed())
+            out << "  PROBE FAILURE batch " << w.timings[b].batch
+                << ": its step ran above a limit measured " << w.roofs[b].measured_again
+                << " more times; the probe, not the step, is wrong\n";
 }
 
 // Tokens per second against batch size, one line per width.
@@ -127,8 +136,11 @@ inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths) {
 }
 
 // The roofline on log-log axes from this run's numbers: the peak dashed,
-// each memory roof a line of slope 1 up to its ridge (a cache's only for a
-// width read from it), and each width's steps as points, one per batch.
+// each memory roof a line of slope 1 up to its ridge (each width's batch-1
+// roof, and DRAM's), and each width's steps as points, one per batch, but
+// for a step above a limit (a probe failure, not a point). Every batch's
+// roof is at most its width's batch-1 roof (memory_level.h's measured_roof),
+// so every point is at or under the lines drawn.
 inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofline& roofs) {
     SvgPlot plot("Roofline: one decode step against this machine's roofs",
                  "arithmetic intensity (FLOPs per byte read)", "GFLOP/s");
@@ -144,11 +156,14 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
                         {lowest * bytes_per_second / 1e9, roofs.peak_flops / 1e9});
     };
     for (const WidthResult& w : widths)
-        if (w.from_last_level) roof("cache", w.memory_roof);
+        roof("dim " + std::to_string(w.config.dim) + " roof (" + w.roofs.front().level + ")",
+             w.memory_roof());
     roof("DRAM", roofs.dram_bytes_per_second);
     for (const WidthResult& w : widths) {
         std::vector<double> xs, ys;
-        for (const BatchTiming& t : w.timings) {
+        for (std::size_t k = 0; k < w.timings.size(); ++k) {
+            const BatchTiming& t = w.timings[k];
+            if (w.roofs[k].memory.probe_failed() || w.roofs[k].arithmetic.probe_failed()) continue;
             xs.push_back(t.arithmetic.flops_per_byte());
             ys.push_back(t.arithmetic.flops() / t.step_seconds / 1e9);
         }
@@ -163,17 +178,22 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
 inline void add_width_json(Json& json, const std::string& prefix, const WidthResult& w,
                            const Roofline& roofs) {
     const BatchTiming& best = best_throughput(w.timings);
+    const BatchRoof& one = w.roofs.front();
     json.add(prefix + "model", w.config.describe())
         .add(prefix + "weight_bytes_per_step", weight_bytes_per_step(w.config))
-        .add(prefix + "batches", batch_table(w.timings, roofs, w.memory_roof))
-        .add(prefix + "read_bytes_per_second_at_weights_size", w.read_at_weights)
-        .add(prefix + "memory_roof", w.from_last_level ? "last_level_cache" : "dram")
-        .add(prefix + "memory_roof_bytes_per_second", w.memory_roof)
+        .add(prefix + "batches", batch_table(w, roofs))
+        .add(prefix + "working_set_bytes_batch1", one.bytes)
+        .add(prefix + "read_bytes_per_second_at_working_set", one.read_at_size)
+        .add(prefix + "memory_roof", one.level)
+        .add(prefix + "memory_roof_bytes_per_second", w.memory_roof())
+        .add(prefix + "memory_roof_share_batch1", one.memory.share())
+        .add(prefix + "memory_roof_probe_failed_batch1", one.memory.probe_failed())
+        .add(prefix + "step_seconds_batch1", w.timings.front().step_seconds)
         .add(prefix + "tokens_per_second_batch1", w.timings.front().tokens_per_second())
         .add(prefix + "tokens_per_second_best", best.tokens_per_second())
         .add(prefix + "best_batch", best.batch)
         .add(prefix + "ridge_flops_per_byte", ridge_point(w.timings).flops_per_byte())
-        .add(prefix + "machine_ridge_flops_per_byte", roofs.ridge(w.memory_roof));
+        .add(prefix + "machine_ridge_flops_per_byte", roofs.ridge(w.memory_roof()));
 }
 
 // Writes the plots, then the JSON or the text. Returns 1 if a batched step
@@ -194,7 +214,8 @@ inline int report(const Results& r, const OutputOptions& out) {
         .add("longest_prompt", r.prompt_len)
         .add("mean_prompt", r.mean_prompt)
         .add("repeats", r.repeats)
-        .add("last_level_cache_bytes", r.cache_bytes)
+        .add("last_level_cache_bytes", r.caches.last_level)
+        .add("cache_sizes_from", r.caches.source)
         .add("peak_flops", r.roofs.peak_flops)
         .add("dram_bytes_per_second", r.roofs.dram_bytes_per_second)
         .add("dram_probe_bytes", r.dram_probe_bytes)
@@ -212,13 +233,18 @@ inline int report(const Results& r, const OutputOptions& out) {
               << "a batch of B sequences, prompts of 1.." << r.prompt_len << " tokens (mean "
               << fixed(r.mean_prompt, 1) << " over all " << r.max_batch
               << "), one new token each per decode step\n"
-              << "times: median of " << r.repeats << " steps; the batch sizes take turns in "
-              << std::min(kRounds, r.repeats) << " rounds, each with a warm-up step\n"
-              << "roofs (this thread, the kit's machine probes): multiply then add "
+              << "times: the fastest of " << batch_sampling(r.repeats).rounds << " rounds of "
+              << r.repeats
+              << " steps, each round after a warm-up step, the batch sizes taking turns,\n"
+              << "  as make bench times its steps: thread CPU time, the thread kept on its core\n"
+              << "roofs (this thread, the machine probes, sampled beside the batches): multiply "
+                 "then add "
               << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s; reads "
               << fixed(r.roofs.dram_bytes_per_second / 1e9, 1) << " GB/s from DRAM (over "
               << format_bytes(r.dram_probe_bytes)
-              << "); weights that fit the reported cache are read once more at their own size\n";
+              << "), and each batch's working set read at its own size\n"
+              << "caches (cpu0): " << describe(r.caches)
+              << ": they only name the level; every roof is a read measured here\n";
     for (const WidthResult& w : r.widths) print_width(std::cout, w, r);
     std::cout << "\nbatched vs alone (chapter 02's decode_step), " << alone.rows_compared()
               << " sequence-steps: same tokens " << (alone.same_tokens() ? "yes" : "NO")

@@ -1,6 +1,8 @@
 // The stopwatch for one whole answer: its total time and each step's,
-// medians over repeated runs after a warm-up (chapters 01 and 02); and the
-// sign of life a long forward pass gives on a terminal.
+// medians over repeated runs after a warm-up (chapters 01 and 02), in the
+// thread's CPU time with the thread kept on its core, as every step in the
+// book is timed (common/core/timing.h); and the sign of life a long forward
+// pass gives on a terminal.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +21,9 @@ namespace kv {
 
 struct AnswerTiming {
     std::vector<int> tokens;           // the answer of the last run (every run gives the same)
-    double answer_seconds = 0;         // median time for the whole answer
-    std::vector<double> step_seconds;  // (answer_len) median time of each step
+    double answer_seconds = 0;         // median thread CPU time for the whole answer
+    std::vector<double> step_seconds;  // (answer_len) median time of each step, from the end of
+                                       // the step before (its token chosen) to its logits
     std::uint64_t positions = 0;       // token-positions the model processed for one answer
 };
 
@@ -65,14 +68,14 @@ inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator
     const PassesShown passes(model, progress);
     long run = 0;
     const std::vector<double> totals = timed_runs(repeats, [&](bool timed) {
-        auto last = Clock::now();
+        double last = thread_cpu_seconds();
         std::vector<double> steps;
         const std::uint64_t before = model.positions_processed();
         const std::string warm_up = timed ? "" : "(a warm-up) ";
         progress.update(run + 1, repeats + 1, warm_up + "0 tokens");
         result.tokens = generate([&](int, std::span<const float>) {
-            steps.push_back(seconds_since(last));
-            last = Clock::now();
+            steps.push_back(thread_cpu_seconds() - last);
+            last = thread_cpu_seconds();
             if (progress.on_terminal())  // kept, and shown when due
                 progress.update(run + 1, repeats + 1,
                                 warm_up + std::to_string(steps.size()) + " tokens");
