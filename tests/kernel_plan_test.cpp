@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "../common/core/block_pool.h"
-#include "../common/fast/kernel_plan.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
+#include "../common/fast/kernel_plan.h"
 #include "test_files.h"
 #include "tiny_models.h"
 

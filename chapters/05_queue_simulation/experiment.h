@@ -18,8 +18,8 @@
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"  // Progress
+#include "../../common/kit/report.h"   // with_commas, format_bytes
 #include "../../common/lab/queue_flags.h"
-#include "../../common/kit/report.h"  // with_commas, format_bytes
 #include "../../common/serving/memory_budget.h"
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/scheduler.h"

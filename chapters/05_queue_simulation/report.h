@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
-#include "../../common/lab/queue_flags.h"
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_parts.h"
 #include "../../common/kit/svg_plot.h"
 #include "../../common/kit/svg_timeline.h"
+#include "../../common/lab/queue_flags.h"
 #include "../../common/serving/memory_budget.h"
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/scheduler.h"

@@ -22,8 +22,8 @@
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
 #include "../../common/kit/model_flags.h"
-#include "../../common/lab/queue_flags.h"
 #include "../../common/kit/report.h"  // format_bytes
+#include "../../common/lab/queue_flags.h"
 #include "../../common/lab/timed_step.h"
 #include "../../common/serving/memory_budget.h"
 #include "../../common/serving/metrics.h"

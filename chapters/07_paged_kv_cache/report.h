@@ -7,8 +7,8 @@
 #include <string>
 
 #include "../../common/kit/output.h"
-#include "../../common/lab/queue_flags.h"  // describe_workload, step_cost_text
 #include "../../common/kit/report.h"
+#include "../../common/lab/queue_flags.h"  // describe_workload, step_cost_text
 #include "experiment.h"
 
 namespace kv::ch07 {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
-#include "../../common/lab/queue_flags.h"  // describe_workload, step_cost_text
 #include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
+#include "../../common/lab/queue_flags.h"  // describe_workload, step_cost_text
 #include "experiment.h"
 
 namespace kv::ch09 {

@@ -17,8 +17,8 @@
 #include "../../common/kit/machine.h"  // beyond_memory
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"
-#include "../../common/lab/queue_flags.h"
 #include "../../common/kit/report.h"
+#include "../../common/lab/queue_flags.h"
 #include "../../common/lab/resident_cache.h"
 #include "../../common/lab/side_by_side.h"
 #include "../../common/lab/timed_step.h"

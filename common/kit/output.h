@@ -39,4 +39,9 @@ inline bool emit(const OutputOptions& out, const Json& results) {
     return out.json;
 }
 
+// The findings as JSON (saved and/or printed, as above) or as text.
+inline void emit(const OutputOptions& out, const Findings& findings) {
+    if (!emit(out, findings.json())) findings.print(std::cout);
+}
+
 }  // namespace kv

@@ -237,4 +237,66 @@ std::string format_bytes(std::uint64_t bytes) {
     return fixed(value, 2) + " " + units[u];
 }
 
+// ---------------------------------------------------------------- findings
+
+Findings& Findings::line(const std::string& key, const std::string& label, const Cell& value) {
+    items_.push_back({Kind::line, key, label, value.text, value.json, std::nullopt});
+    return *this;
+}
+
+Findings& Findings::table(const std::string& key, const std::string& caption, const Table& t) {
+    items_.push_back({Kind::table, key, caption, "", t.to_json(), t});
+    return *this;
+}
+
+Findings& Findings::text(const std::string& words) {
+    items_.push_back({Kind::text, "", words, "", "", std::nullopt});
+    return *this;
+}
+
+Findings& Findings::data(const std::string& key, const Json& object) {
+    return data_raw(key, object.str());
+}
+
+Findings& Findings::data(const std::string& key, const std::vector<int>& values) {
+    return data_raw(key, json_array(values, ", ", [](int v) { return std::to_string(v); }));
+}
+
+Findings& Findings::data_raw(const std::string& key, const std::string& json) {
+    items_.push_back({Kind::data, key, "", "", json, std::nullopt});
+    return *this;
+}
+
+Findings& Findings::headline(const std::string& words) {
+    headline_ = words;
+    return *this;
+}
+
+void Findings::print(std::ostream& out) const {
+    out << title_ << "\n\n";
+    for (const Item& item : items_) switch (item.kind) {
+            case Kind::line:
+                out << item.words << ": " << item.shown << "\n";
+                break;
+            case Kind::table:
+                if (!item.words.empty()) out << item.words << "\n";
+                item.table->print(out);
+                break;
+            case Kind::text:
+                out << item.words << "\n";
+                break;
+            case Kind::data:
+                break;
+        }
+    if (!headline_.empty()) out << "\n" << headline_ << "\n";
+}
+
+Json Findings::json() const {
+    Json json;
+    for (const Item& item : items_)
+        if (item.kind != Kind::text) json.add_raw(item.key, item.json);
+    if (!headline_.empty()) json.add("headline", headline_);
+    return json;
+}
+
 }  // namespace kv

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,45 @@ class Json {
     std::vector<std::pair<std::string, std::string>> fields_;
 };
 
+// A chapter's findings: one list of named values, each written once and
+// rendered from here as text (for people) and as JSON (for notebooks and
+// chapter 06). The text keeps the list's order; JSON keys are flat.
+class Findings {
+  public:
+    explicit Findings(std::string title) : title_(std::move(title)) {}
+
+    // "label: value" on a line of its own; JSON "key": value.
+    Findings& line(const std::string& key, const std::string& label, const Cell& value);
+    // A table under its caption; JSON "key": [{column: value}, ...].
+    Findings& table(const std::string& key, const std::string& caption, const Table& table);
+    // Words that teach, printed where they stand (a blank line: ""); not in JSON.
+    Findings& text(const std::string& words);
+    // A value only JSON carries: a list of tokens, an object of details.
+    Findings& data(const std::string& key, const Cell& value) { return data_raw(key, value.json); }
+    Findings& data(const std::string& key, const Json& object);
+    Findings& data(const std::string& key, const std::vector<int>& values);
+    Findings& data_raw(const std::string& key, const std::string& json);
+    // The one line a reader remembers: printed last, after a blank line; JSON "headline".
+    Findings& headline(const std::string& words);
+
+    void print(std::ostream& out) const;
+    Json json() const;
+
+  private:
+    enum class Kind { line, table, text, data };
+    struct Item {
+        Kind kind;
+        std::string key;    // its JSON key ("" for text)
+        std::string words;  // the label, caption or sentence
+        std::string shown;  // a line's value as printed
+        std::string json;   // its JSON value
+        std::optional<Table> table;
+    };
+    std::string title_;
+    std::vector<Item> items_;
+    std::string headline_;
+};
+
 // Where a results file came from: every results object a chapter writes
 // opens with "results_format": 1, "chapter": "02_kv_cache". The format goes
 // up whenever a key a reader relies on changes its name, unit or meaning;
@@ -103,6 +143,14 @@ std::string visible(const std::string& s);
 inline constexpr std::size_t kMostQuoted = 60;
 inline constexpr std::size_t kMostQuotedPath = 512;
 std::string excerpt(const std::string& s, std::size_t most = kMostQuoted);
+
+// A text cell whose JSON keeps the text as given and whose printed form is
+// made safe for a terminal (visible): a path, a checkpoint's name.
+inline Cell outside_text(const std::string& s) {
+    Cell cell(s);
+    cell.text = visible(s);
+    return cell;
+}
 
 // "12.3 ms", "1.20 s": a duration in seconds, in the unit a person reads best.
 std::string format_duration(double seconds);

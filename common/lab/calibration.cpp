@@ -7,14 +7,14 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "../fast/kernel_plan.h"  // this_machine
 #include "../core/kv_cache.h"
 #include "../core/timing.h"
+#include "../fast/kernel_plan.h"  // this_machine
 #include "../kit/files.h"
-#include "../kit/program.h"      // Progress
-#include "../lab/queue_flags.h"  // step_cost_json
-#include "../kit/report.h"       // Json
+#include "../kit/program.h"  // Progress
+#include "../kit/report.h"   // Json
 #include "../kit/saved_results.h"
+#include "../lab/queue_flags.h"  // step_cost_json
 #include "timed_step.h"
 
 namespace kv {

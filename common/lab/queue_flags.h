@@ -8,11 +8,11 @@
 #include <string>
 
 #include "../core/config.h"
-#include "calibration.h"
-#include "../serving/memory_budget.h"
-#include "../serving/workload.h"
 #include "../kit/flags.h"
 #include "../kit/report.h"  // Json
+#include "../serving/memory_budget.h"
+#include "../serving/workload.h"
+#include "calibration.h"
 
 namespace kv {
 

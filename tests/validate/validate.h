@@ -18,9 +18,9 @@
 #include "../../common/kit/files.h"
 #include "../../common/kit/output.h"
 #include "../../common/kit/program.h"  // Progress
-#include "../../common/lab/queue_flags.h"
 #include "../../common/kit/report.h"
 #include "../../common/lab/calibration.h"
+#include "../../common/lab/queue_flags.h"
 #include "options.h"
 #include "validation.h"
 #include "vllm_workload.h"
