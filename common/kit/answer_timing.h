@@ -5,6 +5,7 @@
 // pass gives on a terminal.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -24,6 +25,9 @@ struct AnswerTiming {
     double answer_seconds = 0;         // median thread CPU time for the whole answer
     std::vector<double> step_seconds;  // (answer_len) median time of each step, from the end of
                                        // the step before (its token chosen) to its logits
+    double fastest_answer_seconds = 0;         // the fastest of the timed answers
+    std::vector<double> fastest_step_seconds;  // (answer_len) each step's fastest, as make bench
+                                               // keeps a step's fastest (common/core/timing.h)
     std::uint64_t positions = 0;       // token-positions the model processed for one answer
 };
 
@@ -87,7 +91,11 @@ inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator
         for (std::size_t i = 0; i < steps.size(); ++i) per_step[i].push_back(steps[i]);
     });
     result.answer_seconds = median(totals);
-    for (const auto& samples : per_step) result.step_seconds.push_back(median(samples));
+    result.fastest_answer_seconds = *std::min_element(totals.begin(), totals.end());
+    for (const auto& samples : per_step) {
+        result.step_seconds.push_back(median(samples));
+        result.fastest_step_seconds.push_back(*std::min_element(samples.begin(), samples.end()));
+    }
     return result;
 }
 
