@@ -193,12 +193,16 @@ struct Experiment {
             dram = std::max(dram, probe.read_rate(dram_bytes, 1, dram_bytes));
         }
         // A read of `bytes`, after a pass that brings them into a cache
-        // (the step before left its own bytes there, not the probe's).
+        // (the step before left its own bytes there, not the probe's); at
+        // least kLeastRead in all, passes over the buffer again and again,
+        // so that a small working set's read is not the clock's overhead.
         void sample_at(MeasuredRead& read) {
+            const std::uint64_t least = std::max(read.bytes, kLeastRead);
             probe.read_rate(read.bytes, 1, read.bytes);
             read.bytes_per_second =
-                std::max(read.bytes_per_second, probe.read_rate(read.bytes, 1, read.bytes));
+                std::max(read.bytes_per_second, probe.read_rate(read.bytes, 1, least));
         }
+        static constexpr std::uint64_t kLeastRead = 4 << 20;
         std::vector<MeasuredRead> all_reads() const {
             std::vector<MeasuredRead> all = reads;
             all.push_back({probe.readable(dram_bytes), dram});

@@ -1,6 +1,7 @@
 // What chapter 04 prints: a table row per batch size for each width, its
 // roofs and ridges, the check against decoding alone, the throughput and
-// roofline plots and the headline; or all of it as one JSON object.
+// roofline plots and the headline, as one list of findings (text, or JSON
+// with --json).
 #pragma once
 
 #include <algorithm>
@@ -81,44 +82,6 @@ inline Ridge ridge_point(const std::vector<BatchTiming>& timings) {
     return ridge;
 }
 
-// One width's table, headed by its weights and where its bytes come from,
-// and followed by the machine's ridge and the kernels'.
-inline void print_width(std::ostream& out, const WidthResult& w, const Results& r) {
-    const Config& c = w.config;
-    const BatchRoof& one = w.roofs.front();
-    const BatchTiming& first = w.timings.front();
-    out << "\ndim " << c.dim << ", ffn " << c.ffn_dim << ": "
-        << with_commas(c.multiplied_parameters()) << " multiplied weights, "
-        << format_bytes(weight_bytes_per_step(c))
-        << " read per step, and each sequence's keys and values; batch 1 reads "
-        << format_bytes(one.bytes) << " from " << one.level << "\n";
-    batch_table(w, r.roofs).print(out);
-    const Ridge k = ridge_point(w.timings);
-    const double machine_ridge = r.roofs.ridge(w.memory_roof());
-    out << "  memory roof: " << fixed(w.memory_roof() / 1e9, 1) << " GB/s, read at batch 1's "
-        << format_bytes(one.bytes) << " (" << one.level << "); batch 1 reads "
-        << fixed(first.arithmetic.bytes() / first.step_seconds / 1e9, 1) << " GB/s ";
-    if (one.memory.probe_failed())
-        out << "(above every read of its size, measured " << one.measured_again
-            << " more times: the probe failed, no share is shown)\n";
-    else
-        out << "(" << fixed(100 * one.memory.share(), 0) << "% of it)\n";
-    out << "  the machine's ridge: " << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s / "
-        << fixed(w.memory_roof() / 1e9, 1) << " GB/s = " << fixed(machine_ridge, 1)
-        << " FLOPs per byte, about batch " << fixed(batch_at_intensity(machine_ridge, 4), 0)
-        << "\n  these kernels attain at most " << fixed(k.flops_per_second / 1e9, 1)
-        << " GFLOP/s (batch " << k.at_batch << ", "
-        << fixed(100 * k.flops_per_second / r.roofs.peak_flops, 0)
-        << "% of the peak);\n  their line meets batch 1's rate at " << fixed(k.flops_per_byte(), 1)
-        << " FLOPs per byte, about batch " << fixed(k.batch(), 0)
-        << ":\n  below it a step waits for weights, above it for arithmetic.\n";
-    for (std::size_t b = 0; b < w.roofs.size(); ++b)
-        if (w.roofs[b].memory.probe_failed() || w.roofs[b].arithmetic.probe_failed())
-            out << "  PROBE FAILURE batch " << w.timings[b].batch
-                << ": its step ran above a limit measured " << w.roofs[b].measured_again
-                << " more times; the probe, not the step, is wrong\n";
-}
-
 // Tokens per second against batch size, one line per width.
 inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths) {
     SvgPlot plot("Decode throughput against batch size", "batch size (sequences)",
@@ -174,98 +137,151 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
     return plot;
 }
 
-// One width's numbers for --json, each key starting with `prefix`.
-inline void add_width_json(Json& json, const std::string& prefix, const WidthResult& w,
-                           const Roofline& roofs) {
-    const BatchTiming& best = best_throughput(w.timings);
-    const BatchRoof& one = w.roofs.front();
-    json.add(prefix + "model", w.config.describe())
-        .add(prefix + "weight_bytes_per_step", weight_bytes_per_step(w.config))
-        .add(prefix + "batches", batch_table(w, roofs))
-        .add(prefix + "working_set_bytes_batch1", one.bytes)
-        .add(prefix + "read_bytes_per_second_at_working_set", one.read_at_size)
-        .add(prefix + "memory_roof", one.level)
-        .add(prefix + "memory_roof_bytes_per_second", w.memory_roof())
-        .add(prefix + "memory_roof_share_batch1", one.memory.share())
-        .add(prefix + "memory_roof_probe_failed_batch1", one.memory.probe_failed())
-        .add(prefix + "step_seconds_batch1", w.timings.front().step_seconds)
-        .add(prefix + "tokens_per_second_batch1", w.timings.front().tokens_per_second())
-        .add(prefix + "tokens_per_second_best", best.tokens_per_second())
-        .add(prefix + "best_batch", best.batch)
-        .add(prefix + "ridge_flops_per_byte", ridge_point(w.timings).flops_per_byte())
-        .add(prefix + "machine_ridge_flops_per_byte", roofs.ridge(w.memory_roof()));
+// "1.2 GB/s": a rate in bytes per second as a person reads it, bytes/s in JSON.
+inline Cell gigabytes_per_second(double bytes_per_second) {
+    return Cell(fixed(bytes_per_second / 1e9, 1) + " GB/s", bytes_per_second);
 }
 
-// Writes the plots, then the JSON or the text. Returns 1 if a batched step
-// chose another token than the sequence alone.
+// "yes" or "NO", true or false in JSON.
+inline Cell yes_no(bool yes) {
+    Cell cell(yes ? "yes" : "NO");
+    cell.json = yes ? "true" : "false";
+    return cell;
+}
+
+// One width's findings, each key starting with `prefix`: its weights, the
+// table, its memory roof against batch 1's step, the machine's ridge and
+// the kernels'.
+inline void add_width(Findings& f, const std::string& prefix, const WidthResult& w,
+                      const Roofline& roofs) {
+    const Config& c = w.config;
+    const BatchRoof& one = w.roofs.front();
+    const BatchTiming& first = w.timings.front();
+    const BatchTiming& best = best_throughput(w.timings);
+    const Ridge k = ridge_point(w.timings);
+    const double machine_ridge = roofs.ridge(w.memory_roof());
+    const double batch1_rate = first.arithmetic.bytes() / first.step_seconds;
+    f.text("")
+        .line(prefix + "multiplied_weights",
+              "dim " + std::to_string(c.dim) + ", ffn " + std::to_string(c.ffn_dim),
+              Cell(with_commas(c.multiplied_parameters()) + " multiplied weights, " +
+                       format_bytes(weight_bytes_per_step(c)) +
+                       " read per step, and each sequence's keys and values",
+                   double(c.multiplied_parameters())))
+        .data(prefix + "model", Cell(c.describe()))
+        .data(prefix + "weight_bytes_per_step", Cell(weight_bytes_per_step(c)))
+        .table(prefix + "batches", "", batch_table(w, roofs))
+        .line(prefix + "step_seconds_batch1",
+              "  batch 1's step, timed as make bench times its 'decode, batch 1'",
+              Cell(format_duration(first.step_seconds), first.step_seconds))
+        .line(prefix + "memory_roof_bytes_per_second",
+              "  memory roof: the fastest read of batch 1's " + format_bytes(one.bytes) +
+                  " or more, from " + one.level,
+              gigabytes_per_second(w.memory_roof()))
+        .data(prefix + "working_set_bytes_batch1", Cell(one.bytes))
+        .data(prefix + "read_bytes_per_second_at_working_set", Cell(one.read_at_size, 0))
+        .data(prefix + "memory_roof", Cell(one.level))
+        .line(prefix + "memory_roof_share_batch1",
+              "  batch 1 reads " + fixed(batch1_rate / 1e9, 1) + " GB/s, of the roof",
+              one.memory.probe_failed()
+                  ? Cell("above it, measured " + std::to_string(one.measured_again) +
+                             " more times: the probe failed, no share is shown",
+                         0.0)
+                  : Cell(fixed(100 * one.memory.share(), 0) + "%", one.memory.share()))
+        .data(prefix + "memory_roof_probe_failed_batch1",
+              yes_no(one.memory.probe_failed()))
+        .line(prefix + "machine_ridge_flops_per_byte",
+              "  the machine's ridge: " + fixed(roofs.peak_flops / 1e9, 1) + " GFLOP/s / " +
+                  fixed(w.memory_roof() / 1e9, 1) + " GB/s",
+              Cell(fixed(machine_ridge, 1) + " FLOPs per byte, about batch " +
+                       fixed(batch_at_intensity(machine_ridge, 4), 0),
+                   machine_ridge))
+        .line(prefix + "kernels_best_flops_per_second", "  these kernels attain at most",
+              Cell(fixed(k.flops_per_second / 1e9, 1) + " GFLOP/s (batch " +
+                       std::to_string(k.at_batch) + ", " +
+                       fixed(100 * k.flops_per_second / roofs.peak_flops, 0) + "% of the peak)",
+                   k.flops_per_second))
+        .line(prefix + "ridge_flops_per_byte", "  their line meets batch 1's rate at",
+              Cell(fixed(k.flops_per_byte(), 1) + " FLOPs per byte, about batch " +
+                       fixed(k.batch(), 0),
+                   k.flops_per_byte()))
+        .text("  below it a step waits for weights, above it for arithmetic.")
+        .data(prefix + "tokens_per_second_batch1", Cell(first.tokens_per_second(), 0))
+        .data(prefix + "tokens_per_second_best", Cell(best.tokens_per_second(), 0))
+        .data(prefix + "best_batch", Cell(best.batch));
+    for (std::size_t b = 0; b < w.roofs.size(); ++b)
+        if (w.roofs[b].memory.probe_failed() || w.roofs[b].arithmetic.probe_failed())
+            f.text("  PROBE FAILURE batch " + std::to_string(w.timings[b].batch) +
+                   ": its step ran above a limit measured " +
+                   std::to_string(w.roofs[b].measured_again) +
+                   " more times; the probe, not the step, is wrong");
+}
+
+// Writes the plots, then the findings. Returns 1 if a batched step chose
+// another token than the sequence alone.
 inline int report(const Results& r, const OutputOptions& out) {
     const LoadedModel& loaded = r.loaded;
     const AloneReference& alone = r.alone;
-    const int status = alone.same_tokens() ? 0 : 1;
     const std::string plot_path =
         throughput_plot(r.widths).write(out.plot_dir + "/04_tokens_per_second.svg");
     const std::string roofline_path =
         roofline_plot(r.widths, r.roofs).write(out.plot_dir + "/04_roofline.svg");
-    const bool has_text = loaded.tokenizer.has_value();
-    const std::string answer_text = loaded.answer_text(alone.answer(0));
+    const double difference = alone.largest_difference();
 
-    Json json;
-    json.add("max_batch", r.max_batch)
-        .add("longest_prompt", r.prompt_len)
-        .add("mean_prompt", r.mean_prompt)
-        .add("repeats", r.repeats)
-        .add("last_level_cache_bytes", r.caches.last_level)
-        .add("cache_sizes_from", r.caches.source)
-        .add("peak_flops", r.roofs.peak_flops)
-        .add("dram_bytes_per_second", r.roofs.dram_bytes_per_second)
-        .add("dram_probe_bytes", r.dram_probe_bytes)
-        .add("same_tokens", alone.same_tokens())
-        .add("max_logit_difference", alone.largest_difference())
-        .add("weights", loaded.weights);
-    if (has_text) json.add("answer_text", answer_text);
-    add_width_json(json, "", r.widths[0], r.roofs);  // the demo model
-    if (r.widths.size() > 1) add_width_json(json, "wide_", r.widths[1], r.roofs);
-    if (emit(out, json.add("plot", plot_path).add("roofline_plot", roofline_path))) return status;
-
-    std::cout << "Chapter 04: batched decoding\n\n"
-              << "model: " << loaded.model.config().describe() << "\n"
-              << "weights: " << visible(loaded.weights) << "\n"
-              << "a batch of B sequences, prompts of 1.." << r.prompt_len << " tokens (mean "
-              << fixed(r.mean_prompt, 1) << " over all " << r.max_batch
-              << "), one new token each per decode step\n"
-              << "times: the fastest of " << batch_sampling(r.repeats).rounds << " rounds of "
-              << r.repeats
-              << " steps, each round after a warm-up step, the batch sizes taking turns,\n"
-              << "  as make bench times its steps: thread CPU time, the thread kept on its core\n"
-              << "roofs (this thread, the machine probes, sampled beside the batches): multiply "
-                 "then add "
-              << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s; reads "
-              << fixed(r.roofs.dram_bytes_per_second / 1e9, 1) << " GB/s from DRAM (over "
-              << format_bytes(r.dram_probe_bytes)
-              << "), and each batch's working set read at its own size\n"
-              << "caches (cpu0): " << describe(r.caches)
-              << ": they only name the level; every roof is a read measured here\n";
-    for (const WidthResult& w : r.widths) print_width(std::cout, w, r);
-    std::cout << "\nbatched vs alone (chapter 02's decode_step), " << alone.rows_compared()
-              << " sequence-steps: same tokens " << (alone.same_tokens() ? "yes" : "NO")
-              << ", largest logit difference " << alone.largest_difference()
-              << (alone.largest_difference() == 0 ? " (identical to the last bit)" : "")
-              << "\nplots: " << visible(plot_path) << ", " << visible(roofline_path) << "\n\n";
-    if (has_text)
-        std::cout << "sequence 0, prompt: " << loaded.prompt_text() << "\n"
-                  << "sequence 0, answer (the same alone and in every batch): " << answer_text
-                  << "\n\n";
-    std::cout << "tokens per second, batch 1 -> best batch:";
+    Findings f("Chapter 04: batched decoding");
+    f.line("model", "model", loaded.model.config().describe())
+        .line("weights", "weights", outside_text(loaded.weights))
+        .line("max_batch", "batches of 1, 2, 4, ... sequences, up to", r.max_batch)
+        .line("longest_prompt", "prompts of 1.. tokens (each sequence's drawn), up to",
+              r.prompt_len)
+        .line("mean_prompt", "  mean prompt over all " + std::to_string(r.max_batch),
+              Cell(r.mean_prompt, 1))
+        .line("repeats",
+              "timed steps per batch in each of " +
+                  std::to_string(batch_sampling(r.repeats).rounds) +
+                  " rounds, the batch sizes taking turns (the fastest kept; thread CPU time, the "
+                  "thread kept on its core, as make bench)",
+              r.repeats)
+        .line("peak_flops", "peak, multiply then add (this thread, sampled beside the batches)",
+              Cell(fixed(r.roofs.peak_flops / 1e9, 1) + " GFLOP/s", r.roofs.peak_flops))
+        .line("dram_bytes_per_second",
+              "read from DRAM (over " + format_bytes(r.dram_probe_bytes) + ")",
+              gigabytes_per_second(r.roofs.dram_bytes_per_second))
+        .data("dram_probe_bytes", Cell(r.dram_probe_bytes))
+        .line("cache_sizes",
+              "caches (cpu0; they only name levels, every roof is a read of a batch's own "
+              "working set measured here)",
+              describe(r.caches))
+        .data("last_level_cache_bytes", Cell(r.caches.last_level))
+        .data("cache_sizes_from", Cell(r.caches.source));
+    add_width(f, "", r.widths[0], r.roofs);  // the demo model
+    if (r.widths.size() > 1) add_width(f, "wide_", r.widths[1], r.roofs);
+    f.text("")
+        .line("sequence_steps_compared",
+              "batched vs alone (chapter 02's decode_step), sequence-steps compared",
+              Cell(std::uint64_t(alone.rows_compared())))
+        .line("same_tokens", "same tokens", yes_no(alone.same_tokens()))
+        .line("max_logit_difference", "largest logit difference",
+              Cell(fixed(difference, 9) + (difference == 0 ? " (identical to the last bit)" : ""),
+                   difference))
+        .line("plot", "plot", outside_text(plot_path))
+        .line("roofline_plot", "roofline plot", outside_text(roofline_path));
+    if (loaded.tokenizer)
+        f.line("prompt_text", "sequence 0, prompt", loaded.prompt_text())
+            .line("answer_text", "sequence 0, answer (the same alone and in every batch)",
+                  loaded.answer_text(alone.answer(0)));
+    std::string headline = "tokens per second, batch 1 -> best batch:";
     for (const WidthResult& w : r.widths) {
         const BatchTiming& best = best_throughput(w.timings);
         const double one = w.timings.front().tokens_per_second();
-        std::cout << (&w == &r.widths[0] ? "" : ";") << " dim " << w.config.dim << ": "
-                  << with_commas(std::llround(one)) << " -> "
-                  << with_commas(std::llround(best.tokens_per_second())) << " at batch "
-                  << best.batch << " (" << fixed(best.tokens_per_second() / one, 1) << " x)";
+        headline += std::string(&w == &r.widths[0] ? "" : ";") + " dim " +
+                    std::to_string(w.config.dim) + ": " + with_commas(std::llround(one)) +
+                    " -> " + with_commas(std::llround(best.tokens_per_second())) + " at batch " +
+                    std::to_string(best.batch) + " (" +
+                    fixed(best.tokens_per_second() / one, 1) + " x)";
     }
-    std::cout << "\n";
-    return status;
+    emit(out, f.headline(headline));
+    return alone.same_tokens() ? 0 : 1;
 }
 
 }  // namespace kv::ch04
