@@ -10,10 +10,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "../chapters/04_batched_decoding/experiment.h"
+#include "../chapters/04_batched_decoding/report.h"
 #include "../common/fast/machine_probes.h"
 #include "../common/fast/memory_level.h"
 #include "test_files.h"
@@ -278,4 +282,59 @@ TEST_CASE("KV_CACHE_SIZES chooses the sources in order and none hides them all")
     // Unreported sizes make the DRAM probe its largest, 1 GiB.
     CHECK(dram_probe_bytes(CacheSizes{}) == 1024 * MiB);
     CHECK(dram_probe_bytes(zen4()) == 256 * MiB);
+}
+
+// ------------------------------------------ a whole run with sizes hidden
+
+TEST_CASE("chapter 04 run with its cache sizes hidden prints every share at or under 100 percent") {
+    const ScopedEnv hidden("KV_CACHE_SIZES", "none");
+    ch04::Experiment e;
+    e.model.config = Config{.n_layers = 1,
+                            .dim = 16,
+                            .n_heads = 2,
+                            .n_kv_heads = 1,
+                            .ffn_dim = 16,
+                            .vocab_size = 32,
+                            .max_seq = 32};
+    e.max_batch = 4;
+    e.prompt_len = 4;
+    e.repeats = 2;
+    e.wide_dim = 32;
+    e.dram_probe = 8 * MiB;  // the real probes, on a buffer a test can afford
+    const ch04::Results r = e.run();
+    CHECK_FALSE(r.caches.reported());
+    REQUIRE(r.widths.size() == 2);
+    int shares = 0;
+    for (const ch04::WidthResult& w : r.widths) {
+        REQUIRE(w.roofs.size() == w.timings.size());
+        for (const ch04::BatchRoof& roof : w.roofs) {
+            CHECK(roof.level == kMeasuredAtItsSize);
+            CHECK(roof.roof > 0);
+            for (const Share& s : {roof.memory, roof.arithmetic}) {
+                if (s.probe_failed()) continue;  // said as a failure, never as a share
+                CHECK(s.share() <= 1.0);
+                ++shares;
+            }
+        }
+    }
+    CHECK(shares > 0);
+    // What a reader sees: every "% of" cell of the JSON at most 100, and
+    // the text names no level the machine did not report.
+    const test::TempDir dir;
+    OutputOptions out;
+    out.json = true;
+    out.plot_dir = dir.file("plots");
+    std::ostringstream printed;
+    std::streambuf* const was = std::cout.rdbuf(printed.rdbuf());
+    ch04::report(r, out);
+    out.json = false;
+    ch04::report(r, out);
+    std::cout.rdbuf(was);
+    const std::string text = printed.str();
+    for (const std::string key : {"\"% of peak\": ", "\"% of roof\": "})
+        for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1))
+            CHECK(std::strtod(text.c_str() + at + key.size(), nullptr) <= 100.0);
+    CHECK(text.find(" from " + kMeasuredAtItsSize) != std::string::npos);
+    CHECK(text.find("from L3") == std::string::npos);
+    CHECK(text.find("none reported") != std::string::npos);
 }

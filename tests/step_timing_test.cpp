@@ -98,3 +98,46 @@ TEST_CASE("chapter 02 predicts its speed-up from a naive row and the one-row ste
     // A one-row step as cheap as a row of a pass: the ratio of rows, 30 x.
     CHECK(ch02::predicted_cache_speedup(1896, 16, 48, 1.0) == doctest::Approx(1896.0 / 63));
 }
+
+TEST_CASE("timed runs take turns with an untimed measurement after each timed run") {
+    std::vector<std::string> calls;
+    const std::vector<double> times = timed_runs(
+        3, [&](bool timed) { calls.push_back(timed ? "timed" : "warm-up"); },
+        [&] { calls.push_back("after"); });
+    CHECK(times.size() == 3);
+    CHECK(calls == std::vector<std::string>{"warm-up", "timed", "after", "timed", "after", "timed",
+                                            "after"});
+    // Without one, the runs alone.
+    int runs = 0;
+    CHECK(timed_runs(2, [&](bool) { ++runs; }).size() == 2);
+    CHECK(runs == 3);
+}
+
+TEST_CASE("chapter 02's one-row step alone is the answer's last step and its logits") {
+    // A tiny model: the step timed alone decodes the answer's last fed token
+    // at the answer's last context, so its logits are the answer's last step's.
+    ch02::Experiment e;
+    e.model.config = Config{.n_layers = 1,
+                            .dim = 16,
+                            .n_heads = 2,
+                            .n_kv_heads = 1,
+                            .ffn_dim = 16,
+                            .vocab_size = 32,
+                            .max_seq = 32};
+    e.prompt_len = 3;
+    e.answer_len = 4;
+    e.repeats = 2;
+    const ch02::Results r = e.run();
+    CHECK(r.one_row_context == 3 + 4 - 2);
+    CHECK(r.one_row.seconds.size() == 2u * StepSampling{}.repeats);  // a round per timed answer
+    CHECK(r.argmax.seconds.size() == 2u * StepSampling{}.repeats);
+    CHECK(r.naive.fastest_step_seconds.size() == 4);
+    CHECK(r.cached.fastest_step_seconds.size() == 4);
+    for (std::size_t s = 0; s < 4; ++s) {
+        CHECK(r.cached.fastest_step_seconds[s] <= r.cached.step_seconds[s]);
+        CHECK(r.naive.fastest_step_seconds[s] <= r.naive.step_seconds[s]);
+    }
+    CHECK(r.cached_answer_seconds() <= r.cached.answer_seconds);
+    CHECK(r.speedup() == doctest::Approx(r.naive_answer_seconds() / r.cached_answer_seconds()));
+    CHECK(r.naive.tokens == r.cached.tokens);
+}

@@ -64,7 +64,8 @@ struct Experiment {
     ModelChoice model;    // the model's shape and seed; random weights or a checkpoint
     int prompt_len = 16;  // tokens in the fixed prompt
     int answer_len = 48;  // tokens to generate, as in the published figure
-    int repeats = 10;     // timed answers per method after a warm-up (the fastest kept)
+    int repeats = 5;      // timed answers per method after a warm-up (the fastest kept); as
+                          // many rounds of the one-row step, make bench's 5 x 10 samples
 
     void add_flags(Flags& flags) {
         model.add_flags(flags);
@@ -85,9 +86,31 @@ struct Experiment {
         const Generator cached = [&](const StepCallback& on_step) {
             return generate_cached(m, loaded.prompt, answer_len, on_step);
         };
-        // Both methods, timed on the same model in the same run.
+        // The answer's last decode step (the first, if the answer has one
+        // token, there being none), timed alone as make bench times its
+        // steps: the same forward pass on the same cache, again and again,
+        // a round of it after each timed answer with the cache, so that the
+        // two take turns under whatever else the machine runs.
         AnswerTiming naive_timing = time_answer(m, repeats, naive);
-        AnswerTiming cached_timing = time_answer(m, repeats, cached);
+        std::vector<int> sequence = loaded.prompt;
+        sequence.insert(sequence.end(), naive_timing.tokens.begin(), naive_timing.tokens.end());
+        const int context = std::max(0, static_cast<int>(loaded.prompt.size()) + answer_len - 2);
+        KVCache cache(m.config(), context + 1);
+        if (context > 0) prefill(m, std::span(sequence).first(std::size_t(context)), cache);
+        const int token = sequence[std::size_t(context)];
+        std::span<const float> logits = decode_step(m, token, cache);
+        const StepSampling bench;  // make bench's repeats and budget for a round
+        StepSamples one_row, argmax_samples;
+        volatile int chosen = 0;
+        AnswerTiming cached_timing = time_answer(m, repeats, cached, [&] {
+            sample_round(
+                one_row, bench.repeats, bench.round_seconds, [&] { cache.truncate(context); },
+                [&] { logits = decode_step(m, token, cache); });
+            // What the answer does beside the pass at every step: choose the token.
+            sample_round(
+                argmax_samples, bench.repeats, bench.round_seconds, [] {},
+                [&] { chosen = chosen + argmax(logits); });
+        });
         // One more run of each, keeping every step's logits to compare them
         // (a long prompt's passes show on a terminal).
         std::vector<int> tokens;
@@ -103,23 +126,6 @@ struct Experiment {
         for (const std::vector<float>& step : cached_logits) digest.add_floats(step);
         const double max_diff = max_abs_difference(naive_logits, cached_logits);
         const bool from_checkpoint = !model.source.checkpoint.empty();
-        // The answer's last decode step (the first, if the answer has one
-        // token, there being none), timed alone as make bench times its
-        // steps: the same forward pass on the same cache, again and again.
-        std::vector<int> sequence = loaded.prompt;
-        sequence.insert(sequence.end(), cached_timing.tokens.begin(), cached_timing.tokens.end());
-        const int context = std::max(0, static_cast<int>(loaded.prompt.size()) + answer_len - 2);
-        KVCache cache(m.config(), context + 1);
-        if (context > 0) prefill(m, std::span(sequence).first(std::size_t(context)), cache);
-        const int token = sequence[std::size_t(context)];
-        std::span<const float> logits;
-        StepSamples one_row = sample_step(
-            StepSampling{}, [&] { cache.truncate(context); },
-            [&] { logits = decode_step(m, token, cache); });
-        // What the answer does beside the pass at every step: choose the token.
-        volatile int chosen = 0;
-        StepSamples argmax_samples = sample_step(
-            StepSampling{}, [] {}, [&] { chosen = chosen + argmax(logits); });
         return {std::move(loaded),
                 from_checkpoint,
                 std::move(saved),

@@ -66,10 +66,12 @@ inline constexpr int kDecodeSteps = kCheckedSteps + 1;
 // How the batches are timed: as make bench times its steps (common/core/
 // timing.h), the batch sizes taking turns in the rounds, so that a burst of
 // other work slows a few steps of several sizes, not every step of one. A
-// round of a batch stops short once its steps took a quarter of a second
-// (the wide model's batch 64 takes about a tenth a step).
+// round of a batch stops short once its steps took a tenth of a second, so
+// that the wide model's large batches (a sixth of a second a step at batch
+// 64) take two steps a round, not ten; a batch-1 step of the demo width
+// (under a millisecond) still gets all of its repeats, as in make bench.
 inline StepSampling batch_sampling(int repeats) {
-    return {.rounds = 5, .repeats = repeats, .round_seconds = 0.25};
+    return {.rounds = 5, .repeats = repeats, .round_seconds = 0.1};
 }
 
 // Bytes the bench holds besides the weights, checked before allocating:

@@ -86,6 +86,8 @@ struct Experiment {
     int prompt_len = 32;  // longest prompt; each sequence's length is drawn from 1..this
     int repeats = 10;     // timed decode steps per batch size in each of 5 rounds (fastest kept)
     int wide_dim = 1024;  // width of the second model, whose weights miss the cache (0: none)
+    std::uint64_t dram_probe = 0;  // bytes the DRAM probe reads (0: dram_probe_bytes; a test's
+                                   // smaller buffer, no flag)
 
     void add_flags(Flags& flags) {
         model.add_flags(flags);
@@ -121,7 +123,7 @@ struct Experiment {
                                   " with --prompt-len " + std::to_string(longest);
         check_fits(config, bench_bytes(config, max_batch, longest, steps), "", bench);
         const CacheSizes caches = cache_sizes();
-        const std::uint64_t dram_bytes = dram_probe_bytes(caches);
+        const std::uint64_t dram_bytes = dram_probe > 0 ? dram_probe : dram_probe_bytes(caches);
         // One buffer for every read: DRAM's, and each batch's working set
         // (the weights, and at most every sequence's keys and values).
         std::uint64_t probe_bytes = dram_bytes;

@@ -80,14 +80,18 @@ class KeptOnThisCore {
 // Runs fn(false) once to warm caches and allocations, then fn(true)
 // `repeats` times, and returns the thread CPU seconds of each of those,
 // the thread kept on its core for each.
-template <class F>
-std::vector<double> timed_runs(int repeats, F&& fn) {
+// after() (if given) runs untimed after each timed run.
+template <class F, class After = void (*)()>
+std::vector<double> timed_runs(int repeats, F&& fn, After&& after = [] {}) {
     std::vector<double> times;
     for (int run = 0; run <= repeats; ++run) {  // run 0 is the warm-up
-        const KeptOnThisCore kept;
-        const double start = thread_cpu_seconds();
-        fn(run > 0);
-        if (run > 0) times.push_back(thread_cpu_seconds() - start);
+        {
+            const KeptOnThisCore kept;
+            const double start = thread_cpu_seconds();
+            fn(run > 0);
+            if (run > 0) times.push_back(thread_cpu_seconds() - start);
+        }
+        if (run > 0) after();
     }
     return times;
 }

@@ -62,9 +62,13 @@ class PassesShown {
     bool watching_;
 };
 
-// Warms up with one answer, then times `repeats` more and takes medians;
+// Warms up with one answer, then times `repeats` more and keeps medians and
+// the fastest;
 // on a terminal, stderr shows the run, the tokens so far and long passes.
-inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator& generate) {
+// `after_timed` (if given) runs after each timed answer, untimed: another
+// measurement taking turns with the answers, so that both see the same load.
+inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator& generate,
+                                const std::function<void()>& after_timed = {}) {
     AnswerTiming result;
     std::vector<std::vector<double>> per_step;  // (step, repeat)
     // A long prompt, or a long answer without the cache, takes minutes.
@@ -89,6 +93,8 @@ inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator
         if (!timed) return;
         per_step.resize(steps.size());
         for (std::size_t i = 0; i < steps.size(); ++i) per_step[i].push_back(steps[i]);
+    }, [&] {
+        if (after_timed) after_timed();
     });
     result.answer_seconds = median(totals);
     result.fastest_answer_seconds = *std::min_element(totals.begin(), totals.end());
