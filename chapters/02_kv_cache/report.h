@@ -62,6 +62,7 @@ inline int report(const Results& r, const OutputOptions& out) {
         .line("one_row_step_context", "  at cached positions", r.one_row_context)
         .line("one_row_step_samples", "  the fastest of timed runs",
               int(r.one_row.seconds.size()))
+        .line("one_row_step_median_ms", "  their median", milliseconds(r.one_row.median()))
         .line("argmax_ms",
               "beside each step the answer chooses its token: argmax over " +
                   with_commas(std::uint64_t(r.loaded.model.config().vocab_size)) + " logits",
