@@ -52,7 +52,9 @@ struct Results {
         return median({cached.fastest_step_seconds.begin() + 1, cached.fastest_step_seconds.end()});
     }
     // What a row of a naive pass costs: the naive answer over its rows.
-    double naive_seconds_per_row() const { return naive_answer_seconds() / double(naive.positions); }
+    double naive_seconds_per_row() const {
+        return naive_answer_seconds() / double(naive.positions);
+    }
     double one_row_step_in_rows() const { return one_row.fastest() / naive_seconds_per_row(); }
     double predicted_speedup() const {
         return predicted_cache_speedup(naive.positions, int(loaded.prompt.size()), answer_len,

@@ -16,7 +16,9 @@
 namespace kv::ch02 {
 
 // A duration as a person reads it, in ms in JSON.
-inline Cell milliseconds(double seconds) { return Cell(format_duration(seconds), seconds * 1e3); }
+inline Cell milliseconds(double seconds) {
+    return Cell(format_duration(seconds), seconds * 1e3);
+}
 
 // "yes" or "NO", true or false in JSON.
 inline Cell yes_no(bool yes) {
@@ -60,8 +62,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               "the answer's last decode step alone, as make bench times its 'decode, batch 1'",
               milliseconds(r.one_row.fastest()))
         .line("one_row_step_context", "  at cached positions", r.one_row_context)
-        .line("one_row_step_samples", "  the fastest of timed runs",
-              int(r.one_row.seconds.size()))
+        .line("one_row_step_samples", "  the fastest of timed runs", int(r.one_row.seconds.size()))
         .line("one_row_step_median_ms", "  their median", milliseconds(r.one_row.median()))
         .line("argmax_ms",
               "beside each step the answer chooses its token: argmax over " +
@@ -70,7 +71,7 @@ inline int report(const Results& r, const OutputOptions& out) {
         .line("naive_ms_per_row", "a row of a naive pass (the naive answer over its rows)",
               milliseconds(r.naive_seconds_per_row()))
         .line("one_row_step_in_rows", "the one-row step, in rows of a naive pass",
-              Cell(r.one_row_step_in_rows(), 2))
+              Cell(rows + " x", r.one_row_step_in_rows()))
         .line("predicted_speedup",
               "predicted speed-up: " + with_commas(r.naive.positions) + " rows / (" +
                   std::to_string(p) + " + " + std::to_string(n - 1) + " x " + rows + ")",
@@ -81,10 +82,10 @@ inline int report(const Results& r, const OutputOptions& out) {
         .line("cached_positions", "token-positions processed, cached", r.cached.positions)
         .line("cached_positions_predicted", "  p + n - 1", cached_positions(p, n))
         .line("same_tokens", "same tokens", yes_no(same_tokens))
-        .line("max_logit_difference",
-              "largest logit difference over all " + std::to_string(n) + " steps",
-              Cell(fixed(max_diff, 9) + (max_diff == 0 ? " (identical to the last bit)" : ""),
-                   max_diff))
+        .line(
+            "max_logit_difference",
+            "largest logit difference over all " + std::to_string(n) + " steps",
+            Cell(max_diff == 0 ? "0 (identical to the last bit)" : json_number(max_diff), max_diff))
         .data("logits_fnv1a64", Cell(r.logits_digest))
         .data("tokens", r.cached.tokens)
         .line("plot", "plot", outside_text(plot_path));
@@ -94,17 +95,16 @@ inline int report(const Results& r, const OutputOptions& out) {
         f.line("prompt_text", "prompt text", r.loaded.prompt_text())
             .line("naive_text", "answer without the cache", naive_text)
             .line("cached_text", "answer with the cache   ", cached_text)
-            .line("same_text", "same text",
-                  yes_no(naive_text == cached_text));
+            .line("same_text", "same text", yes_no(naive_text == cached_text));
     }
     f.data("naive_answer_ms", Cell(r.naive_answer_seconds() * 1e3, 3))
         .data("cached_answer_ms", Cell(r.cached_answer_seconds() * 1e3, 3))
         .data("speedup", Cell(r.speedup(), 2))
-        .headline(std::to_string(n) + "-token answer: " +
-                  format_duration(r.naive_answer_seconds()) + " without the cache -> " +
-                  format_duration(r.cached_answer_seconds()) + " with it (" +
-                  fixed(r.speedup(), 1) + " x faster; " + fixed(r.predicted_speedup(), 1) +
-                  " x predicted)");
+        .headline(std::to_string(n) +
+                  "-token answer: " + format_duration(r.naive_answer_seconds()) +
+                  " without the cache -> " + format_duration(r.cached_answer_seconds()) +
+                  " with it (" + fixed(r.speedup(), 1) + " x faster; " +
+                  fixed(r.predicted_speedup(), 1) + " x predicted)");
     emit(out, f);
     return same_tokens ? 0 : 1;
 }

@@ -32,22 +32,21 @@ inline Cell share_cell(const Share& s) {
 // One row per batch size; "roof GFLOP/s" is what the roofline allows at the
 // row's intensity with the batch's own memory roof.
 inline Table batch_table(const WidthResult& w, const Roofline& roofs) {
-    Table table({"batch", "step (ms)", "per token (ms)", "tokens/s", "speed-up per token",
-                 "GFLOP per step", "FLOPs/byte", "GFLOP/s", "% of peak", "roof GFLOP/s", "MiB read",
-                 "GB/s read", "roof GB/s", "% of roof"});
+    Table table({"batch", "step (ms)", "tokens/s", "speed-up per token", "GFLOP per step",
+                 "FLOPs/byte", "GFLOP/s", "% of peak", "roof GFLOP/s", "MiB read", "GB/s read",
+                 "roof GB/s", "% of roof"});
     const double base = w.timings.front().seconds_per_token();
     for (std::size_t k = 0; k < w.timings.size(); ++k) {
         const BatchTiming& t = w.timings[k];
         const StepArithmetic& a = t.arithmetic;
         const BatchRoof& r = w.roofs.at(k);
-        table.add_row({t.batch, Cell(t.step_seconds * 1e3, 3), Cell(t.seconds_per_token() * 1e3, 3),
-                       Cell(t.tokens_per_second(), 0), Cell(base / t.seconds_per_token(), 2),
-                       Cell(a.flops() / 1e9, 3), Cell(a.flops_per_byte(), 1),
-                       Cell(a.flops() / t.step_seconds / 1e9, 1), share_cell(r.arithmetic),
-                       Cell(roofs.attainable(a.flops_per_byte(), r.roof) / 1e9, 1),
-                       Cell(a.bytes() / double(1 << 20), 1),
-                       Cell(a.bytes() / t.step_seconds / 1e9, 1), Cell(r.roof / 1e9, 1),
-                       share_cell(r.memory)});
+        table.add_row(
+            {t.batch, Cell(t.step_seconds * 1e3, 3), Cell(t.tokens_per_second(), 0),
+             Cell(base / t.seconds_per_token(), 2), Cell(a.flops() / 1e9, 3),
+             Cell(a.flops_per_byte(), 1), Cell(a.flops() / t.step_seconds / 1e9, 1),
+             share_cell(r.arithmetic), Cell(roofs.attainable(a.flops_per_byte(), r.roof) / 1e9, 1),
+             Cell(a.bytes() / double(1 << 20), 1), Cell(a.bytes() / t.step_seconds / 1e9, 1),
+             Cell(r.roof / 1e9, 1), share_cell(r.memory)});
     }
     return table;
 }
@@ -172,11 +171,11 @@ inline void add_width(Findings& f, const std::string& prefix, const WidthResult&
         .data(prefix + "weight_bytes_per_step", Cell(weight_bytes_per_step(c)))
         .table(prefix + "batches", "", batch_table(w, roofs))
         .line(prefix + "step_seconds_batch1",
-              "  batch 1's step, timed as make bench times its 'decode, batch 1'",
+              "  batch 1's step (as make bench's 'decode, batch 1')",
               Cell(format_duration(first.step_seconds), first.step_seconds))
         .line(prefix + "memory_roof_bytes_per_second",
-              "  memory roof: the fastest read of batch 1's " + format_bytes(one.bytes) +
-                  " or more, from " + one.level,
+              "  memory roof (the fastest read of " + format_bytes(one.bytes) + " or more, " +
+                  one.level + ")",
               gigabytes_per_second(w.memory_roof()))
         .data(prefix + "working_set_bytes_batch1", Cell(one.bytes))
         .data(prefix + "read_bytes_per_second_at_working_set", Cell(one.read_at_size, 0))
@@ -188,8 +187,7 @@ inline void add_width(Findings& f, const std::string& prefix, const WidthResult&
                              " more times: the probe failed, no share is shown",
                          0.0)
                   : Cell(fixed(100 * one.memory.share(), 0) + "%", one.memory.share()))
-        .data(prefix + "memory_roof_probe_failed_batch1",
-              yes_no(one.memory.probe_failed()))
+        .data(prefix + "memory_roof_probe_failed_batch1", yes_no(one.memory.probe_failed()))
         .line(prefix + "machine_ridge_flops_per_byte",
               "  the machine's ridge: " + fixed(roofs.peak_flops / 1e9, 1) + " GFLOP/s / " +
                   fixed(w.memory_roof() / 1e9, 1) + " GB/s",
@@ -231,27 +229,22 @@ inline int report(const Results& r, const OutputOptions& out) {
     Findings f("Chapter 04: batched decoding");
     f.line("model", "model", loaded.model.config().describe())
         .line("weights", "weights", outside_text(loaded.weights))
-        .line("max_batch", "batches of 1, 2, 4, ... sequences, up to", r.max_batch)
-        .line("longest_prompt", "prompts of 1.. tokens (each sequence's drawn), up to",
-              r.prompt_len)
+        .line("max_batch", "batches of 1, 2, 4, ... up to", r.max_batch)
+        .line("longest_prompt", "longest prompt (each drawn from 1..it)", r.prompt_len)
         .line("mean_prompt", "  mean prompt over all " + std::to_string(r.max_batch),
               Cell(r.mean_prompt, 1))
         .line("repeats",
               "timed steps per batch in each of " +
                   std::to_string(batch_sampling(r.repeats).rounds) +
-                  " rounds, the batch sizes taking turns (the fastest kept; thread CPU time, the "
-                  "thread kept on its core, as make bench)",
+                  " rounds (the fastest kept, as make bench)",
               r.repeats)
-        .line("peak_flops", "peak, multiply then add (this thread, sampled beside the batches)",
+        .line("peak_flops", "peak, multiply then add",
               Cell(fixed(r.roofs.peak_flops / 1e9, 1) + " GFLOP/s", r.roofs.peak_flops))
         .line("dram_bytes_per_second",
               "read from DRAM (over " + format_bytes(r.dram_probe_bytes) + ")",
               gigabytes_per_second(r.roofs.dram_bytes_per_second))
         .data("dram_probe_bytes", Cell(r.dram_probe_bytes))
-        .line("cache_sizes",
-              "caches (cpu0; they only name levels, every roof is a read of a batch's own "
-              "working set measured here)",
-              describe(r.caches))
+        .line("cache_sizes", "caches (cpu0; they only name levels)", describe(r.caches))
         .data("last_level_cache_bytes", Cell(r.caches.last_level))
         .data("cache_sizes_from", Cell(r.caches.source));
     add_width(f, "", r.widths[0], r.roofs);  // the demo model
@@ -262,7 +255,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               Cell(std::uint64_t(alone.rows_compared())))
         .line("same_tokens", "same tokens", yes_no(alone.same_tokens()))
         .line("max_logit_difference", "largest logit difference",
-              Cell(fixed(difference, 9) + (difference == 0 ? " (identical to the last bit)" : ""),
+              Cell(difference == 0 ? "0 (identical to the last bit)" : json_number(difference),
                    difference))
         .line("plot", "plot", outside_text(plot_path))
         .line("roofline_plot", "roofline plot", outside_text(roofline_path));
@@ -275,10 +268,10 @@ inline int report(const Results& r, const OutputOptions& out) {
         const BatchTiming& best = best_throughput(w.timings);
         const double one = w.timings.front().tokens_per_second();
         headline += std::string(&w == &r.widths[0] ? "" : ";") + " dim " +
-                    std::to_string(w.config.dim) + ": " + with_commas(std::llround(one)) +
-                    " -> " + with_commas(std::llround(best.tokens_per_second())) + " at batch " +
-                    std::to_string(best.batch) + " (" +
-                    fixed(best.tokens_per_second() / one, 1) + " x)";
+                    std::to_string(w.config.dim) + ": " + with_commas(std::llround(one)) + " -> " +
+                    with_commas(std::llround(best.tokens_per_second())) + " at batch " +
+                    std::to_string(best.batch) + " (" + fixed(best.tokens_per_second() / one, 1) +
+                    " x)";
     }
     emit(out, f.headline(headline));
     return alone.same_tokens() ? 0 : 1;

@@ -82,7 +82,8 @@ class KeptOnThisCore {
 // the thread kept on its core for each.
 // after() (if given) runs untimed after each timed run.
 template <class F, class After = void (*)()>
-std::vector<double> timed_runs(int repeats, F&& fn, After&& after = [] {}) {
+std::vector<double> timed_runs(
+    int repeats, F&& fn, After&& after = [] {}) {
     std::vector<double> times;
     for (int run = 0; run <= repeats; ++run) {  // run 0 is the warm-up
         {

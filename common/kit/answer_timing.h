@@ -21,14 +21,14 @@
 namespace kv {
 
 struct AnswerTiming {
-    std::vector<int> tokens;           // the answer of the last run (every run gives the same)
-    double answer_seconds = 0;         // median thread CPU time for the whole answer
-    std::vector<double> step_seconds;  // (answer_len) median time of each step, from the end of
-                                       // the step before (its token chosen) to its logits
-    double fastest_answer_seconds = 0;         // the fastest of the timed answers
+    std::vector<int> tokens;            // the answer of the last run (every run gives the same)
+    double answer_seconds = 0;          // median thread CPU time for the whole answer
+    std::vector<double> step_seconds;   // (answer_len) median time of each step, from the end of
+                                        // the step before (its token chosen) to its logits
+    double fastest_answer_seconds = 0;  // the fastest of the timed answers
     std::vector<double> fastest_step_seconds;  // (answer_len) each step's fastest, as make bench
                                                // keeps a step's fastest (common/core/timing.h)
-    std::uint64_t positions = 0;       // token-positions the model processed for one answer
+    std::uint64_t positions = 0;               // token-positions the model processed for one answer
 };
 
 // While it lives, each forward pass of `model` over many tokens shows on a
@@ -75,27 +75,30 @@ inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator
     Progress progress("timing the answer: run");
     const PassesShown passes(model, progress);
     long run = 0;
-    const std::vector<double> totals = timed_runs(repeats, [&](bool timed) {
-        double last = thread_cpu_seconds();
-        std::vector<double> steps;
-        const std::uint64_t before = model.positions_processed();
-        const std::string warm_up = timed ? "" : "(a warm-up) ";
-        progress.update(run + 1, repeats + 1, warm_up + "0 tokens");
-        result.tokens = generate([&](int, std::span<const float>) {
-            steps.push_back(thread_cpu_seconds() - last);
-            last = thread_cpu_seconds();
-            if (progress.on_terminal())  // kept, and shown when due
-                progress.update(run + 1, repeats + 1,
-                                warm_up + std::to_string(steps.size()) + " tokens");
+    const std::vector<double> totals = timed_runs(
+        repeats,
+        [&](bool timed) {
+            double last = thread_cpu_seconds();
+            std::vector<double> steps;
+            const std::uint64_t before = model.positions_processed();
+            const std::string warm_up = timed ? "" : "(a warm-up) ";
+            progress.update(run + 1, repeats + 1, warm_up + "0 tokens");
+            result.tokens = generate([&](int, std::span<const float>) {
+                steps.push_back(thread_cpu_seconds() - last);
+                last = thread_cpu_seconds();
+                if (progress.on_terminal())  // kept, and shown when due
+                    progress.update(run + 1, repeats + 1,
+                                    warm_up + std::to_string(steps.size()) + " tokens");
+            });
+            ++run;
+            result.positions = model.positions_processed() - before;
+            if (!timed) return;
+            per_step.resize(steps.size());
+            for (std::size_t i = 0; i < steps.size(); ++i) per_step[i].push_back(steps[i]);
+        },
+        [&] {
+            if (after_timed) after_timed();
         });
-        ++run;
-        result.positions = model.positions_processed() - before;
-        if (!timed) return;
-        per_step.resize(steps.size());
-        for (std::size_t i = 0; i < steps.size(); ++i) per_step[i].push_back(steps[i]);
-    }, [&] {
-        if (after_timed) after_timed();
-    });
     result.answer_seconds = median(totals);
     result.fastest_answer_seconds = *std::min_element(totals.begin(), totals.end());
     for (const auto& samples : per_step) {
