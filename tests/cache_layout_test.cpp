@@ -58,11 +58,10 @@ TEST_CASE("the layout's offsets are the addresses KVCache uses") {
 
 TEST_CASE("chapter 03 prints where one token's bytes sit in the demo cache") {
     const Config demo;  // the chapter's demo model and its 64-position cache
-    std::ostringstream out;
-    ch03::print_layout(out, cache_layout(demo, 64), 2);
+    const std::string out = ch03::layout_words(cache_layout(demo, 64), 2);
     // Position 2 of each layer: 2 x 256 bytes in, then 16,384 bytes a layer.
     for (const char* figure :
          {"64 positions x 256 bytes = 16,384 bytes", "12 pieces of 256 bytes = 3,072 bytes",
           "keys_ + 512, 16,896, 33,280, 49,664, 66,048, 82,432 and values_ + the same"})
-        CHECK(out.str().find(figure) != std::string::npos);
+        CHECK(out.find(figure) != std::string::npos);
 }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../chapters/08_prefix_caching/exercises.h"
-#include "../chapters/08_prefix_caching/prefix_sharing_memory.h"
+#include "../common/serving/prefix_sharing_memory.h"
 #include "../chapters/08_prefix_caching/shared_workload.h"
 #include "../common/core/block_pool.h"
 #include "../common/serving/scheduler.h"

@@ -247,17 +247,23 @@ TEST_CASE("resident memory is read in whole pages and a filled cache is priced")
 TEST_CASE("the resident-memory report counts the difference in pages") {
     // The README's line: 48 MiB allocated, resident memory grew 2 pages more.
     ResidentGrowth g{16384, 50331648, 50331648, 50339840, 4096};
-    std::ostringstream out;
-    print_resident_growth(out, g);
-    CHECK(out.str().find("difference:                  +8,192 bytes = 2 pages of 4,096 bytes "
-                         "(0.016% of the cache)") != std::string::npos);
+    auto shown = [&] {
+        std::ostringstream out;
+        ch03::resident_findings(g).print(out);
+        return out.str();
+    };
+    CHECK(shown().find("\ndifference: ") != std::string::npos);
+    CHECK(shown().find(" +8,192 bytes = 2 pages of 4,096 bytes (0.016% of the cache)\n") !=
+          std::string::npos);
+    // The JSON carries the counts as numbers, from the same list.
+    CHECK(ch03::resident_findings(g).json().str().find("\"difference\": 8192") !=
+          std::string::npos);
     // Less than allocated (pages the allocator already held), and part of a page.
     g.growth = 50331648 - 2048;
-    out.str("");
-    print_resident_growth(out, g);
-    CHECK(out.str().find("-2,048 bytes = 0.5 pages") != std::string::npos);
+    CHECK(shown().find("-2,048 bytes = 0.5 pages") != std::string::npos);
+    CHECK(ch03::resident_findings(g).json().str().find("\"difference\": -2048") !=
+          std::string::npos);
     g.growth.reset();
-    out.str("");
-    print_resident_growth(out, g);
-    CHECK(out.str().find("not readable here") != std::string::npos);
+    CHECK(shown().find("not readable here") != std::string::npos);
+    CHECK(ch03::resident_findings(g).json().str().find("\"growth\": null") != std::string::npos);
 }

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../chapters/08_prefix_caching/prefix_cache.h"
+#include "../common/serving/prefix_cache.h"
 #include "../common/core/block_pool.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/paged_kv_cache.h"

@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../chapters/08_prefix_caching/prefix_sharing_memory.h"
-#include "../chapters/08_prefix_caching/shared_blocks_executor.h"
+#include "../common/serving/prefix_sharing_memory.h"
+#include "../common/serving/shared_blocks_executor.h"
 #include "../chapters/08_prefix_caching/shared_workload.h"
 #include "../common/core/block_pool.h"
 #include "../common/core/transformer.h"

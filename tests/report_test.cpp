@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -176,4 +178,60 @@ TEST_CASE("paths in the text report and in the JSON show what a terminal and a p
                                "/03_cache_bytes.svg") != std::string::npos);
         }
     }
+}
+
+// ---------------------------------------------------------------- findings
+
+TEST_CASE("findings print text and JSON from one list") {
+    Table table({"name", "count"});
+    table.add_row({"a \"quoted\" name", 3});
+    Findings f("Title");
+    f.line("size", "size", bytes_cell(3 << 20))
+        .line("share", "share", Cell("12.5%", 0.125))
+        .text("")
+        .table("rows", "The rows:", table)
+        .text("words that teach")
+        .data("tokens", std::vector<int>{1, 2})
+        .headline("the one line");
+    std::ostringstream text;
+    f.print(text);
+    CHECK(text.str() ==
+          "Title\n\nsize: 3 MiB\nshare: 12.5%\n\nThe rows:\n"
+          "  name             count\n  ---------------  -----\n  a \"quoted\" name      3\n"
+          "words that teach\n\nthe one line\n");
+    // The same values, each under its key; text alone is not in the JSON.
+    CHECK(f.json().str() ==
+          "{\"size\": 3145728, \"share\": 0.125, \"rows\": [{\"name\": \"a \\\"quoted\\\" name\", "
+          "\"count\": 3}], \"tokens\": [1, 2], \"headline\": \"the one line\"}");
+}
+
+TEST_CASE("findings escape what they carry and refuse a key written twice") {
+    Findings f("T");
+    f.line("path", "path", outside_text("a\x1b[31m\xff"));
+    std::ostringstream text;
+    f.print(text);
+    CHECK(text.str().find("path: a\\x1b[31m\\xff") != std::string::npos);
+    CHECK(f.json().str() == "{\"path\": \"a\\u001b[31m\\ufffd\"}");
+    CHECK_THROWS_AS(f.line("path", "again", 1), std::logic_error);
+    CHECK_THROWS_AS(f.data("path", Cell(2.0, 1)), std::logic_error);
+}
+
+TEST_CASE("a group of findings prints indented and aligned and nests in the JSON") {
+    Findings inner("Memory:");
+    inner.line("a", "short", 1).line("bb", "a longer label", Cell(2.5, 1));
+    Findings f("T");
+    f.group("memory", inner).line("after", "after", "x");
+    std::ostringstream text;
+    f.print(text);
+    CHECK(text.str() == "T\n\nMemory:\n  short:          1\n  a longer label: 2.5\nafter: x\n");
+    CHECK(f.json().str() == "{\"memory\": {\"a\": 1, \"bb\": 2.5}, \"after\": \"x\"}");
+}
+
+TEST_CASE("a finding's numbers keep full precision in the JSON and print as rounded") {
+    Findings f("T");
+    f.line("ms", "time", Cell(1.0 / 3.0, 2)).line("n", "count", std::uint64_t(1234567));
+    std::ostringstream text;
+    f.print(text);
+    CHECK(text.str() == "T\n\ntime: 0.33\ncount: 1,234,567\n");
+    CHECK(f.json().str() == "{\"ms\": 0.3333333333333333, \"n\": 1234567}");
 }

@@ -1,12 +1,10 @@
 // What chapter 03 prints: the price factor by factor, every layout and
 // width against the budget, the demo cache against the formula, where it
-// keeps its bytes and the resident memory; or all of it as one JSON object.
+// keeps its bytes and the resident memory, as one list of findings.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <iostream>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,25 +17,16 @@
 
 namespace kv::ch03 {
 
-// A size as a person reads it with the exact count beside it:
-// "512 MiB (536,870,912)". JSON carries the byte count.
-inline Cell size_cell(std::uint64_t bytes) {
-    Cell cell(bytes);
-    cell.text = format_bytes(bytes) + " (" + with_commas(bytes) + ")";
-    return cell;
-}
-
-// The same in a sentence: "512 MiB (536,870,912 bytes)".
-inline std::string size_words(std::uint64_t bytes) {
-    return format_bytes(bytes) + " (" + with_commas(bytes) + " bytes)";
+// "512 MiB (536,870,912)", or with `unit` "512 MiB (536,870,912 bytes)"; JSON the count.
+inline Cell size_cell(std::uint64_t bytes, const char* unit = "") {
+    return Cell(format_bytes(bytes) + " (" + with_commas(bytes) + unit + ")", double(bytes));
 }
 
 inline std::string bits_name(std::uint64_t bytes_per_number) {
     return std::to_string(8 * bytes_per_number) + "-bit";
 }
 
-// The price factor by factor (price_factors), then times the context: the
-// last two products are bytes per token and bytes per conversation.
+// The price factor by factor (price_factors), then times the context.
 inline Table derivation_table(const CacheShape& s, std::uint64_t context) {
     Table table({"meaning", "factor", "product", "unit"});
     for (const PriceFactor& f : price_factors(s))
@@ -75,51 +64,46 @@ inline Table reading_table(const std::vector<CacheReading>& readings) {
 
 // Where KVCache keeps one token's bytes (cache_layout.h): a piece in each
 // layer's block of keys_, and the same in values_.
-inline void print_layout(std::ostream& out, const CacheLayout& layout, std::uint64_t token) {
-    const CacheShape& s = layout.shape;
+inline std::string layout_words(const CacheLayout& layout, std::uint64_t token) {
     std::string starts;
-    for (std::uint64_t l = 0; l < s.layers; ++l)
+    for (std::uint64_t l = 0; l < layout.shape.layers; ++l)
         starts += (l ? ", " : "") + with_commas(layout.offset(l, token));
-    out << "Where KVCache keeps them (cache_layout.h): keys_ and values_, each "
-           "(layer, position, KV head, number)\n"
-        << "  a layer's block: " << layout.capacity << " positions x "
-        << with_commas(layout.position_bytes()) << " bytes = " << with_commas(layout.layer_bytes())
-        << " bytes; a position: " << s.kv_heads << " KV heads x " << layout.head_bytes()
-        << " bytes\n  position " << token << ": " << 2 * s.layers << " pieces of "
-        << with_commas(layout.position_bytes()) << " bytes = " << with_commas(layout.token_bytes())
-        << " bytes, at keys_ + " << starts << " and values_ + the same\n";
+    return "keys_ and values_, each (layer, position, KV head, number)\n  a layer's block: " +
+           std::to_string(layout.capacity) + " positions x " +
+           with_commas(layout.position_bytes()) + " bytes = " + with_commas(layout.layer_bytes()) +
+           " bytes; a position: " + std::to_string(layout.shape.kv_heads) + " KV heads x " +
+           std::to_string(layout.head_bytes()) + " bytes\n  position " + std::to_string(token) +
+           ": " + std::to_string(2 * layout.shape.layers) + " pieces of " +
+           with_commas(layout.position_bytes()) + " bytes = " + with_commas(layout.token_bytes()) +
+           " bytes, at keys_ + " + starts + " and values_ + the same";
 }
 
-// The resident-memory measurement, in words: what grew, and by how much
-// more (or less) than the allocation.
-inline void print_resident_growth(std::ostream& out, const ResidentGrowth& g) {
-    out << "  formula (cache_bytes):       " << size_words(g.formula) << "\n"
-        << "  KVCache::bytes_allocated():  " << size_words(g.allocated) << "\n";
-    if (!g.growth) {
-        out << "  resident memory: not readable here (no /proc/self/statm)\n";
-        return;
-    }
-    auto magnitude = [](std::int64_t v) { return std::uint64_t(v < 0 ? -v : v); };
+// The resident-memory measurement: what grew, and by how much more (or
+// less) than the allocation, in pages.
+inline Findings resident_findings(const ResidentGrowth& g) {
+    Findings f("Resident memory when a " + with_commas(g.tokens) +
+               "-token cache is allocated and filled:");
+    f.line("formula", "formula (cache_bytes)", size_cell(g.formula, " bytes"))
+        .line("allocated", "KVCache::bytes_allocated()", size_cell(g.allocated, " bytes"));
+    if (!g.growth)
+        return f.line("growth", "resident memory",
+                      Cell::with_json("not readable here (no /proc/self/statm)", "null"));
     const std::int64_t extra = *g.growth - std::int64_t(g.allocated);
-    const std::uint64_t bytes = magnitude(extra), page = g.page_size;
-    const std::string pages =
-        bytes % page == 0 ? std::to_string(bytes / page) : fixed(double(bytes) / double(page), 1);
-    out << "  resident memory grew by:     " << (*g.growth < 0 ? "minus " : "")
-        << size_words(magnitude(*g.growth)) << "\n"
-        << "  difference:                  " << (extra < 0 ? "-" : "+") << with_commas(bytes)
-        << " bytes = " << pages << (pages == "1" ? " page of " : " pages of ") << with_commas(page)
-        << " bytes (" << fixed(100.0 * double(bytes) / double(g.allocated), 3)
-        << "% of the cache)\n";
-}
-
-inline Json resident_json(const ResidentGrowth& g) {
-    Json json;
-    json.add("tokens", g.tokens).add("formula", g.formula).add("allocated", g.allocated);
-    if (g.growth)
-        json.add("resident_growth", *g.growth);
-    else
-        json.add_raw("resident_growth", "null");
-    return json.add("page_size", g.page_size);
+    const std::uint64_t grew = std::uint64_t(std::abs(*g.growth)),
+                        bytes = std::uint64_t(std::abs(extra));
+    const std::string pages = bytes % g.page_size == 0
+                                  ? std::to_string(bytes / g.page_size)
+                                  : fixed(double(bytes) / double(g.page_size), 1);
+    return f
+        .line("growth", "resident memory grew by",
+              Cell((*g.growth < 0 ? "minus " : "") + size_cell(grew, " bytes").text,
+                   double(*g.growth)))
+        .line("difference", "difference",
+              Cell((extra < 0 ? "-" : "+") + with_commas(bytes) + " bytes = " + pages +
+                       (pages == "1" ? " page of " : " pages of ") + with_commas(g.page_size) +
+                       " bytes (" + fixed(100.0 * double(bytes) / double(g.allocated), 3) +
+                       "% of the cache)",
+                   double(extra)));
 }
 
 // Cache bytes against context length, one line per layout at the chosen
@@ -144,74 +128,59 @@ inline std::string write_price_plot(const PriceOptions& o, std::uint64_t budget_
     return plot.write(path);
 }
 
-// Writes the plot, then the JSON or the text. Returns 1 if the demo cache
+// Writes the plot, then the findings. Returns 1 if the demo cache
 // disagrees with the formula.
 inline int report(const Results& r, const OutputOptions& out) {
-    const PriceOptions& price = r.price;
+    const PriceOptions& o = r.price;
+    const CacheShape& s = o.shape;
     const Config& demo = r.demo;
-    const int status = r.all_agree() ? 0 : 1;
-    const std::uint64_t budget = gib_to_bytes(price.budget_gib);
-    const Table derivation = derivation_table(price.shape, price.context);
-    const BudgetFit fit = fit_budget(price.shape, budget, price.context, price.mean_tokens);
-    const Table layouts = layout_table(price, budget);
-    const Table demo_readings = reading_table(r.readings);
-    const std::string plot_path =
-        write_price_plot(price, budget, out.plot_dir + "/03_cache_bytes.svg");
-    const std::uint64_t per_token = bytes_per_token(price.shape);
-    const std::uint64_t per_conversation = cache_bytes(price.shape, price.context);
+    const std::uint64_t budget = gib_to_bytes(o.budget_gib);
+    const BudgetFit fit = fit_budget(s, budget, o.context, o.mean_tokens);
+    const std::uint64_t per_token = bytes_per_token(s),
+                        per_conversation = cache_bytes(s, o.context);
+    const std::string plot_path = write_price_plot(o, budget, out.plot_dir + "/03_cache_bytes.svg");
+    const std::string context = with_commas(o.context), mean = with_commas(o.mean_tokens);
 
-    if (emit(out, Json()
-                      .add("layers", price.shape.layers)
-                      .add("heads", price.heads)
-                      .add("kv_heads", price.shape.kv_heads)
-                      .add("head_size", price.shape.head_size)
-                      .add("bytes_per_number", price.shape.bytes_per_number)
-                      .add("context", price.context)
-                      .add("bytes_per_token", per_token)
-                      .add("bytes_per_conversation", per_conversation)
-                      .add("derivation", derivation)
-                      .add("layouts", layouts)
-                      .add("budget_bytes", budget)
-                      .add("mean_len", price.mean_tokens)
-                      .add("demo_model", demo.describe())
-                      .add("demo_bytes_per_token", demo.kv_bytes_per_token())
-                      .add("demo_cache", demo_readings)
-                      .add("demo_cache_agrees", status == 0)
-                      .add("resident", resident_json(r.resident))
-                      .add("plot", plot_path)))
-        return status;
-
-    std::cout << "Chapter 03: what the KV cache costs in memory\n\n"
-              << "Priced shape: " << price.shape.layers << " layers, " << price.shape.kv_heads
-              << " KV heads (" << price.heads << " query heads), head size "
-              << price.shape.head_size << ", " << bits_name(price.shape.bytes_per_number)
-              << " numbers, context " << with_commas(price.context) << " tokens\n\n"
-              << "Bytes of cache per token, one factor at a time, then per conversation:\n";
-    derivation.print(std::cout);
-    std::cout << "\nEvery attention layout and number width, and the conversations a budget of "
-              << size_words(budget) << " holds,\neach reserving its context of "
-              << with_commas(price.context) << " tokens or holding only the "
-              << with_commas(price.mean_tokens) << " it has on average:\n";
-    layouts.print(std::cout);
-    std::cout << "A reservation of " << with_commas(price.context) << " positions holds "
-              << with_commas(price.mean_tokens)
-              << " tokens on average: " << fixed(fit.waste_percent, 1) << "% of it unused.\n\n"
-              << "The demo model (common/core/config.h): " << demo.describe() << "\n"
-              << "float32 cache: 2 x " << demo.n_layers << " x " << demo.n_kv_heads << " x "
-              << demo.head_size() << " x 4 = " << with_commas(demo.kv_bytes_per_token())
-              << " bytes per token\n";
-    demo_readings.print(std::cout);
-    std::cout << "\n";
-    print_layout(std::cout, cache_layout(demo, r.demo_capacity),
-                 std::min<std::uint64_t>(2, std::uint64_t(r.demo_capacity) - 1));
-    std::cout << "\nResident memory when a " << with_commas(r.resident.tokens)
-              << "-token cache is allocated and filled:\n";
-    print_resident_growth(std::cout, r.resident);
-    std::cout << "plot: " << visible(plot_path) << "\n\n"
-              << format_bytes(per_token) << " per token\n"
-              << format_bytes(per_conversation) << " per " << with_commas(price.context)
-              << "-token conversation\n";
-    return status;
+    Findings f("Chapter 03: what the KV cache costs in memory");
+    f.line("shape", "priced shape",
+           std::to_string(s.layers) + " layers, " + std::to_string(s.kv_heads) + " KV heads (" +
+               std::to_string(o.heads) + " query heads), head size " + std::to_string(s.head_size) +
+               ", " + bits_name(s.bytes_per_number) + " numbers, context " + context + " tokens")
+        .text("")
+        .table("derivation",
+               "Bytes of cache per token, one factor at a time, then per conversation:",
+               derivation_table(s, o.context))
+        .text("")
+        .table("layouts",
+               "Every attention layout and number width, and the conversations a budget of " +
+                   size_cell(budget, " bytes").text + " holds,\neach reserving its context of " +
+                   context + " tokens or holding only the " + mean + " it has on average:",
+               layout_table(o, budget))
+        .line("unused_share",
+              "unused in a reservation of " + context + " positions holding " + mean,
+              Cell(fixed(fit.waste_percent, 1) + "%", fit.waste_percent / 100))
+        .text("")
+        .line("demo_model", "the demo model (common/core/config.h)", demo.describe())
+        .line("demo_bytes_per_token",
+              "float32 cache per token (2 x " + std::to_string(demo.n_layers) + " x " +
+                  std::to_string(demo.n_kv_heads) + " x " + std::to_string(demo.head_size()) +
+                  " x 4)",
+              Cell(with_commas(demo.kv_bytes_per_token()) + " bytes",
+                   double(demo.kv_bytes_per_token())))
+        .table("demo_cache", "", reading_table(r.readings))
+        .text("")
+        .line("layout", "where KVCache keeps them (cache_layout.h)",
+              layout_words(cache_layout(demo, r.demo_capacity),
+                           std::min<std::uint64_t>(2, std::uint64_t(r.demo_capacity) - 1)))
+        .text("")
+        .group("resident", resident_findings(r.resident))
+        .line("plot", "plot", outside_text(plot_path))
+        .data("bytes_per_token", per_token)
+        .data("bytes_per_conversation", per_conversation)
+        .headline(format_bytes(per_token) + " per token\n" + format_bytes(per_conversation) +
+                  " per " + context + "-token conversation");
+    emit(out, f);
+    return r.all_agree() ? 0 : 1;
 }
 
 }  // namespace kv::ch03

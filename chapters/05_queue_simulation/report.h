@@ -1,24 +1,18 @@
-// Chapter 05's report: the experiment's results as tables, plots and JSON,
-// each fact built once and printed as text or JSON from the same values.
+// What chapter 05 prints: the queue's setup, the policies' table, the two
+// plots and the headline, as one list of findings (text, or JSON with --json).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
-#include <iostream>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
-#include "../../common/kit/svg_parts.h"
+#include "../../common/kit/svg_parts.h"  // svg_number
 #include "../../common/kit/svg_plot.h"
 #include "../../common/kit/svg_timeline.h"
 #include "../../common/lab/queue_flags.h"
-#include "../../common/serving/memory_budget.h"
-#include "../../common/serving/metrics.h"
-#include "../../common/serving/scheduler.h"
-#include "../../common/serving/workload.h"
+#include "batching_timeline.h"
 #include "experiment.h"
 
 namespace kv::ch05 {
@@ -29,26 +23,26 @@ inline std::string seconds_text(double s) {
 }
 
 inline std::string describe_budget(const MemoryBudget& b, const Concurrency& fit, int batch) {
-    const std::string budget =
-        "memory: KV budget " + format_bytes(b.bytes) + " = " + with_commas(b.tokens) +
-        " positions of " + format_bytes(b.bytes_per_token) + " (chapter 03's bytes per token); ";
-    if (b.reserve == Reservation::whole_context)
-        return budget + "charging each request its longest context (prompt + cap - 1), " +
-               std::to_string(fit.fewest) + " fit at once if all are longest, " +
-               fixed(fit.average, 1) + " on average; batch size " + std::to_string(batch);
-    return budget + "charging only what each cache holds, " + fixed(fit.average_held, 1) +
-           " average requests fit at their last step, more before it (the newest is preempted "
-           "when the next step would not fit); batch size " +
-           std::to_string(batch);
+    const std::string held =
+        b.reserve == Reservation::whole_context
+            ? "charging each request its longest context (prompt + cap - 1), " +
+                  std::to_string(fit.fewest) + " fit at once if all are longest, " +
+                  fixed(fit.average, 1) + " on average"
+            : "charging only what each cache holds, " + fixed(fit.average_held, 1) +
+                  " average requests fit at their last step, more before it (the newest is "
+                  "preempted when the next step would not fit)";
+    return "KV budget " + format_bytes(b.bytes) + " = " + with_commas(b.tokens) + " positions of " +
+           format_bytes(b.bytes_per_token) + " (chapter 03's bytes per token); " + held +
+           "; batch size " + std::to_string(batch);
 }
 
-inline Table policy_table(const std::vector<Policy>& policies, const std::vector<Summary>& rows) {
+inline Table policy_table(const Results& run) {
     Table t({"policy", "ttft p50", "ttft p90", "ttft p99", "ttft max", "ttft mean", "e2e p50",
              "e2e p99", "ms/token", "tbt p50", "tbt p90", "tbt p99", "tbt max", "tokens/s", "total",
              "batch"});
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        const Summary& m = rows[i];
-        t.add_row({policies[i].name, Cell(m.ttft_median, 2), Cell(m.ttft_p90, 2),
+    for (std::size_t i = 0; i < run.summaries.size(); ++i) {
+        const Summary& m = run.summaries[i];
+        t.add_row({run.policies[i].name, Cell(m.ttft_median, 2), Cell(m.ttft_p90, 2),
                    Cell(m.ttft_p99, 2), Cell(m.ttft_max, 2), Cell(m.ttft_mean, 2),
                    Cell(m.latency_median, 2), Cell(m.latency_p99, 2),
                    Cell(m.time_per_token * 1e3, 2), Cell(m.tbt_median * 1e3, 2),
@@ -58,33 +52,25 @@ inline Table policy_table(const std::vector<Policy>& policies, const std::vector
     return t;
 }
 
-// ------------------------------------------------------------- the plots
+// "static, no cache: 72.1% of rows; ...": the policies where `said` says something.
+template <class Say>
+std::string per_policy(const Results& run, Say said) {
+    std::string out;
+    for (std::size_t i = 0; i < run.policies.size(); ++i)
+        if (const std::string s = said(run.summaries[i]); !s.empty())
+            out += (out.empty() ? "" : "; ") + run.policies[i].name + ": " + s;
+    return out;
+}
 
-// The distribution of time to first token, one line per run, at most 400
-// points each, on a log2 axis (the runs may differ forty-fold) that starts
-// at the shortest wait but never below a millionth of the longest.
-inline SvgPlot ttft_cdf_plot(const std::string& title, const std::vector<std::string>& names,
-                             const std::vector<std::vector<double>>& sorted_ttfts) {
-    SvgPlot plot(title, "time to first token (s, log scale)", "fraction of requests");
-    plot.set_log2_x(true);
-    plot.set_steps(true);
-    double longest = 1e-9, shortest = 1e300;
-    for (const std::vector<double>& t : sorted_ttfts)
-        for (double v : t)
-            if (v > 0) longest = std::max(longest, v), shortest = std::min(shortest, v);
-    const double floor = std::max(shortest, longest / (1 << 20));
-    for (std::size_t p = 0; p < names.size(); ++p) {
-        const std::vector<double>& t = sorted_ttfts[p];
-        std::vector<double> x, y;
-        const std::size_t points = std::min<std::size_t>(t.size(), 400);
-        for (std::size_t k = 0; k < points; ++k) {
-            const std::size_t i = points == 1 ? 0 : k * (t.size() - 1) / (points - 1);
-            x.push_back(std::max(t[i], floor));
-            y.push_back(double(i + 1) / double(t.size()));
-        }
-        plot.add_series(names[p], x, y);
-    }
-    return plot;
+// The picture's caption: which requests, how many at once, charged how.
+inline std::string timeline_words(const std::vector<PolicyTimeline>& policies, std::uint64_t seed,
+                                  const MemoryBudget& budget) {
+    const std::size_t n = policies.empty() ? 0 : policies[0].requests.size();
+    return "The first " + std::to_string(n) + " requests of this run's queue (seed " +
+           std::to_string(seed) + "), at most " + std::to_string(kTimelineBatch) + " at once, " +
+           (budget.reserve == Reservation::whole_context ? "each charged its longest context"
+                                                         : "each charged what its cache holds") +
+           " in a KV budget of " + format_bytes(budget.bytes) + "; each prefill runs alone.";
 }
 
 // "12.3 ms"
@@ -135,132 +121,65 @@ inline SvgTimeline batching_timeline_plot(const std::vector<PolicyTimeline>& pol
     return plot;
 }
 
-// Where the plots went.
-struct Plots {
-    std::string ttft_cdf;  // every policy's distribution of time to first token
-    std::string timeline;  // the first requests, static against continuous batching
-};
-
-inline Plots write_plots(const Results& run, const std::string& dir) {
-    Plots plots;
-    std::vector<std::string> names;
-    for (const Policy& p : run.policies) names.push_back(p.name);
-    plots.ttft_cdf = ttft_cdf_plot("Time to first token: who waits how long", names, run.ttfts)
-                         .write(dir + "/05_ttft_cdf.svg");
-    const std::size_t n = run.timeline.empty() ? 0 : run.timeline[0].requests.size();
-    const std::string queue_words =
-        "The first " + std::to_string(n) + " requests of this run's queue (seed " +
-        std::to_string(run.work.seed) + "), at most " + std::to_string(kTimelineBatch) +
-        " at once, " +
-        (run.budget.reserve == Reservation::whole_context ? "each charged its longest context"
-                                                          : "each charged what its cache holds") +
-        " in a KV budget of " + format_bytes(run.budget.bytes) + "; each prefill runs alone.";
-    plots.timeline =
-        batching_timeline_plot(run.timeline, queue_words).write(dir + "/05_batching_timeline.svg");
-    return plots;
-}
-
-// ---------------------------------------------------------- one run
-
 // A step cost that fits its own steps this badly deserves a second look.
 inline constexpr double kFitErrorWarning = 0.25;
-inline std::string fit_warning(const Results& run) {
-    if (!(run.pricing.cost.fit_error > kFitErrorWarning)) return "";
-    return "warning: the step cost's largest fit error is " +
-           fixed(100 * run.pricing.cost.fit_error, 1) + "%, above " +
-           fixed(100 * kFitErrorWarning, 0) +
-           "%: its five prices miss some of the steps it timed (if the machine was busy, "
-           "measure again with --calibrate); make validate shows the error on whole queues";
-}
 
-inline std::string headline(const Results& run) {
-    return "median time to first token, " + with_commas(std::uint64_t(run.work.requests)) +
-           " requests: " + seconds_text(run.summaries[kSerialNoCache].ttft_median) +
-           " without the cache -> " + seconds_text(run.summaries[kSerialCache].ttft_median) +
-           " with it -> " + seconds_text(run.summaries[kContinuousCache].ttft_median) +
-           " with continuous batching";
-}
-
-// How much padding static batching computed, and how often requests were
-// sent back (--reserve held), or nothing.
-inline std::string preemption_line(const Results& run) {
-    auto line = [&](const char* opening, auto share) {
-        std::string out;
-        for (std::size_t i = 0; i < run.policies.size(); ++i)
-            if (const std::string said = share(run.summaries[i]); !said.empty())
-                out += (out.empty() ? opening : "; ") + run.policies[i].name + ": " + said;
-        return out.empty() ? out : out + "\n";
-    };
-    return line("padding (answered requests' rows still computed): ",
-                [](const Summary& m) {
-                    return m.padding_share > 0 ? fixed(100 * m.padding_share, 1) + "% of rows" : "";
-                }) +
-           line("sent back to the queue when the caches outgrew the budget: ",
-                [](const Summary& m) {
-                    return m.preemptions > 0 ? with_commas(std::uint64_t(m.preemptions)) + " times"
-                                             : "";
-                });
-}
-
-inline Json to_json(const Results& run, const Plots& plots) {
-    Json json;
-    json.add("model", run.config.describe())
-        .add("requests", run.work.requests)
-        .add("rate", run.work.rate)
-        .add("batch", run.batch)
-        .add("kv_budget_bytes", run.budget.bytes)
-        .add("kv_bytes_per_token", run.budget.bytes_per_token)
-        .add("kv_budget_tokens", run.budget.tokens)
-        .add("reserve", run.budget.reserve == Reservation::whole_context ? "full" : "held")
-        .add("fewest_requests_that_fit", run.fit.fewest)
-        .add("average_requests_that_fit", run.fit.average)
-        .add("step_cost", step_cost_json(run.pricing))
-        .add("policies", policy_table(run.policies, run.summaries))
-        .add("simulation_seconds", run.simulation_seconds)
-        .add("median_ttft_no_cache_s", run.summaries[kSerialNoCache].ttft_median)
-        .add("median_ttft_cache_s", run.summaries[kSerialCache].ttft_median)
-        .add("median_ttft_static_s", run.summaries[kStaticCache].ttft_median)
-        .add("median_ttft_continuous_s", run.summaries[kContinuousCache].ttft_median)
-        .add("ttft_cdf_plot", plots.ttft_cdf)
-        .add("timeline_plot", plots.timeline);
-    Json preempted;  // with --reserve held: times requests were sent back to the queue
-    Json padding;    // static batching: share of decode rows computed for nothing
-    for (std::size_t i = 0; i < run.policies.size(); ++i) {
-        preempted.add(run.policies[i].name, run.summaries[i].preemptions);
-        padding.add(run.policies[i].name, run.summaries[i].padding_share);
-    }
-    json.add("preemptions", preempted).add("padding_share", padding);
-    Table warned({"warning"});
-    if (const std::string w = fit_warning(run); !w.empty()) warned.add_row({w});
-    json.add("warnings", warned);
-    return json.add("headline", headline(run));
-}
-
-inline void print_report(std::ostream& out, const Results& run, const Plots& plots) {
+// Writes the two plots, then the findings. Returns the exit status.
+inline int report(const Results& run, const OutputOptions& out) {
     const std::string count = with_commas(std::uint64_t(run.work.requests));
-    out << "Chapter 05: a queue of " << count << " requests\n\n"
-        << "model: " << run.config.describe() << "\n"
-        << describe_workload(run.work, run.queue) << "\n"
-        << describe_budget(run.budget, run.fit, run.batch) << "\n"
-        << step_cost_text(run.pricing)
-        << "  rows: tokens through the weights; sequences: rows of logits; pairs: (token, "
-           "position) pairs attention visits;\n  positions: cached keys and values each "
-           "sequence reads\n\n";
-    policy_table(run.policies, run.summaries).print(out);
-    out << "times in seconds; ttft: time to first token; e2e: arrival to last token; "
-           "batch: mean requests per decode step\n"
-        << preemption_line(run) << "simulated " << run.policies.size() << " policies x " << count
-        << " requests in " << format_duration(run.simulation_seconds) << "\n"
-        << "plot: " << visible(plots.ttft_cdf) << "\n"
-        << "plot: " << visible(plots.timeline) << "\n";
-    if (const std::string w = fit_warning(run); !w.empty()) out << "\n" << w << "\n";
-    out << "\n" << headline(run) << "\n";
-}
+    std::vector<std::string> names;
+    for (const Policy& p : run.policies) names.push_back(p.name);
+    const std::string cdf_path = distribution_plot("Time to first token: who waits how long",
+                                                   "time to first token (s, log scale)",
+                                                   "fraction of requests", names, run.ttfts)
+                                     .write(out.plot_dir + "/05_ttft_cdf.svg");
+    const std::string timeline_path =
+        batching_timeline_plot(run.timeline,
+                               timeline_words(run.timeline, run.work.seed, run.budget))
+            .write(out.plot_dir + "/05_batching_timeline.svg");
+    const std::string padding = per_policy(run, [](const Summary& m) {
+        return m.padding_share > 0 ? fixed(100 * m.padding_share, 1) + "% of rows" : "";
+    });
+    const std::string preempted = per_policy(run, [](const Summary& m) {
+        return m.preemptions > 0 ? with_commas(std::uint64_t(m.preemptions)) + " times" : "";
+    });
+    auto median = [&](int policy) { return run.summaries[std::size_t(policy)].ttft_median; };
 
-// The plots, then the JSON or the text.
-inline int report(const Results& run, const OutputOptions& options) {
-    const Plots plots = write_plots(run, options.plot_dir);
-    if (!emit(options, to_json(run, plots))) print_report(std::cout, run, plots);
+    Findings f("Chapter 05: a queue of " + count + " requests");
+    f.line("model", "model", run.config.describe())
+        .line("workload", "workload", workload_cell(run.work, run.queue))
+        .line("memory", "memory", describe_budget(run.budget, run.fit, run.batch))
+        .line("step_cost", "step cost", step_cost_cell(run.pricing))
+        .text(
+            "  rows: tokens through the weights; sequences: rows of logits; pairs: (token, "
+            "position) pairs attention visits;\n  positions: cached keys and values each "
+            "sequence reads\n")
+        .table("policies", "", policy_table(run))
+        .text(
+            "times in seconds; ttft: time to first token; e2e: arrival to last token; "
+            "batch: mean requests per decode step");
+    if (!padding.empty())
+        f.line("padding", "padding (answered requests' rows still computed)", padding);
+    if (!preempted.empty())
+        f.line("preemptions", "sent back to the queue when the caches outgrew the budget",
+               preempted);
+    f.line("ttft_cdf_plot", "plot", outside_text(cdf_path))
+        .line("timeline_plot", "plot", outside_text(timeline_path));
+    if (run.pricing.cost.fit_error > kFitErrorWarning)
+        f.text("").line(
+            "warning", "warning",
+            "the step cost's largest fit error is " + fixed(100 * run.pricing.cost.fit_error, 1) +
+                "%, above " + fixed(100 * kFitErrorWarning, 0) +
+                "%: its five prices miss some of the steps it timed (if the machine was busy, "
+                "measure again with --calibrate); make validate shows the error on whole queues");
+    f.data("median_ttft_no_cache_s", Cell(median(kSerialNoCache), 3))
+        .data("median_ttft_cache_s", Cell(median(kSerialCache), 3))
+        .data("median_ttft_continuous_s", Cell(median(kContinuousCache), 3))
+        .headline("median time to first token, " + count +
+                  " requests: " + seconds_text(median(kSerialNoCache)) + " without the cache -> " +
+                  seconds_text(median(kSerialCache)) + " with it -> " +
+                  seconds_text(median(kContinuousCache)) + " with continuous batching");
+    emit(out, f);
     return 0;
 }
 

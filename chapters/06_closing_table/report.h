@@ -33,7 +33,8 @@ inline std::string labelled(const std::string& label, const std::string& text) {
     std::vector<std::string> words;
     std::istringstream in(text);
     for (std::string w; in >> w;) {
-        const bool unit = w == "x" || w == "%" || w == "s" || w == "ms" || w == "MiB";
+        const bool unit =
+            w == "x" || w == "%" || w == "s" || w == "ms" || w == "MiB" || w.starts_with("GB/s");
         if (unit && !words.empty())
             words.back() += " " + w;
         else
@@ -81,6 +82,17 @@ inline std::string this_run_text(const Paper& paper, const PartTwoRun& run) {
                format_duration(f("ttft_median_with_s")) + "); " +
                format_bytes(std::uint64_t(f("memory_not_copied_bytes"))) +
                " of KV cache not copied";
+    if (chapter == "11")
+        return percent(100 * f("returning_share_reloaded")) +
+               " of returning prompt tokens read back from a tier of " + whole(f("tier_mib")) +
+               " MiB instead of computed again; median time to first token, without / with the "
+               "tier: " +
+               times(f("ttft_gain")) + " (" + format_duration(f("ttft_median_without_s")) + " / " +
+               format_duration(f("ttft_median_with_s")) + "), " +
+               percent(100 * (1 - 1 / f("ttft_gain"))) + " less; a cold reload of " +
+               whole(f("reload_prefix")) + " tokens " + times(f("reload_speedup")) +
+               " faster than recomputing them (read at " +
+               fixed(f("read_cold_bytes_per_s") / 1e9, 2) + " GB/s)";
     if (chapter == "10")
         return "conversations that fit in " + whole(f("kv_budget_mib")) +
                " MiB, 16-bit / float32: " +
@@ -91,7 +103,7 @@ inline std::string this_run_text(const Paper& paper, const PartTwoRun& run) {
                "); answers keeping every float32 token: bfloat16 " +
                whole(f("identical_bfloat16")) + ", float16 " + whole(f("identical_float16")) +
                ", int8 " + whole(f("identical_int8")) + " of " + whole(f("answers"));
-    return visible(run.workload) + ", chunks of " + whole(f("chunk")) +
+    return visible(run.workload) +
            ": p99 time between tokens, prefill first / chunked: " + times(f("tbt_gain")) + " (" +
            format_duration(f("tbt_p99_prefill_first_s")) + " -> " +
            format_duration(f("tbt_p99_chunked_s")) + "); median time to first token " +
@@ -110,8 +122,7 @@ inline std::string part_two_block(const Results& r, const Paper& paper,
         return out + labelled("not run", "no " + path + ": run chapter " + chapter +
                                              " (`./build/ch" + chapter + " --save-json " + path +
                                              "`, or `make run`), then this program again");
-    return out + labelled("results", path + " (the waits are the " + visible(run->side) + "'s)") +
-           labelled("headline", visible(run->headline)) +
+    return out + labelled("results", path) + labelled("headline", visible(run->headline)) +
            labelled("this run", this_run_text(paper, *run)) +
            labelled("published", std::string(paper.citation) + ": " + paper.published) +
            labelled("differs", paper.differs);

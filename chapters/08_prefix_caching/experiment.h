@@ -19,8 +19,8 @@
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/scheduler.h"
 #include "parallel_samples.h"
-#include "prefix_sharing_memory.h"
-#include "shared_blocks_executor.h"
+#include "../../common/serving/prefix_sharing_memory.h"
+#include "../../common/serving/shared_blocks_executor.h"
 #include "shared_workload.h"
 
 namespace kv::ch08 {

@@ -1,6 +1,7 @@
-// Chapter 08: sharing the cache. The lesson is prefix_cache.h,
-// prefix_sharing_memory.h, shared_blocks_executor.h and parallel_samples.h;
-// shared_workload.h draws the queue.
+// Chapter 08: sharing the cache. The lesson is parallel_samples.h and, in
+// common/serving/ (chapter 11 builds on them), prefix_cache.h,
+// prefix_sharing_memory.h and shared_blocks_executor.h; shared_workload.h
+// draws the queue.
 #include "../../common/kit/chapter.h"
 #include "experiment.h"
 #include "report.h"

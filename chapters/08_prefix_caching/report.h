@@ -1,14 +1,14 @@
 // What chapter 08 prints: the queue without and with the prefix cache, the
-// blocks n parallel samples need, and the headline; or it all as JSON.
+// blocks n parallel samples need, and the headline, as one list of findings.
 #pragma once
 
-#include <iostream>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
-#include "../../common/lab/queue_flags.h"  // describe_workload, step_cost_text
+#include "../../common/lab/queue_flags.h"  // workload_cell, step_cost_cell
 #include "experiment.h"
 
 namespace kv::ch08 {
@@ -42,64 +42,55 @@ inline Table samples_table(const Results& r) {
 
 inline int report(const Results& r, const OutputOptions& out) {
     const Setup& s = r.setup;
-    const int S = s.sharing.system_prompt;
     const WorkloadOptions work = workload_of(s.queue, s.seed);
     const QueueRun &before = r.without, &after = r.with;
-    const Table queue = queue_table(r), samples = samples_table(r);
     // Memory: what the running requests' tables list beyond what they hold.
     const double not_copied = (after.mean_named - after.mean_held) * double(r.bytes_per_block);
-    const std::string headline =
-        "prefix cache: " + fixed(100 * after.from_cache_share(), 0) +
-        "% of prompt tokens served from the cache; median time to first token " +
-        fixed(before.summary.ttft_median, 1) + " s -> " + fixed(after.summary.ttft_median, 1) +
-        " s";
 
-    Json json = Json()
-                    .add("model", s.model.describe())
-                    .add("step_cost", step_cost_json(r.pricing))
-                    .add("kv_budget_mib", s.queue.kv_budget_mib)
-                    .add("block_size", s.block_size)
-                    .add("blocks", r.blocks)
-                    .add("watermark", s.watermark)
-                    .add("system_prompt", S)
-                    .add("follow_ups", s.sharing.follow_ups)
-                    .add("samples_per_prompt", s.sharing.samples)
-                    .add("queue", queue)
-                    .add("sample_prompt", r.sample_prompt)
-                    .add("sample_answer", r.sample_answer)
-                    .add("parallel_samples", samples)
-                    .add("headline_side", "simulator")
-                    .add("prompt_share_from_cache", after.from_cache_share())
-                    .add("memory_not_copied_bytes", not_copied)
-                    .add("ttft_median_without_s", before.summary.ttft_median)
-                    .add("ttft_median_with_s", after.summary.ttft_median)
-                    .add("headline", headline);
-    if (emit(out, json)) return 0;
-
-    std::cout << "Chapter 08: sharing the cache\n\n"
-              << "model: " << s.model.describe() << "\n"
-              << describe_workload(work, make_workload(work)) << "\n"
-              << "  each prompt: a system prompt of S = " << S << " tokens, then the question; "
-              << fixed(100 * s.sharing.follow_ups, 0) << "% follow up one of the previous "
-              << s.sharing.look_back << " requests";
-    if (s.sharing.samples > 1)
-        std::cout << "; groups of " << s.sharing.samples << " ask one prompt";
-    std::cout << "\nmemory: " << s.queue.kv_budget_mib << " MiB of KV cache = " << r.blocks
-              << " blocks of " << s.block_size << " positions (" << format_bytes(r.bytes_per_block)
-              << " each); continuous batching with the cache, batch " << s.queue.batch
-              << ", watermark " << fixed(100 * s.watermark, 0) << "%\n"
-              << step_cost_text(r.pricing) << "\nThe queue (times in s; the engine's steps timed "
-              << "by the thread's CPU time):\n";
-    queue.print(std::cout);
-    std::cout << "memory: with the cache the running requests held " << fixed(after.mean_held, 1)
-              << " distinct blocks per step for tables listing " << fixed(after.mean_named, 1)
-              << ", " << format_bytes(std::uint64_t(not_copied))
-              << " of KV cache they did not need to copy\n\n"
-              << "n answers to one prompt of " << r.sample_prompt << " tokens, each "
-              << r.sample_answer << " tokens long, on the engine:\n";
-    samples.print(std::cout);
-    std::cout << "\nthe headline's waits: the simulator's, continuous batching, S = " << S << "\n"
-              << headline << "\n";
+    Findings f("Chapter 08: sharing the cache");
+    f.line("model", "model", s.model.describe())
+        .line("workload", "workload", workload_cell(work, make_workload(work)))
+        .text("  each prompt: a system prompt of S = " + std::to_string(s.sharing.system_prompt) +
+              " tokens, then the question; " + fixed(100 * s.sharing.follow_ups, 0) +
+              "% follow up one of the previous " + std::to_string(s.sharing.look_back) +
+              " requests" +
+              (s.sharing.samples > 1
+                   ? "; groups of " + std::to_string(s.sharing.samples) + " ask one prompt"
+                   : ""))
+        .line("memory", "memory",
+              std::to_string(s.queue.kv_budget_mib) +
+                  " MiB of KV cache = " + std::to_string(r.blocks) + " blocks of " +
+                  std::to_string(s.block_size) + " positions (" + format_bytes(r.bytes_per_block) +
+                  " each); continuous batching with the cache, batch " +
+                  std::to_string(s.queue.batch) + ", watermark " + fixed(100 * s.watermark, 0) +
+                  "%")
+        .line("step_cost", "step cost", step_cost_cell(r.pricing))
+        .text("")
+        .table("queue",
+               "The queue (times in s; the engine's steps timed by the thread's CPU time):",
+               queue_table(r))
+        .line(
+            "memory_not_copied_bytes",
+            "memory: with the cache the running requests held " + fixed(after.mean_held, 1) +
+                " distinct blocks per step for tables listing " + fixed(after.mean_named, 1),
+            Cell(format_bytes(std::uint64_t(not_copied)) + " of KV cache they did not need to copy",
+                 not_copied))
+        .text("")
+        .table("parallel_samples",
+               "n answers to one prompt of " + std::to_string(r.sample_prompt) + " tokens, each " +
+                   std::to_string(r.sample_answer) + " tokens long, on the engine:",
+               samples_table(r))
+        .text("")
+        .text("the headline's waits: the simulator's, continuous batching, S = " +
+              std::to_string(s.sharing.system_prompt))
+        .data("prompt_share_from_cache", Cell(after.from_cache_share(), 3))
+        .data("ttft_median_without_s", Cell(before.summary.ttft_median, 3))
+        .data("ttft_median_with_s", Cell(after.summary.ttft_median, 3))
+        .headline("prefix cache: " + fixed(100 * after.from_cache_share(), 0) +
+                  "% of prompt tokens served from the cache; median time to first token " +
+                  fixed(before.summary.ttft_median, 1) + " s -> " +
+                  fixed(after.summary.ttft_median, 1) + " s");
+    emit(out, f);
     return 0;
 }
 

@@ -49,9 +49,8 @@ std::string where(std::span<const SequenceInput> inputs, int row) {
     return "row " + std::to_string(row);
 }
 
-// Leaves every cache as the pass found it, then throws.
-[[noreturn]] void stop_pass(std::span<const SequenceInput> inputs, const std::string& message) {
-    for (const SequenceInput& input : inputs) input.cache->unreserve();
+// forward() gives every store its room back as this leaves it.
+[[noreturn]] void stop_pass(const std::string& message) {
     throw NonFiniteError("forward pass: " + message +
                          "; the weights or the inputs are too large for float32");
 }
@@ -71,10 +70,9 @@ void Transformer::check_layer_numbers(std::span<const SequenceInput> inputs, int
             "layer " + std::to_string(layer) + " of " + std::to_string(c.n_layers) + ", ";
         const std::string of = " for " + where(inputs, r);
         if (first_not_finite(x_.row(r), c.dim) < 0)
-            stop_pass(inputs, at + "RMSNorm: the sum of squares of the residual stream overflows" +
-                                  of + " (its numbers reach " +
-                                  number_text(largest_magnitude(x_.row(r), c.dim)) +
-                                  "; RMSNorm would scale them all to 0)");
+            stop_pass(at + "RMSNorm: the sum of squares of the residual stream overflows" + of +
+                      " (its numbers reach " + number_text(largest_magnitude(x_.row(r), c.dim)) +
+                      "; RMSNorm would scale them all to 0)");
         // In the order the layer computes them.
         const std::pair<const char*, bool> stages[] = {
             {"the query, key and value products (wq, wk, wv)",
@@ -97,8 +95,7 @@ void Transformer::check_layer_numbers(std::span<const SequenceInput> inputs, int
                 break;
             }
         const float bad = x_.row(r)[first_not_finite(x_.row(r), c.dim)];
-        stop_pass(inputs,
-                  at + stage + ": a number that is not finite (" + number_text(bad) + ")" + of);
+        stop_pass(at + stage + ": a number that is not finite (" + number_text(bad) + ")" + of);
     }
 }
 
@@ -109,9 +106,9 @@ void Transformer::check_logits(std::span<const SequenceInput> inputs) {
         last_row += static_cast<int>(inputs[std::size_t(i)].tokens.size());
         const int bad = first_not_finite(logits_.row(i), logits_.cols);
         if (bad < 0) continue;
-        stop_pass(inputs, "the output (final RMSNorm and product): logit " + std::to_string(bad) +
-                              " is not finite (" + number_text(logits_.row(i)[bad]) + ") for " +
-                              where(inputs, last_row));
+        stop_pass("the output (final RMSNorm and product): logit " + std::to_string(bad) +
+                  " is not finite (" + number_text(logits_.row(i)[bad]) + ") for " +
+                  where(inputs, last_row));
     }
 }
 

@@ -117,7 +117,6 @@ void PagedKVCache::check_room(int n) const {
 
 void PagedKVCache::reserve(int n) {
     check_room(n);  // after this, every allocate below succeeds
-    last_copy_ = {};
     if (n > 0 && last_block_shared()) {
         // Copy-on-write: the positions already in the shared block are
         // copied into a block of our own, and the new ones go there.
@@ -132,7 +131,6 @@ void PagedKVCache::reserve(int n) {
         pool_->release(shared);  // still held by the others: it was shared
         table_[slot] = own;
         ++copies_;
-        last_copy_ = {int(slot), shared, own};
     }
     while (static_cast<int>(table_.size()) < blocks_for(length_ + n))
         table_.push_back(pool_->allocate());
@@ -159,19 +157,7 @@ void PagedKVCache::write(int layer, int pos, const float* key, const float* valu
     narrow_row(row_format(), value, pool_->value_bytes(block, layer) + slot_offset(pos));
 }
 
-void PagedKVCache::unreserve() {
-    truncate(length_);  // the new blocks go back
-    if (last_copy_.slot >= 0) {
-        pool_->share(last_copy_.shared);
-        table_[std::size_t(last_copy_.slot)] = last_copy_.shared;
-        pool_->release(last_copy_.own);
-        --copies_;
-        last_copy_ = {};
-    }
-}
-
 void PagedKVCache::commit(int n) {
-    last_copy_ = {};
     if (n < 0 || blocks_for(length_ + n) > static_cast<int>(table_.size()) ||
         length_ + n > capacity_)
         throw std::length_error("commit: " + std::to_string(n) + " positions were not reserved");

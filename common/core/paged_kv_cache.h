@@ -64,7 +64,10 @@ class PagedKVCache final : public KVStore {
     // Takes the blocks n more positions need (and a private copy of a
     // shared last block), or throws std::length_error, taking none.
     void reserve(int n) override;
-    void unreserve() override;  // and shares again a block reserve copied
+    // Gives back the new blocks but keeps a private copy reserve made: the
+    // shared block it left may have been written by its other holder, or
+    // evicted and handed on, in the same pass. The copy holds the same numbers.
+    void unreserve() override { truncate(length_); }
     float* key(int layer, int pos) override;
     float* value(int layer, int pos) override;
     void write(int layer, int pos, const float* key, const float* value) override;
@@ -82,10 +85,6 @@ class PagedKVCache final : public KVStore {
     int capacity_;
     int length_ = 0;
     int copies_ = 0;
-    struct CopyOnWrite {
-        int slot = -1;  // table entry the last reserve copied; -1 if none
-        int shared = -1, own = -1;
-    } last_copy_;
     std::vector<int> table_;  // (blocks_for(length) or more) block id of positions b*B..b*B+B-1
 };
 

@@ -80,9 +80,20 @@ void Transformer::reserve(std::span<const SequenceInput> inputs) {
     }
 }
 
+// Whatever stops a pass after its room is taken (a number that is not
+// finite, a store that throws) gives that room back: every store as it was.
 const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
     check(inputs);
     reserve(inputs);
+    try {
+        return pass(inputs);
+    } catch (...) {
+        for (const SequenceInput& input : inputs) input.cache->unreserve();
+        throw;
+    }
+}
+
+const Matrix& Transformer::pass(std::span<const SequenceInput> inputs) {
     const Config& c = config_;
     int rows = 0;
     for (const SequenceInput& input : inputs) rows += static_cast<int>(input.tokens.size());

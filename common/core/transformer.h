@@ -80,6 +80,7 @@ class Transformer {
   private:
     void check(std::span<const SequenceInput> inputs) const;
     void reserve(std::span<const SequenceInput> inputs);
+    const Matrix& pass(std::span<const SequenceInput> inputs);  // forward() after its checks
     void append_to_cache(const SequenceInput& input, int first_row, int layer);
     void attention(const SequenceInput& input, int first_row, int layer, int rows);
     void attend_one_head(int row, int pos, int h);     // the reference

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <ostream>
+#include <sstream>
+#include <stdexcept>
 
 namespace kv {
 
@@ -239,19 +241,34 @@ std::string format_bytes(std::uint64_t bytes) {
 
 // ---------------------------------------------------------------- findings
 
-Findings& Findings::line(const std::string& key, const std::string& label, const Cell& value) {
-    items_.push_back({Kind::line, key, label, value.text, value.json, std::nullopt});
+Cell bytes_cell(std::uint64_t bytes) {
+    return Cell::with_json(format_bytes(bytes), std::to_string(bytes));
+}
+
+Findings& Findings::add(Item item) {
+    if (!item.key.empty() &&
+        std::any_of(items_.begin(), items_.end(), [&](const Item& i) { return i.key == item.key; }))
+        throw std::logic_error("findings: the key \"" + item.key + "\" is written twice");
+    items_.push_back(std::move(item));
     return *this;
+}
+
+Findings& Findings::line(const std::string& key, const std::string& label, const Cell& value) {
+    return add({Kind::line, key, label, value.text, value.json, std::nullopt});
 }
 
 Findings& Findings::table(const std::string& key, const std::string& caption, const Table& t) {
-    items_.push_back({Kind::table, key, caption, "", t.to_json(), t});
-    return *this;
+    return add({Kind::table, key, caption, "", t.to_json(), t});
+}
+
+Findings& Findings::group(const std::string& key, const Findings& lines) {
+    std::ostringstream shown;
+    lines.print_items(shown, "  ", true);
+    return add({Kind::group, key, lines.title_, shown.str(), lines.json().str(), std::nullopt});
 }
 
 Findings& Findings::text(const std::string& words) {
-    items_.push_back({Kind::text, "", words, "", "", std::nullopt});
-    return *this;
+    return add({Kind::text, "", words, "", "", std::nullopt});
 }
 
 Findings& Findings::data(const std::string& key, const Json& object) {
@@ -263,8 +280,7 @@ Findings& Findings::data(const std::string& key, const std::vector<int>& values)
 }
 
 Findings& Findings::data_raw(const std::string& key, const std::string& json) {
-    items_.push_back({Kind::data, key, "", "", json, std::nullopt});
-    return *this;
+    return add({Kind::data, key, "", "", json, std::nullopt});
 }
 
 Findings& Findings::headline(const std::string& words) {
@@ -272,22 +288,40 @@ Findings& Findings::headline(const std::string& words) {
     return *this;
 }
 
-void Findings::print(std::ostream& out) const {
-    out << title_ << "\n\n";
+void Findings::print_items(std::ostream& out, const std::string& indent, bool align) const {
+    std::size_t width = 0;
+    for (const Item& item : items_)
+        if (item.kind == Kind::line && align) width = std::max(width, item.words.size());
+    std::ostringstream text;
     for (const Item& item : items_) switch (item.kind) {
             case Kind::line:
-                out << item.words << ": " << item.shown << "\n";
+                text << item.words << ":"
+                     << std::string(width + 1 - std::min(width, item.words.size()), ' ')
+                     << item.shown << "\n";
                 break;
             case Kind::table:
-                if (!item.words.empty()) out << item.words << "\n";
-                item.table->print(out);
+                if (!item.words.empty()) text << item.words << "\n";
+                item.table->print(text);
+                break;
+            case Kind::group:
+                if (!item.words.empty()) text << item.words << "\n";
+                text << item.shown;
                 break;
             case Kind::text:
-                out << item.words << "\n";
+                text << item.words << "\n";
                 break;
             case Kind::data:
                 break;
         }
+    // Every line indented, a value's own continuation lines too; blank lines stay blank.
+    std::istringstream lines(text.str());
+    for (std::string line; std::getline(lines, line);)
+        out << (line.empty() ? "" : indent) << line << "\n";
+}
+
+void Findings::print(std::ostream& out) const {
+    out << title_ << "\n\n";
+    print_items(out, "", false);
     if (!headline_.empty()) out << "\n" << headline_ << "\n";
 }
 

@@ -34,7 +34,16 @@ struct Cell {
     Cell(std::int64_t value) : text(std::to_string(value)), json(std::to_string(value)) {}
     Cell(std::uint64_t value) : text(with_commas(value)), json(std::to_string(value)) {}
     Cell(int value) : Cell(static_cast<std::int64_t>(value)) {}
+    // Printed as `shown`, carried as `json` (already JSON: a list, an object, null).
+    static Cell with_json(const std::string& shown, std::string json) {
+        Cell cell(shown);
+        cell.json = std::move(json);
+        return cell;
+    }
 };
+
+// "48 MiB", "3 KiB": a byte count in exact binary units, the count itself in JSON.
+Cell bytes_cell(std::uint64_t bytes);
 
 class Table {
   public:
@@ -82,7 +91,8 @@ class Json {
 
 // A chapter's findings: one list of named values, each written once and
 // rendered from here as text (for people) and as JSON (for notebooks and
-// chapter 06). The text keeps the list's order; JSON keys are flat.
+// chapter 06). The text keeps the list's order; JSON keys are flat, each
+// key once (a second use of a key throws std::logic_error).
 class Findings {
   public:
     explicit Findings(std::string title) : title_(std::move(title)) {}
@@ -91,6 +101,9 @@ class Findings {
     Findings& line(const std::string& key, const std::string& label, const Cell& value);
     // A table under its caption; JSON "key": [{column: value}, ...].
     Findings& table(const std::string& key, const std::string& caption, const Table& table);
+    // Findings of their own under their title, indented, their lines'
+    // values aligned; JSON "key": {their keys}.
+    Findings& group(const std::string& key, const Findings& lines);
     // Words that teach, printed where they stand (a blank line: ""); not in JSON.
     Findings& text(const std::string& words);
     // A value only JSON carries: a list of tokens, an object of details.
@@ -105,15 +118,18 @@ class Findings {
     Json json() const;
 
   private:
-    enum class Kind { line, table, text, data };
+    enum class Kind { line, table, group, text, data };
     struct Item {
         Kind kind;
         std::string key;    // its JSON key ("" for text)
         std::string words;  // the label, caption or sentence
-        std::string shown;  // a line's value as printed
+        std::string shown;  // a line's value, or a group's lines, as printed
         std::string json;   // its JSON value
         std::optional<Table> table;
     };
+    Findings& add(Item item);
+    // The items as text, each line opened by `indent`; values aligned if `align`.
+    void print_items(std::ostream& out, const std::string& indent, bool align) const;
     std::string title_;
     std::vector<Item> items_;
     std::string headline_;

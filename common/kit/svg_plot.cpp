@@ -123,6 +123,31 @@ std::string SvgPlot::svg() const {
     return out + "</svg>\n";
 }
 
+SvgPlot distribution_plot(std::string title, std::string x_label, std::string y_label,
+                          const std::vector<std::string>& names,
+                          const std::vector<std::vector<double>>& sorted_samples) {
+    SvgPlot plot(std::move(title), std::move(x_label), std::move(y_label));
+    plot.set_log2_x(true);
+    plot.set_steps(true);
+    double largest = 1e-9, smallest = 1e300;
+    for (const std::vector<double>& sample : sorted_samples)
+        for (double v : sample)
+            if (v > 0) largest = std::max(largest, v), smallest = std::min(smallest, v);
+    const double floor = std::max(smallest, largest / (1 << 20));
+    for (std::size_t s = 0; s < names.size() && s < sorted_samples.size(); ++s) {
+        const std::vector<double>& sample = sorted_samples[s];
+        std::vector<double> x, y;
+        const std::size_t points = std::min<std::size_t>(sample.size(), 400);
+        for (std::size_t k = 0; k < points; ++k) {
+            const std::size_t i = points == 1 ? 0 : k * (sample.size() - 1) / (points - 1);
+            x.push_back(std::max(sample[i], floor));
+            y.push_back(double(i + 1) / double(sample.size()));
+        }
+        plot.add_series(names[s], x, y);
+    }
+    return plot;
+}
+
 std::string SvgPlot::write(const std::string& path) const {
     write_file(path, svg(), "--plot-dir");
     return path;

@@ -36,4 +36,12 @@ class SvgPlot {
     bool steps_ = false;
 };
 
+// Distributions as step lines, one per sample (each sorted, ascending): the
+// share of the sample at or below each value, at most 400 points a line, on
+// a log2 x axis (the samples may differ forty-fold) that starts at the
+// smallest value but never below a millionth of the largest.
+SvgPlot distribution_plot(std::string title, std::string x_label, std::string y_label,
+                          const std::vector<std::string>& names,
+                          const std::vector<std::vector<double>>& sorted_samples);
+
 }  // namespace kv

@@ -117,7 +117,7 @@ StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOpti
     return counted;
 }
 
-std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests) {
+Cell workload_cell(const WorkloadOptions& w, std::span<const Request> requests) {
     double prompt = 0, answer = 0;
     int longest = 0;
     for (const Request& r : requests) {
@@ -126,14 +126,32 @@ std::string describe_workload(const WorkloadOptions& w, std::span<const Request>
         longest = std::max(longest, r.answer_len);
     }
     const double n = double(std::max<std::size_t>(requests.size(), 1));
-    return "workload: " + with_commas(requests.size()) + " requests " +
-           (w.rate > 0 ? "arriving at " + json_number(w.rate) + " per second (Poisson)"
-                       : std::string("all at time 0")) +
-           " (seed " + std::to_string(w.seed) + "); prompts uniform in " +
-           std::to_string(w.prompt_min) + ".." + std::to_string(w.prompt_max) + " tokens (mean " +
-           fixed(prompt / n, 1) + "); answers " + w.answer_dist + " around " +
-           std::to_string(w.answer_len) + ", capped at " + std::to_string(w.answer_max) +
-           " (mean " + fixed(answer / n, 1) + ", longest " + std::to_string(longest) + ")";
+    const std::string text =
+        with_commas(requests.size()) + " requests " +
+        (w.rate > 0 ? "arriving at " + json_number(w.rate) + " per second (Poisson)"
+                    : std::string("all at time 0")) +
+        " (seed " + std::to_string(w.seed) + "); prompts uniform in " +
+        std::to_string(w.prompt_min) + ".." + std::to_string(w.prompt_max) + " tokens (mean " +
+        fixed(prompt / n, 1) + "); answers " + w.answer_dist + " around " +
+        std::to_string(w.answer_len) + ", capped at " + std::to_string(w.answer_max) + " (mean " +
+        fixed(answer / n, 1) + ", longest " + std::to_string(longest) + ")";
+    return Cell::with_json(text, Json()
+                                     .add("requests", std::uint64_t(requests.size()))
+                                     .add("rate", w.rate)
+                                     .add("seed", w.seed)
+                                     .add("prompt_min", w.prompt_min)
+                                     .add("prompt_max", w.prompt_max)
+                                     .add("prompt_mean", prompt / n)
+                                     .add("answer_dist", w.answer_dist)
+                                     .add("answer_len", w.answer_len)
+                                     .add("answer_max", w.answer_max)
+                                     .add("answer_mean", answer / n)
+                                     .add("answer_longest", longest)
+                                     .str());
+}
+
+std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests) {
+    return "workload: " + workload_cell(w, requests).text;
 }
 
 namespace {
@@ -151,9 +169,9 @@ std::string price_text(double seconds) {
 
 }  // namespace
 
-std::string step_cost_text(const StepCalibration& pricing) {
+Cell step_cost_cell(const StepCalibration& pricing) {
     const StepCost& s = pricing.cost;
-    std::string text = "step cost: " + s.source;
+    std::string text = s.source;
     if (!pricing.probes.empty()) {
         auto error = [](const StepProbe& p) { return std::fabs(p.fitted / p.seconds - 1); };
         const StepProbe& worst = *std::max_element(
@@ -164,9 +182,14 @@ std::string step_cost_text(const StepCalibration& pricing) {
                 fixed(100 * s.fit_error, 1) + "% (" + worst.what + ": measured " +
                 price_text(worst.seconds) + ", formula " + price_text(worst.fitted) + ")";
     }
-    return text + "\n  a step = " + price_text(s.fixed) + " + " + price_text(s.per_row) +
-           " x rows + " + price_text(s.per_sequence) + " x sequences + " + price_text(s.per_pair) +
-           " x pairs + " + price_text(s.per_position) + " x positions\n";
+    text += "\n  a step = " + price_text(s.fixed) + " + " + price_text(s.per_row) + " x rows + " +
+            price_text(s.per_sequence) + " x sequences + " + price_text(s.per_pair) +
+            " x pairs + " + price_text(s.per_position) + " x positions";
+    return Cell::with_json(text, step_cost_json(pricing).str());
+}
+
+std::string step_cost_text(const StepCalibration& pricing) {
+    return "step cost: " + step_cost_cell(pricing).text + "\n";
 }
 
 Json step_cost_json(const StepCalibration& pricing) {

@@ -9,7 +9,7 @@
 
 #include "../core/config.h"
 #include "../kit/flags.h"
-#include "../kit/report.h"  // Json
+#include "../kit/report.h"  // Cell, Json
 #include "../serving/memory_budget.h"
 #include "../serving/workload.h"
 #include "calibration.h"
@@ -45,16 +45,18 @@ WorkloadOptions workload_of(const QueueOptions& q, std::uint64_t seed);
 // The step cost the simulator prices with: counted, or this machine's.
 StepCalibration price_steps(const Config& c, std::uint64_t seed, const QueueOptions& q);
 
-// "workload: 1,000 requests all at time 0 (seed 1); prompts uniform in
-// 8..64 tokens (mean 35.7); answers geometric around 48, capped at 192
-// (mean 44.5, longest 192)": the options and what the draw gave.
+// The options and what the draw gave: "1,000 requests all at time 0 (seed
+// 1); prompts uniform in 8..64 tokens (mean 35.7); answers geometric around
+// 48, capped at 192 (mean 44.5, longest 192)", and the same as a JSON object.
+Cell workload_cell(const WorkloadOptions& w, std::span<const Request> requests);
 std::string describe_workload(const WorkloadOptions& w, std::span<const Request> requests);
 
 // The step cost as a report shows it, two lines: where its prices came from
 // and, when measured, how well the formula fits the steps it timed; then the
 // formula with its five prices. As JSON: numbers (seconds; the fit error a
 // fraction), the one writer of the prices, also of the saved calibration.
-std::string step_cost_text(const StepCalibration& pricing);
+Cell step_cost_cell(const StepCalibration& pricing);
+std::string step_cost_text(const StepCalibration& pricing);  // "step cost: " and the cell's text
 Json step_cost_json(const StepCalibration& pricing);
 
 }  // namespace kv

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/block_pool.h"
-#include "../../common/core/kv_store.h"
-#include "../../common/serving/real_executor.h"
+#include "../core/block_pool.h"
+#include "../core/kv_store.h"
+#include "real_executor.h"
 #include "prefix_sharing_memory.h"
 
 namespace kv {

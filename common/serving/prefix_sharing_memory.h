@@ -14,6 +14,8 @@
 //     reference keeps a block until the pool needs room (prefix_cache.h).
 // A prompt's last token is always computed (its logits give the first
 // answer token), so the block after the cached ones is the request's own.
+// With a second tier (chapter 11), admit continues the chain from the tier:
+// those blocks are read back into new blocks of the pool.
 #pragma once
 
 #include <algorithm>
@@ -24,17 +26,19 @@
 #include <string>
 #include <vector>
 
-#include "../../common/core/block_pool.h"
-#include "../../common/serving/memory_manager.h"
-#include "../../common/serving/step_plan.h"
-#include "../../common/serving/workload.h"
+#include "../core/block_pool.h"
+#include "memory_manager.h"
 #include "prefix_cache.h"
+#include "step_plan.h"
+#include "workload.h"
 
 namespace kv {
 
 struct SharingMemoryOptions {
-    double watermark = 0.05;  // share of the pool admission keeps free (chapter 07)
-    bool share = true;        // the prefix cache on, or every request on its own blocks
+    double watermark = 0.05;    // share of the pool admission keeps free (chapter 07)
+    bool share = true;          // the prefix cache on, or every request on its own blocks
+    int tier_blocks = 0;        // chapter 11: blocks the second tier keeps; 0: none
+    TierStore* tier = nullptr;  // where it keeps them (nullptr: counted only, the simulator)
 };
 
 class PrefixSharingMemory : public MemoryManager {
@@ -44,6 +48,7 @@ class PrefixSharingMemory : public MemoryManager {
           watermark_blocks_(static_cast<int>(o.watermark * ledger.blocks())),
           tables_naming_(std::size_t(ledger.blocks()), 0) {
         if (o.share) cache_.emplace(ledger);
+        if (cache_ && o.tier_blocks > 0) cache_->keep_evicted(o.tier_blocks, o.tier);
     }
 
     int block_size() const { return ledger_.block_size(); }
@@ -66,6 +71,9 @@ class PrefixSharingMemory : public MemoryManager {
     // The same, for first admissions only: the prompts as they arrived.
     std::int64_t prompt_tokens() const { return prompt_tokens_; }
     std::int64_t prompt_tokens_from_cache() const { return prompt_from_cache_; }
+    // Of those from the cache, read back from the second tier.
+    std::int64_t positions_from_tier() const { return from_tier_; }
+    std::int64_t prompt_tokens_from_tier() const { return prompt_from_tier_; }
     std::int64_t positions_recomputed() const { return recomputed_; }
     // Blocks the running requests' tables name, and blocks they hold: a
     // block in k tables is named k times and held once. Means over the steps.
@@ -76,9 +84,10 @@ class PrefixSharingMemory : public MemoryManager {
         return blocks_for(int(longest_context(r))) <= ledger_.blocks();
     }
 
-    // Whole cached blocks of r's prompt, stopping short of its last token.
+    // Whole cached blocks of r's prompt, stopping short of its last token:
+    // in the pool, then in the tier.
     int cached_prefix(const Request& r) const override {
-        return int(cached_chain(r).size()) * block_size();
+        return cache_ ? cache_->blocks_cached(prompt(r), most_blocks(r)) * block_size() : 0;
     }
 
     // Rule: nobody is still prefilling, and its new blocks fit and leave the
@@ -97,17 +106,27 @@ class PrefixSharingMemory : public MemoryManager {
     void admit(Request& r) override {
         MemoryManager::admit(r);
         std::vector<int>& t = at(r.id);
-        if (cache_)
+        std::int64_t reloaded = 0;
+        if (cache_) {
             for (int b : cache_->match(prompt(r), most_blocks(r))) take(t, b, /*shared=*/true);
+            for (int b : cache_->reload(prompt(r), int(t.size()), most_blocks(r))) {
+                take(t, b, /*shared=*/false);  // reload() gave it its owner
+                reloaded += block_size();
+            }
+            // A block that failed its check on reading is computed instead.
+            r.cached = int(t.size()) * block_size();
+        }
         const std::int64_t hit = std::int64_t(t.size()) * block_size();
         while (int(t.size()) < blocks_for(r.length())) take(t, ledger_.allocate(), false);
         admitted_ += r.length();
         from_cache_ += hit;
+        from_tier_ += reloaded;
         if (seen_.size() <= std::size_t(r.id)) seen_.resize(std::size_t(r.id) + 1, 0);
         if (!seen_[std::size_t(r.id)]) {  // its first admission: the prompt as it arrived
             seen_[std::size_t(r.id)] = 1;
             prompt_tokens_ += r.prompt_len;
             prompt_from_cache_ += hit;
+            prompt_from_tier_ += reloaded;
         }
     }
 
@@ -188,6 +207,7 @@ class PrefixSharingMemory : public MemoryManager {
     int named_ = 0, held_ = 0;              // blocks named by tables, and held by them
     std::int64_t steps_ = 0, named_sum_ = 0, held_sum_ = 0;
     std::int64_t admitted_ = 0, from_cache_ = 0, prompt_tokens_ = 0, prompt_from_cache_ = 0;
+    std::int64_t from_tier_ = 0, prompt_from_tier_ = 0;
     std::int64_t recomputed_ = 0;
 };
 
