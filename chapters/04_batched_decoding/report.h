@@ -160,6 +160,7 @@ inline void add_width(Findings& f, const std::string& prefix, const WidthResult&
     const Ridge k = ridge_point(w.timings);
     const double machine_ridge = roofs.ridge(w.memory_roof());
     const double batch1_rate = first.arithmetic.bytes() / first.step_seconds;
+    if (!prefix.empty()) f.data(prefix + "model", Cell(c.describe()));  // the demo's heads the list
     f.text("")
         .line(prefix + "multiplied_weights",
               "dim " + std::to_string(c.dim) + ", ffn " + std::to_string(c.ffn_dim),
@@ -167,7 +168,6 @@ inline void add_width(Findings& f, const std::string& prefix, const WidthResult&
                        format_bytes(weight_bytes_per_step(c)) +
                        " read per step, and each sequence's keys and values",
                    double(c.multiplied_parameters())))
-        .data(prefix + "model", Cell(c.describe()))
         .data(prefix + "weight_bytes_per_step", Cell(weight_bytes_per_step(c)))
         .table(prefix + "batches", "", batch_table(w, roofs))
         .line(prefix + "step_seconds_batch1",
