@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -173,5 +174,45 @@ TEST_CASE("chapter 02 refuses a checkpoint whose numbers overflow with one line 
         CHECK(ran.out.find("identical to the last bit") == std::string::npos);
         CHECK(ran.err.rfind("02_kv_cache: forward pass: layer 0 of 2, ", 0) == 0);
         CHECK(std::count(ran.err.begin(), ran.err.end(), '\n') == 1);
+    }
+}
+
+TEST_CASE("an infinite key stops the pass before any cache stores it, in every format") {
+    const Config c = test::tiny_config();
+    Weights w = random_weights(c, 3);
+    for (float& x : w.layers[0].wk.data) x = 3e38f;  // the key product overflows
+    Transformer model(c, std::move(w));
+    for (NumberFormat format : {NumberFormat::float32, NumberFormat::bfloat16,
+                                NumberFormat::float16, NumberFormat::int8}) {
+        CAPTURE(std::string(format_name(format)));
+        KVCache cache(c, c.max_seq, format);
+        const std::string error = pass_error(model, {5, 17, 3}, cache);
+        INFO(error);
+        CHECK(has(error, "layer 0 of 2, the key product (wk): a number that is not finite"));
+        CHECK(has(error, "before it is stored"));
+        CHECK(cache.length() == 0);
+    }
+}
+
+TEST_CASE("an int8 block keeps each number within half a step of its stored scale, however small") {
+    const Config c = test::tiny_config();  // head size 6: one block of 6 per head
+    const RowFormat f = row_format_of(c, NumberFormat::int8);
+    for (float largest : {3.0f, 9.4e-4f, 1.06e-5f, 3.8e-6f, 1e-7f, 6e-8f}) {
+        CAPTURE(largest);
+        std::vector<float> numbers(std::size_t(f.numbers()));
+        for (std::size_t i = 0; i < numbers.size(); ++i)
+            numbers[i] = largest * (i % 3 == 0 ? 1.0f : -0.37f * float(i % 5) / 4.0f);
+        std::vector<std::byte> stored(f.bytes());
+        std::vector<float> back(numbers.size());
+        narrow_row(f, numbers.data(), stored.data());
+        widen_rows(f, stored.data(), 1, back.data());
+        std::uint16_t scale_bits;
+        std::memcpy(&scale_bits, stored.data(), 2);
+        const float scale = from_float16(scale_bits);
+        CHECK(scale > 0.0f);                                    // never stored as zeros
+        for (std::size_t i = 0; i < numbers.size() / 2; ++i) {  // the first head's block
+            CAPTURE(i);
+            CHECK(std::fabs(back[i] - numbers[i]) <= scale / 2);
+        }
     }
 }

@@ -6,14 +6,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
-#include "../common/serving/prefix_sharing_memory.h"
-#include "../common/serving/shared_blocks_executor.h"
 #include "../chapters/08_prefix_caching/shared_workload.h"
 #include "../common/core/block_pool.h"
 #include "../common/core/transformer.h"
+#include "../common/serving/prefix_sharing_memory.h"
 #include "../common/serving/scheduler.h"
+#include "../common/serving/shared_blocks_executor.h"
 #include "../common/serving/step_cost.h"
 #include "tiny_models.h"
 #include "validate/ch08_queues.h"
@@ -277,48 +278,52 @@ TEST_CASE("the engine computes exactly the prefill positions the simulator count
 TEST_CASE("through the block manager's tables; a cache hit gives the logits of a fresh prefill") {
     const Config c = queue_config();
     Transformer model(c, 23);
-    BlockPool pool(c, 4, 64);
-    PrefixSharingMemory memory(pool, {.watermark = 0, .share = true});
-    const std::vector<int> system = tokens_from(5, 14);  // 3 whole blocks and 2 tokens
-    Request a = asking(0, joined(system, tokens_from(40, 5)), 6);
-    Request b = asking(1, joined(system, tokens_from(70, 4)), 6);
-    // What the scheduler does for one request: admit, plan its prefill,
-    // grow, run it through a view of its table; then decode steps.
-    auto serve = [&](Request& r) {
-        r.status = RequestStatus::prefilling;
-        r.cached = memory.cached_prefix(r);
-        memory.admit(r);
-        StepPlan plan;
-        plan.rows = {prefill_row(r, true)};
-        memory.grow(plan);
-        BlockTableView view(pool, memory, r);
-        std::vector<std::vector<float>> logits;
-        std::span<const float> l =
-            model.forward(std::span(r.token_ids).subspan(std::size_t(r.cached)), view);
-        logits.emplace_back(l.begin(), l.end());
-        r.status = RequestStatus::decoding;
-        for (int step = 0; step < 4; ++step) {
-            r.cached = view.length();
-            r.token_ids.push_back(argmax(logits.back()));
-            ++r.received;
-            plan.rows = {decode_row(r, true)};
+    for (NumberFormat format : {NumberFormat::float32, NumberFormat::bfloat16,
+                                NumberFormat::float16, NumberFormat::int8}) {
+        CAPTURE(std::string(format_name(format)));
+        BlockPool pool(c, 4, 64, format);
+        PrefixSharingMemory memory(pool, {.watermark = 0, .share = true});
+        const std::vector<int> system = tokens_from(5, 14);  // 3 whole blocks and 2 tokens
+        Request a = asking(0, joined(system, tokens_from(40, 5)), 6);
+        Request b = asking(1, joined(system, tokens_from(70, 4)), 6);
+        // What the scheduler does for one request: admit, plan its prefill,
+        // grow, run it through a view of its table; then decode steps.
+        auto serve = [&](Request& r) {
+            r.status = RequestStatus::prefilling;
+            r.cached = memory.cached_prefix(r);
+            memory.admit(r);
+            StepPlan plan;
+            plan.rows = {prefill_row(r, true)};
             memory.grow(plan);
-            l = model.forward(std::span(r.token_ids).subspan(std::size_t(r.cached)), view);
+            BlockTableView view(pool, memory, r);
+            std::vector<std::vector<float>> logits;
+            std::span<const float> l =
+                model.forward(std::span(r.token_ids).subspan(std::size_t(r.cached)), view);
             logits.emplace_back(l.begin(), l.end());
+            r.status = RequestStatus::decoding;
+            for (int step = 0; step < 4; ++step) {
+                r.cached = view.length();
+                r.token_ids.push_back(argmax(logits.back()));
+                ++r.received;
+                plan.rows = {decode_row(r, true)};
+                memory.grow(plan);
+                l = model.forward(std::span(r.token_ids).subspan(std::size_t(r.cached)), view);
+                logits.emplace_back(l.begin(), l.end());
+            }
+            return logits;
+        };
+        serve(a);
+        const std::vector<std::vector<float>> served = serve(b);
+        CHECK(memory.positions_from_cache() == 12);  // b found the system prompt's 3 whole blocks
+        KVCache fresh(c, 64, format);
+        std::vector<int> seq(b.token_ids.begin(), b.token_ids.begin() + b.prompt_len);
+        std::span<const float> l = model.forward(seq, fresh);
+        CHECK(std::vector<float>(l.begin(), l.end()) == served[0]);
+        for (std::size_t step = 1; step < served.size(); ++step) {
+            const int token = b.token_ids[std::size_t(b.prompt_len) + step - 1];
+            l = model.forward(std::span(&token, 1), fresh);
+            CHECK(std::vector<float>(l.begin(), l.end()) == served[step]);  // bit for bit
         }
-        return logits;
-    };
-    serve(a);
-    const std::vector<std::vector<float>> served = serve(b);
-    CHECK(memory.positions_from_cache() == 12);  // b found the system prompt's 3 whole blocks
-    KVCache fresh(c, 64);
-    std::vector<int> seq(b.token_ids.begin(), b.token_ids.begin() + b.prompt_len);
-    std::span<const float> l = model.forward(seq, fresh);
-    CHECK(std::vector<float>(l.begin(), l.end()) == served[0]);
-    for (std::size_t step = 1; step < served.size(); ++step) {
-        const int token = b.token_ids[std::size_t(b.prompt_len) + step - 1];
-        l = model.forward(std::span(&token, 1), fresh);
-        CHECK(std::vector<float>(l.begin(), l.end()) == served[step]);  // bit for bit
     }
 }
 

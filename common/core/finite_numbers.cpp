@@ -99,6 +99,21 @@ void Transformer::check_layer_numbers(std::span<const SequenceInput> inputs, int
     }
 }
 
+// Before layer `layer`'s new keys and values are stored: a narrower cache
+// would round an infinity to a finite number (int8 clamps it) and hide it.
+void Transformer::check_keys_values(std::span<const SequenceInput> inputs, int layer, int rows) {
+    for (int r = 0; r < rows; ++r)
+        for (const auto& [m, name] : {std::pair{&k_, "key"}, std::pair{&v_, "value"}}) {
+            const int bad = first_not_finite(m->row(r), m->cols);
+            if (bad >= 0)
+                stop_pass("layer " + std::to_string(layer) + " of " +
+                          std::to_string(config_.n_layers) + ", the " + name + " product (w" +
+                          name[0] + "): a number that is not finite (" +
+                          number_text(m->row(r)[bad]) + ") for " + where(inputs, r) +
+                          ", before it is stored");
+        }
+}
+
 // After the output product: every logit finite.
 void Transformer::check_logits(std::span<const SequenceInput> inputs) {
     int last_row = -1;

@@ -132,7 +132,11 @@ void narrow_int8(const RowFormat& f, const float* numbers, std::byte* out) {
             float largest = 0.0f;  // largest magnitude; a NaN is skipped (a > NaN is false)
             for (int i = 0; i < n; ++i)
                 if (std::fabs(x[i]) > largest) largest = std::fabs(x[i]);
-            const std::uint16_t scale_bits = to_float16(std::min(largest / 127.0f, 65504.0f));
+            std::uint16_t scale_bits = to_float16(std::min(largest / 127.0f, 65504.0f));
+            // A subnormal float16 rounds by up to half its value: one step
+            // up (the next bits) keeps largest / scale under 127.5.
+            while (scale_bits < 0x7BFF && largest / from_float16(scale_bits) >= 127.5f)
+                ++scale_bits;
             const float scale = from_float16(scale_bits);
             std::memcpy(out, &scale_bits, 2);
             std::int8_t q[kInt8Block];

@@ -68,9 +68,11 @@ RowFormat row_format_of(const Config& config, NumberFormat format);
 std::uint64_t kv_bytes_per_token(const Config& config, NumberFormat format);
 
 // Rounds numbers() floats into bytes() bytes. For int8, each block's scale
-// is its largest magnitude / 127, rounded to float16 first so that each
-// number is within half a step of the scale actually stored, and each
-// number is round(x / scale), ties to even, held to -127..127 (NaN: 0).
+// is its largest magnitude / 127, rounded to float16 (to nearest, or up a
+// step where a subnormal scale rounded down would clamp the largest), and
+// each number is round(x / scale), ties to even: within half a step of the
+// scale stored, for every block whose largest magnitude is below
+// 127.5 x 65504. Numbers must be finite (the forward pass checks first).
 void narrow_row(const RowFormat& f, const float* numbers, std::byte* out);
 // The same, one number at a time through the plain conversions above.
 void narrow_row_plain(const RowFormat& f, const float* numbers, std::byte* out);

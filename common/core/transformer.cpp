@@ -118,6 +118,7 @@ const Matrix& Transformer::pass(std::span<const SequenceInput> inputs) {
         // The new keys and values join each sequence's cache first, so that
         // each new token attends to itself and to the new tokens before it,
         // exactly as in a pass over the whole sequence.
+        check_keys_values(inputs, l, rows);  // finite_numbers.h
         int first_row = 0;
         for (const SequenceInput& input : inputs) {
             append_to_cache(input, first_row, l);

@@ -87,6 +87,7 @@ class Transformer {
     void attend_group(int row, int pos, int kv_head);  // the fast path: one pass per group
     // finite_numbers.cpp: a NonFiniteError where a number stops being finite.
     void check_layer_numbers(std::span<const SequenceInput> inputs, int layer, int rows);
+    void check_keys_values(std::span<const SequenceInput> inputs, int layer, int rows);
     void check_logits(std::span<const SequenceInput> inputs);
 
     Config config_;

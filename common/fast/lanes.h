@@ -213,4 +213,151 @@ inline void tile(const float* x, std::size_t xs, const float* w, std::size_t ws,
         for (int c = 0; c < C; ++c) out[r * os + c] = sums[r * C + c];
 }
 
+// ------------------------------------------------- the tile, in registers
+
+// The widest vector this build has: 16 floats with AVX-512, 8 with AVX,
+// 4 with SSE2 or NEON. A Lanes is kParts of them side by side.
+#if defined(__AVX512F__)
+#define KV_NATIVE_WIDTH 16
+#elif defined(__AVX__)
+#define KV_NATIVE_WIDTH 8
+#else
+#define KV_NATIVE_WIDTH 4
+#endif
+inline constexpr int kNativeWidth = KV_NATIVE_WIDTH;
+inline constexpr int kParts = kLanes / kNativeWidth;
+typedef float Native __attribute__((vector_size(kNativeWidth * sizeof(float))));
+
+inline Native load_native(const float* p) {
+    Native v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// An empty instruction that takes v in a register and may change it: the
+// compiler must keep v there instead of loading it again from memory for
+// each multiply, which GCC otherwise does, doubling a tile's loads.
+inline void in_register(Native& v) {
+#if defined(__AVX512F__)
+    asm("" : "+v"(v));
+#elif defined(__SSE2__)
+    asm("" : "+x"(v));
+#elif defined(__aarch64__)
+    asm("" : "+w"(v));
+#endif
+}
+
+// The tree's first steps, while a sum's lanes lie in kParts vectors: lane
+// l with l + 8 (part p with p + kParts / 2), then l with l + 4 where that
+// still crosses parts. Leaves one vector of the tree's last kNativeWidth sums.
+template <int R, int C>
+[[gnu::always_inline]] inline Native fold_parts(const Native (&acc)[kParts][R][C], int r, int c) {
+#if KV_NATIVE_WIDTH == 16
+    return acc[0][r][c];
+#elif KV_NATIVE_WIDTH == 8
+    return acc[0][r][c] + acc[1][r][c];
+#else
+    return (acc[0][r][c] + acc[2][r][c]) + (acc[1][r][c] + acc[3][r][c]);
+#endif
+}
+
+// The rest of the tree for N sums, each in one Native (fold_parts), side
+// by side as reduce_many does for kLanes: out[i] is sum i, added in the
+// book's order.
+template <int N>
+[[gnu::always_inline]] inline void reduce_natives(const Native* v, float* out) {
+#if KV_NATIVE_WIDTH == 16
+    static_assert(std::is_same_v<Native, Lanes>);
+    reduce_many<N>(v, out);
+#else
+    if constexpr (N > 0) {
+        constexpr int W = kNativeWidth, Take = N < W ? N : W;
+        Native s[W];
+        for (int i = 0; i < W; ++i) s[i] = i < Take ? v[i] : Native{};
+        Native f;
+#if KV_NATIVE_WIDTH == 8  // l with l + 4, then l + 2, then l + 1
+        Native h[4], q[2];
+        for (int i = 0; i < 4; ++i)
+            h[i] = __builtin_shufflevector(s[2 * i], s[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11) +
+                   __builtin_shufflevector(s[2 * i], s[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15);
+        for (int i = 0; i < 2; ++i)
+            q[i] = __builtin_shufflevector(h[2 * i], h[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13) +
+                   __builtin_shufflevector(h[2 * i], h[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15);
+        f = __builtin_shufflevector(q[0], q[1], 0, 2, 4, 6, 8, 10, 12, 14) +
+            __builtin_shufflevector(q[0], q[1], 1, 3, 5, 7, 9, 11, 13, 15);
+#else                     // 4 wide: l with l + 2, then l + 1
+        const Native h0 = __builtin_shufflevector(s[0], s[1], 0, 1, 4, 5) +
+                          __builtin_shufflevector(s[0], s[1], 2, 3, 6, 7);
+        const Native h1 = __builtin_shufflevector(s[2], s[3], 0, 1, 4, 5) +
+                          __builtin_shufflevector(s[2], s[3], 2, 3, 6, 7);
+        f = __builtin_shufflevector(h0, h1, 0, 2, 4, 6) +
+            __builtin_shufflevector(h0, h1, 1, 3, 5, 7);
+#endif
+        std::memcpy(out, &f, Take * sizeof(float));
+        reduce_natives<N - Take>(v + Take, out + Take);
+    }
+#endif
+}
+
+// One vector step of a tile: part p (kNativeWidth of the kLanes lanes) of
+// each row of x and w, kNativeWidth lanes of each of R x C sums.
+template <int R, int C>
+[[gnu::always_inline]] inline void tile_step(const Native (&xv)[R], const float* w, std::size_t ws,
+                                             Native (&acc)[R][C]) {
+    for (int c = 0; c < C; ++c) {
+        Native wv = load_native(w + c * ws);
+        in_register(wv);
+        for (int r = 0; r < R; ++r) acc[r][c] += xv[r] * wv;
+    }
+}
+
+// tile() with each loaded number kept in a register and the lanes split in
+// the build's own vectors, so that R x C x kParts accumulators, R rows of x
+// and one row of w fit in the registers: the same sums, lane for lane.
+template <int R, int C, class Pf>
+inline void tile_in_registers(const float* x, std::size_t xs, const float* w, std::size_t ws, int n,
+                              float* out, std::size_t os, Pf& pf) {
+    Native acc[kParts][R][C];
+    for (int p = 0; p < kParts; ++p)
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[p][r][c] = Native{};
+    int k = 0;
+    for (; k + kLanes <= n; k += kLanes) {
+        pf.step(k);
+        for (int p = 0; p < kParts; ++p) {
+            const int at = k + p * kNativeWidth;
+            Native xv[R];
+            for (int r = 0; r < R; ++r) {
+                xv[r] = load_native(x + r * xs + at);
+                in_register(xv[r]);
+            }
+            tile_step<R, C>(xv, w + at, ws, acc[p]);
+        }
+    }
+    if (k < n) {  // the tail, padded with zeros as tile() pads it
+        pf.step(k);
+        float xt[R][kLanes], wt[C][kLanes];
+        for (int r = 0; r < R; ++r) {
+            const Lanes v = load_tail(x + r * xs + k, n - k);
+            std::memcpy(xt[r], &v, sizeof v);
+        }
+        for (int c = 0; c < C; ++c) {
+            const Lanes v = load_tail(w + c * ws + k, n - k);
+            std::memcpy(wt[c], &v, sizeof v);
+        }
+        for (int p = 0; p < kParts; ++p) {
+            Native xv[R];
+            for (int r = 0; r < R; ++r) xv[r] = load_native(xt[r] + p * kNativeWidth);
+            tile_step<R, C>(xv, wt[0] + p * kNativeWidth, kLanes, acc[p]);
+        }
+    }
+    Native folded[R * C];
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) folded[r * C + c] = fold_parts(acc, r, c);
+    float sums[R * C];
+    reduce_natives<R * C>(folded, sums);
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) out[r * os + c] = sums[r * C + c];
+}
+
 }  // namespace kv::fast

@@ -16,23 +16,41 @@ namespace {
 
 // ---------------------------------------------- matrix products: the streams
 
+// How a tile is computed: tile() as lanes.h writes it, or with every
+// loaded number held in a register (tile_in_registers).
+struct AsWritten {
+    template <int R, int C, class Pf>
+    static void run(const float* x, std::size_t xs, const float* w, std::size_t ws, int n,
+                    float* out, std::size_t os, Pf& pf) {
+        tile<R, C>(x, xs, w, ws, n, out, os, pf);
+    }
+};
+struct InRegisters {
+    template <int R, int C, class Pf>
+    static void run(const float* x, std::size_t xs, const float* w, std::size_t ws, int n,
+                    float* out, std::size_t os, Pf& pf) {
+        tile_in_registers<R, C>(x, xs, w, ws, n, out, os, pf);
+    }
+};
+
 // Rows i0..i0+R-1 of x against the last weight rows from j on (fewer
 // than C): tiles of 4, 2 and 1 weight rows.
-template <int R, int C>
+template <class T, int R, int C>
 inline void leftover_columns(const Matrix& x, int i0, const Matrix& w, int j, Matrix& y) {
     NoPrefetch none;
     if constexpr (C > 1) {
         constexpr int Next = C > 4 ? 4 : C / 2;
         for (; j + Next <= w.rows; j += Next)
-            tile<R, Next>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, none);
-        leftover_columns<R, Next>(x, i0, w, j, y);
+            T::template run<R, Next>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j),
+                                     y.cols, none);
+        leftover_columns<T, R, Next>(x, i0, w, j, y);
     }
 }
 
 // Up to 4 rows of x in one pass over the weights, C weight rows at a time:
 // the weights stream past once, and C rows keep C streams of loads in
 // flight, the next C rows fetched meanwhile.
-template <int C>
+template <int C, class T = AsWritten>
 void stream(const Matrix& x, const Matrix& w, Matrix& y) {
     by_fours(x.rows, [&](auto rows, int i0) {
         constexpr int R = decltype(rows)::value;
@@ -40,22 +58,45 @@ void stream(const Matrix& x, const Matrix& w, Matrix& y) {
         for (; j + C <= w.rows; j += C) {
             RowsAhead<C> pf;
             if (j + 2 * C <= w.rows) pf = {w.row(j + C), std::size_t(w.cols)};
-            tile<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols, pf);
+            T::template run<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols,
+                                  pf);
         }
-        leftover_columns<R, C>(x, i0, w, j, y);
+        leftover_columns<T, R, C>(x, i0, w, j, y);
+    });
+}
+
+// One weight row after another, as the plain peer reads them, so the
+// weights pass in memory order: one stream the hardware prefetcher follows
+// from DRAM, the line Ahead floats on asked for at each vector step.
+template <int Ahead>
+struct LinearAhead {
+    const float* row = nullptr;
+    void step(int k) { __builtin_prefetch(row + k + Ahead, 0, 3); }
+};
+
+template <int Ahead>
+void in_order(const Matrix& x, const Matrix& w, Matrix& y) {
+    by_fours(x.rows, [&](auto rows, int i0) {
+        constexpr int R = decltype(rows)::value;
+        for (int j = 0; j < w.rows; ++j) {
+            LinearAhead<Ahead> pf{w.row(j)};
+            tile_in_registers<R, 1>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j),
+                                    y.cols, pf);
+        }
     });
 }
 
 // ------------------------------------------------ matrix products: the tiles
 
 // Rows i.. of x (fewer than R) against weight rows j0.. as one smaller tile.
-template <int C, int R>
+template <class T, int C, int R>
 inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matrix& y, Spread& pf) {
     if constexpr (R > 0) {
         if (x.rows - i == R)
-            tile<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
+            T::template run<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols,
+                                  pf);
         else
-            leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
+            leftover_rows<T, C, R - 1>(x, i, w, j0, y, pf);
     }
 }
 
@@ -63,7 +104,7 @@ inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matri
 // weight rows stay in L1 while x streams past, so each weight is read from
 // memory once. The next C weight rows are fetched meanwhile, spread over
 // every vector step, or a new block starts by waiting for the last-level cache.
-template <int R, int C>
+template <class T, int R, int C>
 void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     Spread pf;
     pf.next = reinterpret_cast<const char*>(w.row(std::min(j0 + C, w.rows)));
@@ -73,15 +114,16 @@ void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     pf.per_step = steps > 0 ? static_cast<int>((lines + steps - 1) / steps) : 0;
     int i = 0;
     for (; i + R <= x.rows; i += R)
-        tile<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols, pf);
-    leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
+        T::template run<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols,
+                              pf);
+    leftover_rows<T, C, R - 1>(x, i, w, j0, y, pf);
 }
 
-template <int R, int C>
+template <int R, int C, class T = AsWritten>
 void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
     int j = 0;
-    for (; j + C <= w.rows; j += C) tile_columns<R, C>(x, w, j, y);
-    for (; j < w.rows; ++j) tile_columns<R, 1>(x, w, j, y);
+    for (; j + C <= w.rows; j += C) tile_columns<T, R, C>(x, w, j, y);
+    for (; j < w.rows; ++j) tile_columns<T, R, 1>(x, w, j, y);
 }
 
 // ------------------------------------------------------ the candidates
@@ -90,16 +132,33 @@ void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
 const MatmulKernel kOneRow[] = {
     {"stream8", RowClass::one, stream<8>},
     {"stream4", RowClass::one, stream<4>},
+    {"regstream8", RowClass::one, stream<8, InRegisters>},
+    {"regstream4", RowClass::one, stream<4, InRegisters>},
+    {"inorder512", RowClass::one, in_order<512>},
+    {"inorder1024", RowClass::one, in_order<1024>},
 };
 const MatmulKernel kFewRows[] = {
     {"stream8", RowClass::few, stream<8>},
     {"stream4", RowClass::few, stream<4>},
     {"stream2", RowClass::few, stream<2>},
+    {"regstream8", RowClass::few, stream<8, InRegisters>},
+    {"regstream4", RowClass::few, stream<4, InRegisters>},
+    {"regstream2", RowClass::few, stream<2, InRegisters>},
+    {"inorder512", RowClass::few, in_order<512>},
 };
 const MatmulKernel kManyRows[] = {
-    {"tile4x4", RowClass::many, tiles<4, 4>}, {"tile4x6", RowClass::many, tiles<4, 6>},
-    {"tile6x4", RowClass::many, tiles<6, 4>}, {"tile2x8", RowClass::many, tiles<2, 8>},
+    {"tile4x4", RowClass::many, tiles<4, 4>},
+    {"tile4x6", RowClass::many, tiles<4, 6>},
+    {"tile6x4", RowClass::many, tiles<6, 4>},
+    {"tile2x8", RowClass::many, tiles<2, 8>},
     {"tile2x4", RowClass::many, tiles<2, 4>},
+    {"reg4x4", RowClass::many, tiles<4, 4, InRegisters>},
+    {"reg4x6", RowClass::many, tiles<4, 6, InRegisters>},
+    {"reg3x8", RowClass::many, tiles<3, 8, InRegisters>},
+    {"reg2x8", RowClass::many, tiles<2, 8, InRegisters>},
+    {"reg2x3", RowClass::many, tiles<2, 3, InRegisters>},
+    {"reg2x2", RowClass::many, tiles<2, 2, InRegisters>},
+    {"reg1x4", RowClass::many, tiles<1, 4, InRegisters>},
 };
 
 }  // namespace

@@ -15,8 +15,8 @@
 
 #include "../core/block_pool.h"
 #include "../core/kv_store.h"
-#include "real_executor.h"
 #include "prefix_sharing_memory.h"
+#include "real_executor.h"
 
 namespace kv {
 
@@ -35,6 +35,7 @@ class BlockTableView final : public KVStore {
     int capacity() const override { return capacity_; }
     int n_layers() const override { return pool_.n_layers(); }
     int kv_dim() const override { return pool_.kv_dim(); }
+    RowFormat row_format() const override { return pool_.row_format(); }
 
     // The manager gave the blocks at grow(); a step beyond them is a bug,
     // and so is a write into a block another request's table names.
@@ -57,14 +58,24 @@ class BlockTableView final : public KVStore {
     float* value(int layer, int pos) override {
         return pool_.values(block(pos), layer) + slot(pos);
     }
+    // In the pool's number format (chapter 10), rounded once here.
+    void write(int layer, int pos, const float* key, const float* value) override {
+        const std::size_t at = std::size_t(pos % B()) * row_format().bytes();
+        narrow_row(row_format(), key, pool_.key_bytes(block(pos), layer) + at);
+        narrow_row(row_format(), value, pool_.value_bytes(block(pos), layer) + at);
+    }
     void commit(int n) override { length_ += n; }
     void truncate(int n) override { length_ = std::min(length_, n); }
     void runs(int layer, int positions, std::vector<KVRun>& out) const override {
         out.clear();
         for (int first = 0; first < positions; first += B()) {
             const int b = memory_.table(id_)[std::size_t(first / B())];
-            out.push_back(
-                {pool_.keys(b, layer), pool_.values(b, layer), std::min(B(), positions - first)});
+            const int n = std::min(B(), positions - first);
+            if (row_format().format == NumberFormat::float32)
+                out.push_back({pool_.keys(b, layer), pool_.values(b, layer), n});
+            else
+                out.push_back(
+                    {nullptr, nullptr, n, pool_.key_bytes(b, layer), pool_.value_bytes(b, layer)});
         }
     }
 
