@@ -31,7 +31,8 @@ CHAPTER_DIRS = $(sort $(patsubst %/main.cpp,%,$(wildcard chapters/*/main.cpp)))
 CHAPTERS     = $(foreach d,$(CHAPTER_DIRS),ch$(firstword $(subst _, ,$(notdir $(d)))))
 
 COMMON_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard common/*/*.cpp))
-TEST_OBJ   = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard tests/*.cpp))
+TEST_FILES = $(filter-out tests/main.cpp,$(wildcard tests/*.cpp))
+TEST_OBJ   = $(BUILD)/tests/main.o $(BUILD)/tests/one_unit.o
 
 .PHONY: all run test sanitize bench validate fuzz format format-check clean doctest $(CHAPTERS)
 .SECONDARY:
@@ -79,6 +80,14 @@ doctest:
 # -ffast-math. common/ itself is built once, at -O3, for the chapters and
 # the tests alike.
 $(TEST_OBJ): ALL_FLAGS += -O0
+
+# The test files compiled as one (tests/one_unit.sh says why).
+$(BUILD)/tests/one_unit.cpp: $(TEST_FILES) tests/one_unit.sh
+	@mkdir -p $(@D)
+	sh tests/one_unit.sh $@ $(TEST_FILES)
+$(BUILD)/tests/one_unit.o: $(BUILD)/tests/one_unit.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(ALL_FLAGS) -c -o $@ $<
 
 # book_tests checks make bench's accounting too (tests/bench_workloads_test.cpp).
 $(BUILD)/book_tests: $(TEST_OBJ) $(COMMON_OBJ) $(BUILD)/tests/bench/workloads.o
