@@ -1,6 +1,5 @@
-// What chapter 03 prints: the price factor by factor, every layout and
-// width against the budget, the demo cache against the formula, where it
-// keeps its bytes and the resident memory, as one list of findings.
+// What chapter 03 prints: the price factor by factor, every layout against the
+// budget, the demo cache against the formula and the resident memory.
 #pragma once
 
 #include <algorithm>
@@ -142,14 +141,8 @@ inline int report(const Results& r, const OutputOptions& out) {
     const std::string context = with_commas(o.context), mean = with_commas(o.mean_tokens);
 
     Findings f("Chapter 03: what the KV cache costs in memory");
-    f.line("shape", "priced shape",
-           std::to_string(s.layers) + " layers, " + std::to_string(s.kv_heads) + " KV heads (" +
-               std::to_string(o.heads) + " query heads), head size " + std::to_string(s.head_size) +
-               ", " + bits_name(s.bytes_per_number) + " numbers, context " + context + " tokens")
-        .text("")
-        .table("derivation",
-               "Bytes of cache per token, one factor at a time, then per conversation:",
-               derivation_table(s, o.context))
+    f.table("derivation", "Bytes of cache per token, one factor at a time, then per conversation:",
+            derivation_table(s, o.context))
         .text("")
         .table("layouts",
                "Every attention layout and number width, and the conversations a budget of " +

@@ -1,6 +1,5 @@
-// What chapter 07 prints: how many conversations fit, the price of the
-// block table, the queue under each way of managing memory, and the
-// headline, as one list of findings (text, or JSON with --json).
+// What chapter 07 prints: how many conversations fit, the price of the block
+// table, the queue under each way of managing memory.
 #pragma once
 
 #include <cstdint>
@@ -86,8 +85,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                queue_table(r, s.tight_budget_mib))
         .line("swap_bytes_per_second", "swaps priced in the simulator at",
               Cell(fixed(r.swap_bytes_per_second / 1e9, 1) + " GB/s", r.swap_bytes_per_second))
-        .text("recomputed: positions prefilled again\n")
-        .text("the waits below: the simulator's, continuous batching at " + at)
+        .text("recomputed: positions prefilled again")
         .data("indirection_batch", s.indirection_batch)  // the timed step's sequences
         .data("kv_budget_mib", mib)
         .data("block_size", s.block_size)

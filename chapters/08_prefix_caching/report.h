@@ -80,9 +80,6 @@ inline int report(const Results& r, const OutputOptions& out) {
                "n answers to one prompt of " + std::to_string(r.sample_prompt) + " tokens, each " +
                    std::to_string(r.sample_answer) + " tokens long, on the engine:",
                samples_table(r))
-        .text("")
-        .text("the headline's waits: the simulator's, continuous batching, S = " +
-              std::to_string(s.sharing.system_prompt))
         .data("prompt_share_from_cache", Cell(after.from_cache_share(), 3))
         .data("ttft_median_without_s", Cell(before.summary.ttft_median, 3))
         .data("ttft_median_with_s", Cell(after.summary.ttft_median, 3))

@@ -1,6 +1,5 @@
-// What chapter 09 prints: the step cost, each workload under each step
-// rule with its time to first token and time between tokens, the
-// trade-off plots and the headline, as one list of findings.
+// What chapter 09 prints: each workload under each step rule, its waits and
+// the trade-off plots.
 #pragma once
 
 #include <string>
@@ -84,8 +83,7 @@ inline int report(const Results& r, const OutputOptions& out) {
             "requests answered per decode step; mixed steps: steps with decode rows and\n"
             "prompt tokens both; most prompt: the most prompt tokens one step carried")
         .line("plot", "plot", outside_text(plot))
-        .text("")
-        .line("headline_workload", "the waits below, the simulator's",
+        .data("headline_workload",
               workload + ", prefill first -> chunked " + std::to_string(s.chunk))
         .data("chunk", s.chunk)
         .data("tbt_p99_prefill_first_s", Cell(before.tbt_p99, 4))

@@ -1,7 +1,5 @@
-// What chapter 11 prints: one request reloaded or recomputed at every P,
-// the break-even arithmetic, the number formats' reloads, the queue with
-// and without the second tier, and the headline, as one list of findings
-// (text, or JSON with --json).
+// What chapter 11 prints: one request reloaded or recomputed at every P, the
+// break-even arithmetic, the formats' reloads, the queue with and without the tier.
 #pragma once
 
 #include <cstdint>
@@ -29,23 +27,17 @@ inline Cell rate(double bytes_per_second) {  // in GB/s always: "0.880 GB/s", "6
 inline Cell times(double ratio) {
     return Cell(fixed(ratio, 1) + " x", ratio);
 }
-inline Cell per_token(double seconds, int tokens) {
-    return Cell(fixed(1e6 * seconds / tokens, 2) + " us", seconds / tokens);
-}
 inline Cell yes(bool b) {
     return b ? "yes" : "no";
 }
 
 inline Table sweep_table(const Results& r) {
-    Table t({"P", "pool", "warm", "cold", "recompute", "cold read/token", "recompute/token",
-             "recompute/warm", "recompute/cold", "read warm", "read cold", "read O_DIRECT",
-             "same logits"});
+    Table t({"P", "pool", "warm", "cold", "recompute", "recompute/cold", "read warm", "read cold",
+             "read O_DIRECT", "same logits"});
     for (const OneRequest& o : r.sweep)
         t.add_row({o.prefix, timed(o.pool_s), timed(o.warm_s), timed(o.cold_s),
-                   timed(o.recompute_s), per_token(o.cold_read_s, o.prefix),
-                   per_token(o.recompute_s, o.prefix + Setup::kQuestion),
-                   times(o.recompute_s / o.warm_s), times(o.recompute_s / o.cold_s),
-                   rate(o.warm_bandwidth()), rate(o.cold_bandwidth()),
+                   timed(o.recompute_s), times(o.recompute_s / o.cold_s), rate(o.warm_bandwidth()),
+                   rate(o.cold_bandwidth()),
                    o.direct_read_s > 0 ? rate(o.direct_bandwidth()) : Cell("refused"),
                    yes(o.same_logits)});
     return t;
@@ -134,10 +126,10 @@ inline int report(const Results& r, const OutputOptions& out) {
     f.line("model", "model",
            s.model.describe() + " (the one-request sweep's: max-seq " +
                with_commas(std::uint64_t(s.long_model().max_seq)) + ")")
-        .line("block_size",
-              "positions per block, the unit that moves (every layer's keys and values)",
-              s.block_size)
-        .line("slot_bytes", "its bytes in the tier, with its name and checksum", Cell(r.slot_bytes))
+        .line("slot_bytes",
+              "a block of " + std::to_string(s.block_size) +
+                  " positions in the tier, with its name and checksum (bytes)",
+              Cell(r.slot_bytes))
         .line("tier_folder", "the tier's files (mode 0600, removed on exit and on a signal)",
               outside_text("a fresh folder under " +
                            (s.tier_dir.empty() ? std::string("$TMPDIR (or /tmp)") : s.tier_dir)))
@@ -154,11 +146,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                sweep_table(r))
         .line("pages_cached_after_drop", "the file's pages cached after each drop (mincore)",
               l.pages_left < 0 ? Cell("not known") : Cell(std::uint64_t(l.pages_left)))
-        .line("read_warm_bytes_per_s", "the tier's read, warm (P = " + longest + ")",
-              rate(l.warm_bandwidth()))
-        .line("read_cold_bytes_per_s", "the tier's read, cold", rate(l.cold_bandwidth()))
-        .line("read_direct_bytes_per_s", "the tier's read, O_DIRECT",
-              l.direct_read_s > 0 ? rate(l.direct_bandwidth()) : Cell("refused"))
+        .data("read_cold_bytes_per_s", rate(l.cold_bandwidth()))
         .line("crossing", "the cold reload and the recompute cross", crossing(r))
         .text("")
         .table("arithmetic",
@@ -180,13 +168,13 @@ inline int report(const Results& r, const OutputOptions& out) {
                format_table(r))
         .text("")
         .line("workload", "the queue", describe_workload(work, make_workload(work)))
-        .line("conversations", "  dealt to conversations taking turns (each resends its history)",
-              s.conversations)
+        .text("  dealt to " + std::to_string(s.conversations) +
+              " conversations taking turns (each resends its history)")
         .line("kv_budget_mib", "the pool (MiB of KV cache)",
               Cell(std::to_string(s.queue.kv_budget_mib) + " = " + std::to_string(r.blocks) +
                        " blocks; continuous batching, batch " + std::to_string(s.queue.batch),
                    double(s.queue.kv_budget_mib)))
-        .line("tier_mib", "the headline's tier (MiB)", Cell(s.tier_mib))
+        .data("tier_mib", Cell(s.tier_mib))
         .line("tier_read_priced", "the simulator prices a block read at", rate(r.measured.read))
         .line("tier_write_priced", "the simulator prices a block written at",
               rate(r.measured.write))
