@@ -46,7 +46,9 @@ class KVCache final : public KVStore {
 
     // Bytes of keys and values written so far, and bytes allocated.
     std::uint64_t bytes_used() const { return bytes_per_position() * std::uint64_t(length_); }
-    std::uint64_t bytes_allocated() const { return bytes_per_position() * std::uint64_t(capacity_); }
+    std::uint64_t bytes_allocated() const {
+        return bytes_per_position() * std::uint64_t(capacity_);
+    }
 
     // Throws std::length_error if n more positions do not fit.
     void check_room(int n) const override;
