@@ -35,7 +35,7 @@ namespace {
 std::vector<int> answer_alone(Transformer& model, std::span<const int> prompt, int answer_len,
                               NumberFormat format, std::span<const int> fed,
                               std::vector<std::vector<float>>* logits = nullptr) {
-    KVCache cache(model.config(), int(prompt.size()) + answer_len - 1, format);
+    NarrowKVCache cache(model.config(), int(prompt.size()) + answer_len - 1, format);
     std::vector<int> answer;
     std::span<const float> l = model.forward(prompt, cache);
     for (int s = 0; s < answer_len; ++s) {
@@ -137,8 +137,8 @@ void check_same(const FormatAnswers& got, const FormatAnswers& want) {
 }
 
 // A cache of every format holding `prefix`, with room for `rest` more positions.
-std::vector<KVCache> prefilled(Transformer& model, std::span<const int> prefix, int rest) {
-    std::vector<KVCache> caches;
+std::vector<NarrowKVCache> prefilled(Transformer& model, std::span<const int> prefix, int rest) {
+    std::vector<NarrowKVCache> caches;
     for (const NumberFormat f : all_formats()) {
         caches.emplace_back(model.config(), int(prefix.size()) + rest, f);
         model.forward(prefix, caches.back());
@@ -160,10 +160,10 @@ TEST_CASE("an answer from a copied prefix cache and its tail is the whole prompt
         Transformer model(c, seed);
         const std::vector<int> prefix = fixed_prompt(11, c.vocab_size, seed);
         const std::vector<int> tail = fixed_prompt(4, c.vocab_size, seed + 100);
-        const std::vector<KVCache> caches = prefilled(model, prefix, 4 + answer - 1);
+        const std::vector<NarrowKVCache> caches = prefilled(model, prefix, 4 + answer - 1);
         // The tail's pass after the prefix's gives the whole prompt's logits, bit for bit.
-        for (const KVCache& cache : caches) {
-            KVCache copy = cache, whole(c, 15, cache.number_format());
+        for (const NarrowKVCache& cache : caches) {
+            NarrowKVCache copy = cache, whole(c, 15, cache.number_format());
             const std::span<const float> l = model.forward(tail, copy);
             const std::vector<float> from_prefix(l.begin(), l.end());
             const std::span<const float> w = model.forward(joined(prefix, tail), whole);
@@ -185,13 +185,13 @@ TEST_CASE("answers from one prefix do not disturb each other or the prefix") {
     const std::vector<int> prefix = fixed_prompt(9, c.vocab_size, 7);
     const std::vector<int> a = fixed_prompt(5, c.vocab_size, 8),
                            b = fixed_prompt(5, c.vocab_size, 9);
-    const std::vector<KVCache> caches = prefilled(model, prefix, 5 + answer - 1);
+    const std::vector<NarrowKVCache> caches = prefilled(model, prefix, 5 + answer - 1);
     const FormatAnswers first_a = compare_formats(model, caches, a, answer);
     const FormatAnswers then_b = compare_formats(model, caches, b, answer);
     check_same(compare_formats(model, caches, a, answer), first_a);  // as if b had not run
     check_same(then_b, compare_formats(model, joined(prefix, b), answer, all_formats()));
     CHECK(first_a.tokens != then_b.tokens);  // two answers, not one twice
-    for (const KVCache& cache : caches) CHECK(cache.length() == int(prefix.size()));
+    for (const NarrowKVCache& cache : caches) CHECK(cache.length() == int(prefix.size()));
 }
 
 // The chapter's tables print totals, not single answers: adding up must

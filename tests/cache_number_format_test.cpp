@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "../common/core/batched_decoding.h"
 #include "../common/core/block_pool.h"
 #include "../common/core/generation.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/memory_arithmetic.h"
+#include "../common/core/narrow_kv_cache.h"
 #include "../common/core/number_format.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
@@ -84,7 +84,7 @@ TEST_CASE("a narrower cache gives the logits of a float32 cache that rounds at t
             CAPTURE(name);
             CAPTURE(c.describe());
             Transformer model(c, 11);
-            KVCache narrow(c, c.max_seq, format);
+            NarrowKVCache narrow(c, c.max_seq, format);
             RoundingCache oracle(c, c.max_seq, format);
             CHECK(answer_logits(model, kPrompt, 20, narrow) ==
                   answer_logits(model, kPrompt, 20, oracle));
@@ -98,12 +98,12 @@ TEST_CASE("cached decoding gives naive decoding's logits at every number format"
             CAPTURE(name);
             CAPTURE(c.describe());
             Transformer model(c, 12);
-            KVCache cache(c, c.max_seq, format);
+            NarrowKVCache cache(c, c.max_seq, format);
             const Logits cached = answer_logits(model, kPrompt, 12, cache);
             // Naive: a fresh cache of the same format and the whole sequence, every step.
             std::vector<int> sequence = kPrompt;
             for (std::size_t step = 0; step < cached.size(); ++step) {
-                KVCache scratch(c, static_cast<int>(sequence.size()), format);
+                NarrowKVCache scratch(c, static_cast<int>(sequence.size()), format);
                 const std::span<const float> naive = model.forward(sequence, scratch);
                 REQUIRE(std::vector<float>(naive.begin(), naive.end()) == cached[step]);
                 sequence.push_back(argmax(naive));
@@ -120,7 +120,7 @@ TEST_CASE("batched steps on narrower caches give each sequence its logits alone"
         const std::vector<std::vector<int>> prompts = {
             {1, 2, 3}, {7}, {9, 8, 7, 6, 5, 4, 3}, {4, 4}};
         const std::size_t n = prompts.size();
-        std::vector<KVCache> batched, single;
+        std::vector<NarrowKVCache> batched, single;
         for (std::size_t i = 0; i < n; ++i) {
             batched.emplace_back(c, c.max_seq, format);
             single.emplace_back(c, c.max_seq, format);
@@ -130,10 +130,10 @@ TEST_CASE("batched steps on narrower caches give each sequence its logits alone"
             model.forward(prompts[i], batched[i]);
             tokens[i] = argmax(model.forward(prompts[i], single[i]));
         }
-        std::vector<KVCache*> pointers;
-        for (KVCache& cache : batched) pointers.push_back(&cache);
+        std::vector<SequenceInput> steps(n);
         for (int step = 0; step < 8; ++step) {
-            const Matrix& rows = decode_batch(model, tokens, pointers);
+            for (std::size_t i = 0; i < n; ++i) steps[i] = {std::span(&tokens[i], 1), &batched[i]};
+            const Matrix& rows = model.forward(steps);
             const Matrix copy = rows;
             for (std::size_t i = 0; i < n; ++i) {
                 const std::span<const float> alone =
@@ -155,7 +155,7 @@ TEST_CASE(
                 CAPTURE(name);
                 CAPTURE(block_size);
                 Transformer model(c, 14);
-                KVCache contiguous(c, c.max_seq, format);
+                NarrowKVCache contiguous(c, c.max_seq, format);
                 BlockPool pool(c, block_size, c.max_seq, format);
                 PagedKVCache paged(pool, c.max_seq);
                 CHECK(answer_logits(model, kPrompt, 10, paged) ==
@@ -189,7 +189,7 @@ TEST_CASE("a forked narrower cache copies a shared block on write and both answe
         std::vector<int> seq_a = kPrompt, seq_b = kPrompt;
         seq_a.insert(seq_a.end(), a.begin(), a.end());
         seq_b.insert(seq_b.end(), b.begin(), b.end());
-        KVCache own_a(c, c.max_seq, format), own_b(c, c.max_seq, format);
+        NarrowKVCache own_a(c, c.max_seq, format), own_b(c, c.max_seq, format);
         const std::span<const float> want_a = model.forward(seq_a, own_a);
         CHECK(got_a == std::vector<float>(want_a.begin(), want_a.end()));
         const std::span<const float> want_b = model.forward(seq_b, own_b);
@@ -208,7 +208,7 @@ TEST_CASE("a mixed step of a prompt chunk and decode rows on narrower caches is 
         // sequences 1 and 2 decode; each row against a pass of its own.
         const std::vector<int> long_prompt = {2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4};
         std::vector<PagedKVCache> mixed;
-        std::vector<KVCache> alone;
+        std::vector<NarrowKVCache> alone;
         for (int i = 0; i < 3; ++i) {
             mixed.emplace_back(pool, c.max_seq);
             alone.emplace_back(c, c.max_seq, format);
@@ -249,7 +249,7 @@ TEST_CASE("a narrower sequence swapped out and back in goes on bit for bit") {
         Transformer model(c, 17);
         BlockPool pool(c, 4, 16, format);
         PagedKVCache seq(pool, c.max_seq);
-        KVCache never(c, c.max_seq, format);
+        NarrowKVCache never(c, c.max_seq, format);
         model.forward(kPrompt, seq);
         model.forward(kPrompt, never);
         const SwappedBlocks saved = seq.swap_out();
@@ -275,7 +275,8 @@ TEST_CASE(
             const std::string name = format_name(format);
             CAPTURE(name);
             Transformer model(c, 18);
-            KVCache wide(c, 16), narrow(c, 16, format);
+            KVCache wide(c, 16);
+            NarrowKVCache narrow(c, 16, format);
             model.forward(kPrompt, wide);
             model.forward(kPrompt, narrow);
             const RowFormat row = narrow.row_format();
@@ -301,7 +302,7 @@ TEST_CASE("a cache's runs point at its own bytes in every format and are never c
         const std::string name = format_name(format);
         CAPTURE(name);
         Transformer model(c, 19);
-        KVCache cache(c, 16, format);
+        NarrowKVCache cache(c, 16, format);
         model.forward(kPrompt, cache);
         const std::size_t row = cache.row_format().bytes();
         std::vector<KVRun> first, second;
@@ -333,7 +334,7 @@ TEST_CASE("a cache's runs point at its own bytes in every format and are never c
 
 TEST_CASE("a narrower cache has no floats to point at and refuses another head layout") {
     const Config c = test::tiny_config();
-    KVCache cache(c, 8, NumberFormat::int8);
+    NarrowKVCache cache(c, 8, NumberFormat::int8);
     CHECK_THROWS_AS(cache.key(0, 0), std::logic_error);
     BlockPool pool(c, 4, 4, NumberFormat::float16);
     CHECK_THROWS_AS(pool.keys(0, 0), std::logic_error);
@@ -341,7 +342,7 @@ TEST_CASE("a narrower cache has no floats to point at and refuses another head l
     Config other = c;
     other.n_heads = 2;
     other.n_kv_heads = 1;  // one KV head of 12
-    KVCache wrong(other, 8, NumberFormat::int8);
+    NarrowKVCache wrong(other, 8, NumberFormat::int8);
     Transformer model(c, 1);
     CHECK_THROWS_AS(model.forward(kPrompt, wrong), std::invalid_argument);
     CHECK(wrong.length() == 0);
@@ -354,7 +355,7 @@ TEST_CASE("a cache holds the bytes chapter 03's formula gives at its width") {
             CAPTURE(name);
             const std::uint64_t per_token = bytes_per_token(cache_shape_of(c, format));
             CHECK(per_token == kv_bytes_per_token(c, format));
-            KVCache cache(c, 10, format);
+            NarrowKVCache cache(c, 10, format);
             CHECK(cache.bytes_allocated() == 10 * per_token);
             Transformer model(c, 3);
             model.forward(kPrompt, cache);
@@ -371,7 +372,7 @@ TEST_CASE("a cache holds the bytes chapter 03's formula gives at its width") {
     for (std::size_t i = 0; i < 4; ++i) {
         const NumberFormat format = all_formats()[i];
         CHECK(bytes_per_token(cache_shape_of(demo, format)) == want[i]);
-        CHECK(KVCache(demo, 4, format).bytes_allocated() == 4 * want[i]);
+        CHECK(NarrowKVCache(demo, 4, format).bytes_allocated() == 4 * want[i]);
     }
     // The article's shape at 16 bits: 128 KiB a token, 512 MiB for 4,096.
     CHECK(bytes_per_token(CacheShape{}) == 128 * 1024);
@@ -398,7 +399,7 @@ TEST_CASE("the number format changes the logits and 16 bits change them little")
     for (const NumberFormat format : kNarrow) {
         const std::string name = format_name(format);
         CAPTURE(name);
-        KVCache cache(c, c.max_seq, format);
+        NarrowKVCache cache(c, c.max_seq, format);
         Logits got;
         std::span<const float> l = model.forward(kPrompt, cache);
         got.emplace_back(l.begin(), l.end());

@@ -15,6 +15,7 @@
 
 #include "../common/core/block_pool.h"
 #include "../common/core/kv_cache.h"
+#include "../common/core/narrow_kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/rng.h"
 #include "../common/core/transformer.h"
@@ -100,7 +101,7 @@ struct Sequence {
 
 // The logits after `tokens`, decoded alone in a fresh contiguous cache.
 std::vector<float> alone(Transformer& model, const std::vector<int>& tokens, NumberFormat format) {
-    KVCache fresh(model.config(), model.config().max_seq, format);
+    NarrowKVCache fresh(model.config(), model.config().max_seq, format);
     const std::span<const float> logits = model.forward(tokens, fresh);
     return {logits.begin(), logits.end()};
 }

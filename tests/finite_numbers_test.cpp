@@ -19,6 +19,7 @@
 #include "../common/core/generation.h"
 #include "../common/core/kernels.h"
 #include "../common/core/kv_cache.h"
+#include "../common/core/narrow_kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
 #include "../common/real_weights/checkpoint.h"
@@ -185,7 +186,7 @@ TEST_CASE("an infinite key stops the pass before any cache stores it, in every f
     for (NumberFormat format : {NumberFormat::float32, NumberFormat::bfloat16,
                                 NumberFormat::float16, NumberFormat::int8}) {
         CAPTURE(std::string(format_name(format)));
-        KVCache cache(c, c.max_seq, format);
+        NarrowKVCache cache(c, c.max_seq, format);
         const std::string error = pass_error(model, {5, 17, 3}, cache);
         INFO(error);
         CHECK(has(error, "layer 0 of 2, the key product (wk): a number that is not finite"));

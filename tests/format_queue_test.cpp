@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../common/core/memory_arithmetic.h"
+#include "../common/core/narrow_kv_cache.h"
 #include "../common/lab/side_by_side.h"
 #include "../common/serving/paged_executor.h"
 #include "../common/serving/real_executor.h"  // request_prompt
@@ -37,7 +38,7 @@ const Policy kContinuous{"continuous, cache", 8, true, true};
 // The request's answer alone, greedy, in a contiguous cache of `format`.
 std::vector<int> alone(Transformer& model, const Request& r, NumberFormat format) {
     const std::vector<int> prompt = request_prompt(r, model.config().vocab_size, kSeed);
-    KVCache cache(model.config(), r.prompt_len + r.answer_len - 1, format);
+    NarrowKVCache cache(model.config(), r.prompt_len + r.answer_len - 1, format);
     std::vector<int> answer;
     std::span<const float> logits = model.forward(prompt, cache);
     for (int s = 0; s < r.answer_len; ++s) {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../common/core/block_pool.h"
-#include "../common/core/kv_cache.h"
+#include "../common/core/narrow_kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
 #include "../common/kit/digest.h"
@@ -34,7 +34,7 @@ std::vector<Config> pinned_shapes() {
 // a time, from the cache; every logit of every step goes in.
 std::string cached_answer_digest(const Config& c, NumberFormat format = NumberFormat::float32) {
     Transformer model(c, 5);
-    KVCache cache(c, c.max_seq, format);
+    NarrowKVCache cache(c, c.max_seq, format);
     std::vector<int> tokens = {1, 7, 3, 9, 2, 5, 4};
     Fnv1a64 digest;
     std::span<const float> logits = model.forward(tokens, cache);

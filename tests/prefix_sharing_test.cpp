@@ -11,6 +11,7 @@
 
 #include "../chapters/08_prefix_caching/shared_workload.h"
 #include "../common/core/block_pool.h"
+#include "../common/core/narrow_kv_cache.h"
 #include "../common/core/transformer.h"
 #include "../common/serving/prefix_sharing_memory.h"
 #include "../common/serving/scheduler.h"
@@ -315,7 +316,7 @@ TEST_CASE("through the block manager's tables; a cache hit gives the logits of a
         serve(a);
         const std::vector<std::vector<float>> served = serve(b);
         CHECK(memory.positions_from_cache() == 12);  // b found the system prompt's 3 whole blocks
-        KVCache fresh(c, 64, format);
+        NarrowKVCache fresh(c, 64, format);
         std::vector<int> seq(b.token_ids.begin(), b.token_ids.begin() + b.prompt_len);
         std::span<const float> l = model.forward(seq, fresh);
         CHECK(std::vector<float>(l.begin(), l.end()) == served[0]);

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "../../common/core/generation.h"  // larger_difference
-#include "../../common/core/kv_cache.h"
+#include "../../common/core/narrow_kv_cache.h"
 #include "../../common/core/number_format.h"
 #include "../../common/core/transformer.h"
 
@@ -76,10 +76,10 @@ struct FormatAnswers {
     std::vector<Agreement> formats;  // (formats) each against float32, float32 too
 };
 
-inline FormatAnswers compare_formats(Transformer& model, std::vector<KVCache> caches,
+inline FormatAnswers compare_formats(Transformer& model, std::vector<NarrowKVCache> caches,
                                      std::span<const int> prompt, int answer_len) {
     std::vector<std::vector<float>> logits;  // (formats, vocab) each cache's latest
-    for (KVCache& cache : caches) {
+    for (NarrowKVCache& cache : caches) {
         const std::span<const float> l = model.forward(prompt, cache);
         logits.emplace_back(l.begin(), l.end());
     }
@@ -114,7 +114,7 @@ inline FormatAnswers compare_formats(Transformer& model, std::vector<KVCache> ca
 // The same from empty caches of each of `formats`, each the whole answer long.
 inline FormatAnswers compare_formats(Transformer& model, std::span<const int> prompt,
                                      int answer_len, std::span<const NumberFormat> formats) {
-    std::vector<KVCache> caches;
+    std::vector<NarrowKVCache> caches;
     for (const NumberFormat f : formats)
         caches.emplace_back(model.config(), int(prompt.size()) + answer_len - 1, f);
     return compare_formats(model, std::move(caches), prompt, answer_len);

@@ -17,6 +17,7 @@
 
 #include "../../common/core/attention.h"
 #include "../../common/core/generation.h"
+#include "../../common/core/narrow_kv_cache.h"
 #include "../../common/core/timing.h"
 #include "../../common/fast/machine_probes.h"
 #include "../../common/kit/answer_timing.h"  // PassesShown
@@ -243,7 +244,7 @@ struct Experiment : Setup {
         const PassesShown shown(m, progress);  // how far each prefix's pass has got
         const int answer = queue.workload.answer_len, vocab = m.config().vocab_size;
         const std::vector<int> prefix = fixed_prompt(long_prefix(), vocab, model.seed + 1000);
-        std::vector<KVCache> prefilled;
+        std::vector<NarrowKVCache> prefilled;
         for (const FormatResult& f : r.formats) {
             prefilled.emplace_back(m.config(), long_context, f.format);
             m.forward(prefix, prefilled.back());
@@ -261,7 +262,7 @@ struct Experiment : Setup {
     // thread kept on one core. Then the two rates that bound the step.
     void time_decode_steps(Results& r, Transformer& m) const {
         const int token = 1, filled = long_context - 1;
-        std::vector<std::vector<KVCache>> caches(r.formats.size());
+        std::vector<std::vector<NarrowKVCache>> caches(r.formats.size());
         std::vector<std::vector<SequenceInput>> steps(r.formats.size());
         const std::vector<int> bases(kBatch, filled);
         for (std::size_t i = 0; i < r.formats.size(); ++i) {
@@ -272,7 +273,7 @@ struct Experiment : Setup {
                 caches[i].emplace_back(m.config(), long_context, f.format);
                 mark_filled(caches[i].back(), filled);
             }
-            for (KVCache& c : caches[i]) steps[i].push_back({std::span(&token, 1), &c});
+            for (NarrowKVCache& c : caches[i]) steps[i].push_back({std::span(&token, 1), &c});
         }
         std::vector<std::vector<double>> one(r.formats.size()), batch(r.formats.size());
         const OnOneCore pinned;
@@ -303,7 +304,7 @@ struct Experiment : Setup {
     static double kernel_bytes_per_second(const Config& config, NumberFormat format) {
         Config c = config;
         c.max_seq = kKernelPositions;
-        KVCache cache(c, kKernelPositions, format);
+        NarrowKVCache cache(c, kKernelPositions, format);
         mark_filled(cache, kKernelPositions);
         std::vector<KVRun> runs;
         cache.runs(0, kKernelPositions, runs);

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "../../common/core/block_pool.h"
-#include "../../common/core/kv_cache.h"
 #include "../../common/core/memory_arithmetic.h"
+#include "../../common/core/narrow_kv_cache.h"
 #include "../../common/core/number_format.h"
 #include "../../common/core/paged_kv_cache.h"
 #include "../../common/serving/workload.h"
@@ -24,13 +24,13 @@ namespace kv::ch10 {
 
 struct FormatBytes {
     std::uint64_t formula;     // bytes_per_token(cache_shape_of(config, format)): chapter 03's
-    std::uint64_t contiguous;  // a KVCache's bytes_allocated() / its positions
+    std::uint64_t contiguous;  // a NarrowKVCache's bytes_allocated() / its positions
     std::uint64_t paged;       // a BlockPool's bytes_per_block() / its block size
 };
 
 inline FormatBytes bytes_at(const Config& config, NumberFormat format, int block_size) {
     const int positions = std::min(config.max_seq, 64);
-    const KVCache cache(config, positions, format);
+    const NarrowKVCache cache(config, positions, format);
     const BlockPool pool(config, block_size, 1, format);
     return {bytes_per_token(cache_shape_of(config, format)),
             cache.bytes_allocated() / std::uint64_t(positions),

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "../core/config.h"
-#include "../core/kv_cache.h"
 #include "../core/memory_arithmetic.h"
+#include "../core/narrow_kv_cache.h"
 #include "../core/number_format.h"
 #include "../kit/machine.h"  // page_size, resident_bytes
 
@@ -21,7 +21,7 @@ namespace kv {
 
 struct ResidentCache {
     std::uint64_t formula;               // cache_bytes(cache_shape_of(config, format), positions)
-    std::uint64_t allocated;             // KVCache::bytes_allocated()
+    std::uint64_t allocated;             // NarrowKVCache::bytes_allocated()
     std::optional<std::int64_t> growth;  // resident bytes after writing minus before
     std::uint64_t page_size;             // the unit resident memory is counted in
 };
@@ -32,7 +32,7 @@ inline ResidentCache measure_resident_cache(Config config, int positions, Number
     ResidentCache r{cache_bytes(cache_shape_of(config, format), std::uint64_t(positions)), 0,
                     std::nullopt, page_size()};
     const std::optional<std::uint64_t> before = resident_bytes();
-    auto cache = std::make_unique<KVCache>(config, positions, format);
+    auto cache = std::make_unique<NarrowKVCache>(config, positions, format);
     std::vector<float> key(std::size_t(config.kv_dim()), 0.5f), value(key.size(), -0.25f);
     for (int layer = 0; layer < config.n_layers; ++layer)
         for (int pos = 0; pos < positions; ++pos)
