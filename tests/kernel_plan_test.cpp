@@ -3,7 +3,10 @@
 // the "times" are made up, and the planner must pick by them alone.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
+
 #include <bit>
 #include <cstdint>
 #include <filesystem>
@@ -236,4 +239,47 @@ TEST_CASE("every kernel the planner may choose gives the same logits to the last
                 CHECK(logit_bits(model) == first);
             }
     }
+}
+
+TEST_CASE("a plan file that is not a small regular file is not read: measured again, no hang") {
+    const test::TempDir dir;
+    Config c = test::tiny_config();
+    c.vocab_size = 83;  // a shape no other test plans
+    const std::string fifo = dir.file("fifo_plan.txt");
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);  // opening it to read would wait for a writer
+    keep_kernel_plans_in(fifo);
+    const Transformer through_fifo(c, 1);  // returns: the FIFO is never opened
+    // A plan file over 1 MiB, whose first line is this machine's: not read either.
+    const std::string huge = dir.file("huge_plan.txt");
+    {
+        std::ofstream out(huge);
+        out << plan_file_text(this_machine(), {}) << std::string(2u << 20, '#') << "\n";
+    }
+    keep_kernel_plans_in(huge);
+    c.vocab_size = 81;
+    const Transformer through_huge(c, 1);
+    keep_kernel_plans_in("");
+    for (const KernelPlan& p : kernel_plans_used())
+        if (p.key == plan_key(through_fifo.config()) || p.key == plan_key(through_huge.config()))
+            CHECK(p.how.find("read from") == std::string::npos);
+}
+
+TEST_CASE(
+    "a plan is saved through a new file of its own: a link planted beside it is not followed") {
+    const test::TempDir dir;
+    Config c = test::tiny_config();
+    c.vocab_size = 79;
+    const std::string path = dir.file("kernel_plan.txt");
+    const std::string target = dir.file("victim.txt");
+    { std::ofstream(target) << "keep me\n"; }
+    // The name the old code wrote to: path + ".tmp." + this process's id.
+    std::filesystem::create_symlink(target, path + ".tmp." + std::to_string(getpid()));
+    keep_kernel_plans_in(path);
+    const Transformer model(c, 1);
+    keep_kernel_plans_in("");
+    std::ifstream in(target);
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == "keep me");
+    CHECK(std::filesystem::is_regular_file(path));
 }

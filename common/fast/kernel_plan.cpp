@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -25,6 +26,18 @@ std::string read_file(const std::string& path) {
     std::stringstream s;
     s << in.rdbuf();  // a folder or a missing file reads as ""
     return s.str();
+}
+
+// A saved plan is state under build/, and state is input too: only a
+// regular file of at most 1 MiB is read (a FIFO would block every chapter,
+// --help included, and a huge file fill the memory); anything else reads as
+// no plan, and the shapes are measured again.
+std::string read_plan_file(const std::string& path) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error) ||
+        std::filesystem::file_size(path, error) > (1u << 20) || error)
+        return "";
+    return read_file(path);
 }
 
 // The value of the first "name : value" line of /proc/cpuinfo, "" if none.
@@ -80,14 +93,27 @@ std::string build_instructions() {
     return s.empty() ? "scalar" : s.substr(1);
 }
 
+// The compiler, and what changes the times of the code it built: an
+// unoptimized or sanitized build runs many times slower than -O3.
 std::string compiler() {
 #if defined(__clang__)
-    return "clang " __clang_version__;
+    std::string name = "clang " __clang_version__;
 #elif defined(__GNUC__)
-    return "gcc " __VERSION__;
+    std::string name = "gcc " __VERSION__;
 #else
-    return "unknown compiler";
+    std::string name = "unknown compiler";
 #endif
+#if !defined(__OPTIMIZE__)
+    name += ", unoptimized";
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+    name += ", AddressSanitizer";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    name += ", AddressSanitizer";
+#endif
+#endif
+    return name;
 }
 
 }  // namespace
@@ -300,16 +326,18 @@ Plans& plans() {
     return p;
 }
 
-// Replaces the file whole: written beside it under this process's own
-// name, then renamed over it, so a reader never sees half a plan, even with
-// two programs saving at once. (The core includes nothing else of common/,
-// so not kit/files.h's OutputFile.) A failed write keeps the plans in memory only.
+// Replaces the file whole: written beside it under a name mkstemp makes
+// (new, unpredictable, created with O_EXCL, so a link planted there is never
+// followed), then renamed over it, so a reader never sees half a plan, even
+// with two programs saving at once. A failed write keeps the plans in memory only.
 void save(const std::string& path, const std::vector<KernelPlan>& all) {
-    const std::string tmp = path + ".tmp." + std::to_string(getpid());
-    std::ofstream out(tmp);
-    out << plan_file_text(this_machine(), all);
-    out.close();
-    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+    std::string tmp = path + ".XXXXXX";
+    const int fd = mkstemp(tmp.data());
+    if (fd < 0) return;
+    const std::string text = plan_file_text(this_machine(), all);
+    bool written = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+    written = ::close(fd) == 0 && written;
+    if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
 }
 
 }  // namespace
@@ -319,8 +347,8 @@ namespace {
 void place(Plans& p, const std::string& path) {
     p.placed = true;
     p.path = path;
-    p.from_file =
-        path.empty() ? std::vector<KernelPlan>{} : read_plan_text(read_file(path), this_machine());
+    p.from_file = path.empty() ? std::vector<KernelPlan>{}
+                               : read_plan_text(read_plan_file(path), this_machine());
     for (KernelPlan& plan : p.from_file) plan.how = "read from " + path;
 }
 
