@@ -420,7 +420,10 @@ namespace {
 RunFiles* current_run = nullptr;
 }
 
-RunFiles::RunFiles() : outer_(std::exchange(current_run, this)) {}
+// The program itself is the first file every run reads: no output replaces it.
+RunFiles::RunFiles() : outer_(std::exchange(current_run, this)) {
+    inputs_.push_back({"/proc/self/exe", "this program (/proc/self/exe)"});
+}
 
 RunFiles::~RunFiles() {
     current_run = outer_;
