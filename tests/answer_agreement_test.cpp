@@ -144,7 +144,9 @@ std::vector<std::string> differences(const FormatAnswers& got, const FormatAnswe
 
 void check_same(const FormatAnswers& got, const FormatAnswers& want) {
     const std::vector<std::string> d = differences(got, want);
-    for (const std::string& field : d) INFO("differs: " << field);
+    std::string fields;
+    for (const std::string& field : d) fields += " " + field;
+    INFO("differs:" << fields);
     CHECK(d.empty());
 }
 
