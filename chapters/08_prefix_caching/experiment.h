@@ -92,8 +92,15 @@ struct Setup {
         // at a time, each with the model's weights and its widest pass.
         const std::uint64_t queue_positions =
             engine_requests ? std::uint64_t(blocks()) * std::uint64_t(block_size) : 0;
-        check_model(model, std::max(queue_positions, sample_positions()),
-                    std::uint64_t(sharing.system_prompt) + std::uint64_t(w.prompt_max));
+        try {
+            check_model(model, std::max(queue_positions, sample_positions()),
+                        std::uint64_t(sharing.system_prompt) + std::uint64_t(w.prompt_max));
+        } catch (const UsageError& e) {
+            throw UsageError("--system-prompt " + std::to_string(sharing.system_prompt) + ": " +
+                             std::to_string(kMaxSamples) + " parallel samples of " +
+                             std::to_string(sample_prompt()) + " prompt positions each: " +
+                             e.what());
+        }
     }
 
     // The parallel samples' prompt (S and the workload's mean prompt), and
