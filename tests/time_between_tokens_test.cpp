@@ -2,9 +2,6 @@
 // answers already streaming (chapter 05's prefill-first steps).
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <cstdint>
-#include <span>
 #include <vector>
 
 #include "../common/serving/metrics.h"
@@ -43,31 +40,10 @@ TEST_CASE("time between tokens by hand: a prefill stalls the answer streaming be
     // (1.25 s after its first), B's second (0.25 s). t = 2.5: A's third.
     CHECK(s.requests[0].first_token_s == 1.0);
     CHECK(s.requests[1].first_token_s == 2.0);
-    CHECK(s.token_gaps.all() == std::vector<double>{1.25, 0.25, 0.25});
+    CHECK(s.token_gaps == std::vector<double>{1.25, 0.25, 0.25});
     const Summary m = summarize(s);
     CHECK(m.tbt_median == 0.25);
     CHECK(m.tbt_p99 == 1.25);
     CHECK(m.tbt_max == 1.25);
     CHECK(m.tbt_p90 == 1.25);
-}
-
-// The gaps are kept as runs of equal gaps; the percentiles read from them
-// are the full sorted list's, whatever the order and repeats.
-TEST_CASE("percentiles from runs of gaps are the sorted list's") {
-    std::uint64_t x = 12345;
-    for (int trial = 0; trial < 50; ++trial) {
-        TokenGaps g;
-        const int n = 1 + int(x % 300);
-        for (int i = 0; i < n; ++i) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            g.push_back(double((x >> 40) % 7) * 0.25);  // few values, many repeats
-        }
-        std::vector<double> all = g.all();
-        REQUIRE(all.size() == std::size_t(n));
-        CHECK(g.runs.size() < all.size() + 1);
-        std::sort(all.begin(), all.end());
-        const std::vector<TokenGaps::Run> runs = sorted_runs(g);
-        for (const double q : {0.0, 0.01, 0.5, 0.9, 0.99, 1.0})
-            CHECK(percentile(runs, g.total, q) == percentile(std::span<const double>(all), q));
-    }
 }

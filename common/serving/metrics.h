@@ -77,12 +77,12 @@ inline Summary summarize(const Schedule& s) {
     m.latency_median = percentile(latency, 0.5);
     m.latency_p99 = percentile(latency, 0.99);
     m.time_per_token = streamed ? per_token_sum / streamed : 0;
-    const std::vector<TokenGaps::Run> gaps = sorted_runs(s.token_gaps);
-    const std::int64_t n = s.token_gaps.total;
-    m.tbt_median = percentile(gaps, n, 0.5);
-    m.tbt_p90 = percentile(gaps, n, 0.9);
-    m.tbt_p99 = percentile(gaps, n, 0.99);
-    m.tbt_max = gaps.empty() ? 0 : gaps.back().gap;
+    std::vector<double> gaps = s.token_gaps;
+    std::sort(gaps.begin(), gaps.end());
+    m.tbt_median = percentile(gaps, 0.5);
+    m.tbt_p90 = percentile(gaps, 0.9);
+    m.tbt_p99 = percentile(gaps, 0.99);
+    m.tbt_max = gaps.empty() ? 0 : gaps.back();
     m.total_s = requests.empty() ? 0 : s.end_s - requests.front().arrival_s;
     m.tokens_per_second = m.total_s > 0 ? double(m.answer_tokens) / m.total_s : 0;
     m.mean_batch = s.decode_steps ? double(s.decode_rows) / double(s.decode_steps) : 0;

@@ -36,7 +36,6 @@
 #include "memory_manager.h"
 #include "step_cost.h"
 #include "step_plan.h"
-#include "token_gaps.h"
 #include "workload.h"
 
 namespace kv {
@@ -96,8 +95,8 @@ struct Schedule {
     std::int64_t decode_rows = 0;    // rows that produced a wanted token, over all steps
     std::int64_t padding_rows = 0;   // rows computed for nothing (static batching)
     std::int64_t preemptions = 0;    // requests sent back to the queue to make room
-    TokenGaps token_gaps;  // (answer tokens - requests) each gap between two tokens of
-                           // one answer, as they came out, kept as runs of equal gaps
+    std::vector<double> token_gaps;  // (answer tokens - requests) each gap between two
+                                     // tokens of one answer, as they came out
 };
 
 // For tests and traces: what happened, and the memory right after it.
