@@ -309,53 +309,57 @@ TEST_CASE("the bench decodes every batch like the sequences alone") {
     const Config c = test::tiny_config();
     Transformer model(c, 6);
     const auto prompts = ragged_prompts(8, 10, c.vocab_size, 6);
-    const int repeats = 4;
-    const int steps = decode_steps(repeats);  // a warm-up step in each of the rounds
-    REQUIRE(steps == repeats + kRounds);
-    AloneReference alone(model, prompts, steps);
-    DecodeBench bench(model, prompts, repeats);
+    const StepSampling sampling{.rounds = 2, .repeats = 3, .round_seconds = 1.0};
+    // The checked steps and the timed one, each compared with alone.
+    AloneReference alone(model, prompts, kDecodeSteps);
+    DecodeBench bench(model, prompts, sampling);
     int calls = 0;
-    const std::vector<BatchTiming> timings =
-        bench.run({1, 3, 8}, [&](int step, const Matrix& logits) {
+    std::vector<int> after;
+    const std::vector<BatchTiming> timings = bench.run(
+        {1, 3, 8},
+        [&](int step, const Matrix& logits) {
             alone.compare(step, logits);
             ++calls;
-        });
+        },
+        {}, [&](int k) { after.push_back(k); });
     REQUIRE(timings.size() == 3);
-    CHECK(calls == 3 * steps);
-    CHECK(alone.rows_compared() == (1 + 3 + 8) * steps);
+    CHECK(calls == 3 * kDecodeSteps);
+    CHECK(alone.rows_compared() == (1 + 3 + 8) * kDecodeSteps);
     CHECK(alone.same_tokens());
     CHECK(alone.largest_difference() == 0.0);
+    // After each batch's timed steps in each round, in the sizes' order.
+    CHECK(after == std::vector<int>{0, 1, 2, 0, 1, 2});
     const int sizes[] = {1, 3, 8};
     for (std::size_t k = 0; k < timings.size(); ++k) {
         const BatchTiming& t = timings[k];
         CHECK(t.batch == sizes[k]);
         CHECK(t.step_seconds > 0);
         CHECK(t.arithmetic.weight_flops == 2.0 * double(c.multiplied_parameters()) * t.batch);
-        // Attention per step: 4 x layers x dim FLOPs per attended position.
-        // Each sequence attends to at least its prompt plus one, and at most
-        // its prompt plus every step the bench ran.
-        double fewest = 0, most = 0;
-        for (int i = 0; i < t.batch; ++i) {
-            fewest += 4.0 * c.n_layers * c.dim * double(prompts[i].size() + 1);
-            most += 4.0 * c.n_layers * c.dim * double(prompts[i].size() + steps);
-        }
-        CHECK(t.arithmetic.attention_flops >= fewest);
-        CHECK(t.arithmetic.attention_flops <= most);
+        // The timed step: each sequence attends to its prompt, the checked
+        // steps' positions and its own.
+        double attention = 0;
+        for (int i = 0; i < t.batch; ++i)
+            attention += 4.0 * c.n_layers * c.dim * double(prompts[i].size() + kDecodeSteps);
+        CHECK(t.arithmetic.attention_flops == attention);
     }
+    // Measured again: one more round of one batch, the others as they were.
+    bench.sample_again(1);
+    CHECK(bench.timings()[1].step_seconds <= timings[1].step_seconds);
+    CHECK(bench.timings()[0].step_seconds == timings[0].step_seconds);
     CHECK_THROWS_AS(bench.run({9}), std::invalid_argument);  // only 8 sequences
     CHECK_THROWS_AS(bench.run({0}), std::invalid_argument);
     // The rounds are told as they begin, for a progress line.
     std::vector<int> rounds_seen;
     bench.run({1}, {}, [&](int round, int rounds) {
-        CHECK(rounds == kRounds);
+        CHECK(rounds == sampling.rounds);
         rounds_seen.push_back(round);
     });
-    CHECK(rounds_seen == std::vector<int>{0, 1, 2});
-    CHECK_THROWS_AS(alone.compare(steps, Matrix(1, c.vocab_size)), std::out_of_range);
+    CHECK(rounds_seen == std::vector<int>{0, 1});
+    CHECK_THROWS_AS(alone.compare(kDecodeSteps, Matrix(1, c.vocab_size)), std::out_of_range);
     CHECK_THROWS_AS(alone.compare(0, Matrix(9, c.vocab_size)), std::out_of_range);
     // A wrong batch is caught: the reference notices a changed logit.
     Matrix wrong(1, c.vocab_size);
-    AloneReference fresh(model, prompts, steps);
+    AloneReference fresh(model, prompts, kDecodeSteps);
     fresh.compare(0, wrong);
     CHECK(fresh.largest_difference() > 0);
 }

@@ -1,11 +1,11 @@
 // make bench's rules (tests/bench/measurement_rules.h), apart from any
 // timing: a sample set's best and spread, which sizes the read probe
-// measures, where a row's bytes come from, which rows are measurements and
-// which targets are met.
+// measures, which rows are measurements and which targets are met.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "bench/measurement_rules.h"
@@ -17,11 +17,11 @@ namespace {
 
 constexpr std::uint64_t MiB = 1 << 20;
 
-RowFractions row(double of_peak, double of_roof, bool from_last_level) {
+RowFractions row(double of_peak, double of_roof, const std::string& level = "L3") {
     RowFractions r;
-    r.of_peak = of_peak;
-    r.of_roof = of_roof;
-    r.from_last_level = from_last_level;
+    r.of_peak = Share{of_peak};
+    r.of_roof = Share{of_roof};
+    r.level = level;
     return r;
 }
 
@@ -62,83 +62,61 @@ TEST_CASE(
 
 // ---------------------------------------------------------------- rows
 
-TEST_CASE("the read probe measures each distinct row size that fits the reported last level") {
-    const std::uint64_t reported = 32 * MiB;  // a Zen 4 or Zen 5 core's own L3
+TEST_CASE("the read probe measures every distinct row size whatever the OS reports") {
     const std::vector<std::uint64_t> rows = {22 * MiB, 25 * MiB,  22 * MiB, 11 * MiB,
                                              33 * MiB, 377 * MiB, 11 * MiB, 32 * MiB};
-    const std::vector<std::uint64_t> want = {11 * MiB, 22 * MiB, 25 * MiB, 32 * MiB};
-    CHECK(last_level_probe_sizes(rows, reported) == want);
-    CHECK(last_level_probe_sizes(rows, 0).empty());  // nothing reported: all DRAM
-}
-
-TEST_CASE("a row's bytes come from the last-level cache only if they fit and read faster there") {
-    const double dram = 15e9;
-    // A 32 MiB last level: the demo's 21 MiB fit, and a read of their size
-    // at 40 GB/s is the cache's (no quarter of the reported size decides).
-    CHECK(reads_from_last_level(21 * MiB, 32 * MiB, 40e9, dram));
-    // A read of that size no more than 1.2 x DRAM's: DRAM.
-    CHECK_FALSE(reads_from_last_level(21 * MiB, 32 * MiB, 18e9, dram));
-    CHECK(reads_from_last_level(21 * MiB, 32 * MiB, 18.01e9, dram));
-    // Larger than the reported last level: DRAM, whatever was measured.
-    CHECK_FALSE(reads_from_last_level(33 * MiB, 32 * MiB, 40e9, dram));
-    CHECK_FALSE(reads_from_last_level(377 * MiB, 260 * MiB, 40e9, dram));  // the large model
+    const std::vector<std::uint64_t> want = {11 * MiB, 22 * MiB, 25 * MiB,
+                                             32 * MiB, 33 * MiB, 377 * MiB};
+    CHECK(probe_sizes(rows) == want);
+    CHECK(probe_sizes({}).empty());
 }
 
 TEST_CASE("each row is priced by the read of its own size whatever order the reads are in") {
     // Reads listed in another order than the rows ask for them: each row
-    // must find the rate measured at its own size, and a row not read
-    // (too large for the cache) none.
+    // must find the rate measured at its own size.
     const std::vector<std::uint64_t> sizes = {22 * MiB, 11 * MiB, 33 * MiB};
     const std::vector<double> rates = {27e9, 29e9, 25e9};
     CHECK(read_at_size(11 * MiB, sizes, rates) == 29e9);
     CHECK(read_at_size(22 * MiB, sizes, rates) == 27e9);
     CHECK(read_at_size(33 * MiB, sizes, rates) == 25e9);
     CHECK(read_at_size(377 * MiB, sizes, rates) == 0.0);
-    // Its roof then: the cache's read where that read was a cache's; DRAM's,
-    // or the read of its size if that was faster, where it was not.
-    const double dram = 15e9;
-    CHECK(memory_roof(22 * MiB, 260 * MiB, read_at_size(22 * MiB, sizes, rates), dram) == 27e9);
-    CHECK(memory_roof(22 * MiB, 260 * MiB, 16e9, dram) == 16e9);
-    CHECK(memory_roof(377 * MiB, 260 * MiB, read_at_size(377 * MiB, sizes, rates), dram) == dram);
 }
 
-TEST_CASE("a row at 100.1 % of the peak is refused and at 100.0 % kept") {
-    CHECK(valid_measurement(row(1.000, 0.5, false)));
-    CHECK_FALSE(valid_measurement(row(1.001, 0.5, false)));
-    CHECK_FALSE(valid_measurement(row(1.001, 0.5, true)));
+TEST_CASE("a row at 100.1 % of the peak is a probe failure and at 100.0 % a share") {
+    CHECK(valid_measurement(row(1.000, 0.5)));
+    CHECK_FALSE(valid_measurement(row(1.001, 0.5)));
+    CHECK_FALSE(valid_measurement(row(1.001, 0.5, "DRAM")));
 }
 
-TEST_CASE("a row above its roof is refused from either level with no exception") {
-    // At the roof: kept, from either level.
-    CHECK(valid_measurement(row(0.1, 1.000, false)));
-    CHECK(valid_measurement(row(0.1, 1.000, true)));
-    // Above it: refused, from DRAM or from the last-level cache. (A row
-    // whose read at its size was no faster than DRAM is priced against
-    // DRAM, so there is no roof that is not a measured rate: a row at 150 %
-    // of it is refused, not printed.)
-    CHECK_FALSE(valid_measurement(row(0.1, 1.001, false)));
-    CHECK_FALSE(valid_measurement(row(0.1, 1.001, true)));
-    CHECK_FALSE(valid_measurement(row(0.1, 1.5, true)));
+TEST_CASE("a row above its roof is a probe failure whatever its level is named") {
+    for (const char* level : {"L3", "DRAM", "measured at its size"}) {
+        INFO(level);
+        CHECK(valid_measurement(row(0.1, 1.000, level)));
+        CHECK_FALSE(valid_measurement(row(0.1, 1.001, level)));
+        CHECK_FALSE(valid_measurement(row(0.1, 1.5, level)));
+    }
+    // Against no roof at all: a failure, not a share.
+    CHECK_FALSE(valid_measurement(row(0.1, -1.0)));
 }
 
 // ------------------------------------------------------------- targets
 
 TEST_CASE("a target reads the fraction of the limit it names") {
-    const RowFractions r = row(0.3, 0.9, true);
+    const RowFractions r = row(0.3, 0.9);
     CHECK(target_fraction(r, Against::peak) == 0.3);
     CHECK(target_fraction(r, Against::memory_roof) == 0.9);
 }
 
 TEST_CASE("a target below its goal or on a refused row is not met") {
-    CHECK(target_met(row(0.1, 0.80, false), Against::memory_roof, 0.80));
-    CHECK(target_met(row(0.1, 0.95, true), Against::memory_roof, 0.80));
-    CHECK_FALSE(target_met(row(0.1, 0.799, false), Against::memory_roof, 0.80));
-    CHECK(target_met(row(0.60, 0.3, true), Against::peak, 0.60));
-    CHECK_FALSE(target_met(row(0.599, 0.3, true), Against::peak, 0.60));
-    // A refused row meets no target, though its fraction is above the goal.
-    CHECK_FALSE(target_met(row(0.1, 1.05, false), Against::memory_roof, 0.80));
-    CHECK_FALSE(target_met(row(0.1, 1.5, true), Against::memory_roof, 0.80));
-    CHECK_FALSE(target_met(row(1.05, 0.3, true), Against::peak, 0.60));
-    // Refused for its bytes, it meets no arithmetic target either.
-    CHECK_FALSE(target_met(row(0.7, 1.05, false), Against::peak, 0.60));
+    CHECK(target_met(row(0.1, 0.80, "DRAM"), Against::memory_roof, 0.80));
+    CHECK(target_met(row(0.1, 0.95), Against::memory_roof, 0.80));
+    CHECK_FALSE(target_met(row(0.1, 0.799, "DRAM"), Against::memory_roof, 0.80));
+    CHECK(target_met(row(0.60, 0.3), Against::peak, 0.60));
+    CHECK_FALSE(target_met(row(0.599, 0.3), Against::peak, 0.60));
+    // A probe failure meets no target, though its ratio is above the goal.
+    CHECK_FALSE(target_met(row(0.1, 1.05, "DRAM"), Against::memory_roof, 0.80));
+    CHECK_FALSE(target_met(row(0.1, 1.5), Against::memory_roof, 0.80));
+    CHECK_FALSE(target_met(row(1.05, 0.3), Against::peak, 0.60));
+    // Failed for its bytes, it meets no arithmetic target either.
+    CHECK_FALSE(target_met(row(0.7, 1.05, "DRAM"), Against::peak, 0.60));
 }

@@ -37,7 +37,7 @@ TEST_CASE("a step's FLOPs and bytes match a count by hand for a tiny model") {
     // 32 = 4 x dim. The classifier: 32 x 8 weights, 2 FLOPs each: 512.
 
     SUBCASE("decode at context 5 for a batch of 3") {
-        const StepCost cost = step_cost(c, Workload{"tiny", "decode", 3, 5, 0});
+        const bench::StepCost cost = step_cost(c, Workload{"tiny", "decode", 3, 5, 0});
         // One sequence: 2 layers x (1152 + 32 x 6 positions: the 5 cached
         // and its own) + 512 = 3200; three sequences 9600.
         CHECK(forward_flops(c, 1, 5, 1) == 3200.0);
@@ -53,7 +53,7 @@ TEST_CASE("a step's FLOPs and bytes match a count by hand for a tiny model") {
     }
 
     SUBCASE("prefill of 4 tokens") {
-        const StepCost cost = step_cost(c, Workload{"tiny", "prefill", 1, 0, 4});
+        const bench::StepCost cost = step_cost(c, Workload{"tiny", "prefill", 1, 0, 4});
         // 4 rows attend to 1, 2, 3 and 4 positions, 10 in all: 2 layers x
         // (1152 x 4 + 32 x 10) + 512 for the one row projected to the
         // vocabulary = 10368.

@@ -282,32 +282,53 @@ TEST_CASE(
             std::vector<KVRun> runs;
             narrow.runs(0, 9, runs);
             REQUIRE(runs.size() == 1);
-            CHECK(runs[0].keys == nullptr);
             std::vector<std::byte> want(row.bytes());
             for (int pos = 0; pos < 9; ++pos) {
                 narrow_row_plain(row, wide.key(0, pos), want.data());
-                CHECK(std::memcmp(want.data(), runs[0].packed_keys + pos * row.bytes(),
-                                  row.bytes()) == 0);
+                CHECK(std::memcmp(want.data(), runs[0].keys + pos * row.bytes(), row.bytes()) == 0);
                 narrow_row_plain(row, wide.value(0, pos), want.data());
-                CHECK(std::memcmp(want.data(), runs[0].packed_values + pos * row.bytes(),
-                                  row.bytes()) == 0);
+                CHECK(std::memcmp(want.data(), runs[0].values + pos * row.bytes(), row.bytes()) ==
+                      0);
             }
         }
 }
 
-TEST_CASE("a float32 cache's runs point at its own floats and are never copied") {
+// Attention reads every format where the cache keeps it: a run is the
+// store's own bytes, contiguous or paged, never a copy made for the step.
+TEST_CASE("a cache's runs point at its own bytes in every format and are never copied") {
     const Config c = test::tiny_config();
-    KVCache cache(c, 16);
-    Transformer model(c, 19);
-    model.forward(kPrompt, cache);
-    std::vector<KVRun> runs;
-    cache.runs(1, 9, runs);
-    WidenedRuns widened;
-    widened.widen(runs, cache.row_format());
-    REQUIRE(runs.size() == 1);
-    CHECK(runs[0].keys == cache.key(1, 0));
-    CHECK(runs[0].values == cache.value(1, 0));
-    CHECK(runs[0].packed_keys == nullptr);
+    for (const NumberFormat format : all_formats()) {
+        const std::string name = format_name(format);
+        CAPTURE(name);
+        Transformer model(c, 19);
+        KVCache cache(c, 16, format);
+        model.forward(kPrompt, cache);
+        const std::size_t row = cache.row_format().bytes();
+        std::vector<KVRun> first, second;
+        cache.runs(0, 9, first);
+        cache.runs(1, 9, second);
+        REQUIRE(first.size() == 1);
+        REQUIRE(second.size() == 1);
+        // Layer 1's rows follow layer 0's 16 in the one allocation.
+        CHECK(second[0].keys == first[0].keys + 16 * row);
+        CHECK(second[0].values == first[0].values + 16 * row);
+        if (format == NumberFormat::float32) {
+            CHECK(second[0].keys == reinterpret_cast<const std::byte*>(cache.key(1, 0)));
+            CHECK(second[0].values == reinterpret_cast<const std::byte*>(cache.value(1, 0)));
+        }
+        BlockPool pool(c, 4, 8, format);
+        PagedKVCache paged(pool, 16);
+        model.forward(kPrompt, paged);
+        std::vector<KVRun> blocks;
+        paged.runs(1, 9, blocks);
+        REQUIRE(blocks.size() == 3);  // 4 + 4 + 1 positions
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            const int block = paged.block_table()[b];
+            CHECK(blocks[b].keys == pool.key_bytes(block, 1));
+            CHECK(blocks[b].values == pool.value_bytes(block, 1));
+            CHECK(blocks[b].positions == (b < 2 ? 4 : 1));
+        }
+    }
 }
 
 TEST_CASE("a narrower cache has no floats to point at and refuses another head layout") {

@@ -126,14 +126,37 @@ runs=0
 ok()   { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
 
-# run DIR PROGRAM ARGS...: runs PROGRAM in the fresh folder DIR/work, its
-# stdout in DIR/stdout, stderr in DIR/stderr, exit status in DIR/status.
+# The walk is planned first, then run, then judged. Planning queues every
+# run (run) and lists every verdict to give, in the walk's order (later);
+# run_queued runs the queue on every core; the verdicts are then given in
+# order, so the output reads as one run after another would print it.
+JOBS="$(nproc 2>/dev/null || echo 2)"
+QUEUE="$TMP/queue"
+mkdir -p "$QUEUE"
+verdicts=()
+later() { verdicts+=("$(printf '%q ' "$@")"); }
+
+# run DIR PROGRAM ARGS...: queues PROGRAM to run in the fresh folder
+# DIR/work, its stdout in DIR/stdout, stderr in DIR/stderr, exit status in
+# DIR/status. Each run is a job of its own, except that the runs with a
+# measured cost model share the prices saved beside the program (one may
+# calibrate and save them, the next reuse them), so they are one job that
+# runs them one after another, in the walk's order.
 run() {
-    local dir="$1"; shift
+    local dir="$1" job; shift
     mkdir -p "$dir/work"
     runs=$((runs + 1))
-    (cd "$dir/work" && exec timeout 60 "$@") >"$dir/stdout" 2>"$dir/stderr"
-    echo $? >"$dir/status"
+    printf -v job 'cd %q && timeout 60 %s>%q 2>%q; echo $? >%q\n' \
+        "$dir/work" "$(printf '%q ' "$@")" "$dir/stdout" "$dir/stderr" "$dir/status"
+    if [[ " $* " == *" measured "* ]]; then printf '%s' "$job" >>"$QUEUE/0.measured"
+    else printf '%s' "$job" >"$QUEUE/$runs"; fi
+}
+
+# run_queued: every queued job, $JOBS at a time, the longest (the measured
+# runs) first; then the queue is empty.
+run_queued() {
+    (cd "$QUEUE" && ls | sort -n | xargs -r -n 1 -P "$JOBS" bash)
+    rm -f "$QUEUE"/*
 }
 
 # The key of a line: what comes before its first '": ', or the whole line.
@@ -172,17 +195,16 @@ signature() {
      find . -type f -size 0 | sort | sed 's/^/empty file /')
 }
 
-# base_runs NAME ARGS...: runs the command twice, into $TMP/NAME.1 and
-# $TMP/NAME.2; $TMP/NAME.noisy gets the keys that differ between the two.
-# A measured cost model's first run may calibrate and save the prices later
-# runs reuse, so such a command runs once more before. Done once per command.
+# base_runs NAME ARGS...: queues the command twice, into $TMP/NAME.1 and
+# $TMP/NAME.2 (judge_case compares them). A measured cost model's first run
+# may calibrate and save the prices later runs reuse, so such a command runs
+# once more before. Done once per command.
 base_runs() {
     local name="$1"; shift
-    [ -e "$TMP/$name.noisy" ] && return
+    [ -d "$TMP/$name.1" ] && return
     [[ " $* " == *" measured "* ]] && run "$TMP/$name.0" "$@"
     run "$TMP/$name.1" "$@"
     run "$TMP/$name.2" "$@"
-    noisy "$TMP/$name.1/stdout" "$TMP/$name.2/stdout" >"$TMP/$name.noisy"
 }
 
 # args_of SIDE: the words of a case's side on top of the base ("= ARGS": instead of it).
@@ -196,6 +218,7 @@ args_of() {
 # the program with OTHER (each on top of the base), JSON the flag that asks for
 # JSON ("" for --json's own case, which leaves it out); TIMING set for a
 # timing-only flag, whose echoed key is its observable and stays unmasked.
+# Queues the runs; judge_case gives the verdict once they have run.
 count=0
 check_case() {
     local flag="$1" changed other json="$4" key dir echo_of="$1"
@@ -205,18 +228,25 @@ check_case() {
     count=$((count + 1))
     key="$ch.$(printf '%s\n' "${other[@]}" | md5sum | cut -c1-16)"
     base_runs "$key" "$prog" "${other[@]}" --json
-    [ "$(cat "$TMP/$key.1/status")" = 0 ] ||
-        { fail "$ch: the base of $flag failed: ${other[*]}: $(head -c 300 "$TMP/$key.1/stderr")"; return; }
     dir="$TMP/$ch.case$count"
     if [ -n "$json" ]; then run "$dir" "$prog" "${changed[@]}" "$json"
     else run "$dir" "$prog" "${changed[@]}"; fi
+    later judge_case "$ch" "$flag" "$key" "$dir" "$echo_of" "${2:-nothing}" "${3:-nothing}" "${other[*]}"
+}
+
+# judge_case CHAPTER FLAG KEY DIR ECHO_OF CHANGED OTHER OTHER_ARGS: check_case's verdict.
+judge_case() {
+    local ch="$1" flag="$2" key="$3" dir="$4" echo_of="$5"
+    [ -e "$TMP/$key.noisy" ] || noisy "$TMP/$key.1/stdout" "$TMP/$key.2/stdout" >"$TMP/$key.noisy"
+    [ "$(cat "$TMP/$key.1/status")" = 0 ] ||
+        { fail "$ch: the base of $flag failed: $8: $(head -c 300 "$TMP/$key.1/stderr")"; return; }
     if [ "$(cat "$dir/status")" != 0 ]; then
         fail "$ch $flag: the changed run exited $(cat "$dir/status"): $(head -c 300 "$dir/stderr")"
         return
     fi
     if cmp -s <(signature "$TMP/$key.2" "$TMP/$key.noisy" "$echo_of") \
         <(signature "$dir" "$TMP/$key.noisy" "$echo_of")
-    then fail "$ch $flag does nothing: the base with ${2:-nothing} added shows what it shows with ${3:-nothing} added"
+    then fail "$ch $flag does nothing: the base with $6 added shows what it shows with $7 added"
     else ok; fi
 }
 
@@ -234,6 +264,7 @@ for set in a b; do
         --vocab 16 --max-seq 64 --requests 4 --prompt-min 2 --prompt-max 4 --answer-len 2 \
         --answer-max 4 --cost-model analytic --save-json "$FIXTURES/results-$set/ch05.json"
 done
+run_queued
 for f in "$TMP"/fixtures.*/status; do
     [ "$(cat "$f")" = 0 ] || { echo "FAILED: a fixture's run: $(cat "${f%status}stderr")"; exit 1; }
 done
@@ -241,19 +272,20 @@ done
 for cases in "$CASES"/ch*.txt; do
     ch="$(basename "$cases" .txt)"
     prog="$BIN/$ch"
-    [ -x "$prog" ] || { fail "$prog is not built"; continue; }
+    [ -x "$prog" ] || { later fail "$prog is not built"; continue; }
     base="$(sed -n 's/^base: //p' "$cases")"
     base="${base//\{fixtures\}/$FIXTURES}"
-    listed="$("$prog" --help | grep -oE '^  --[a-z0-9-]+' | sed 's/^ *//')"
-    [ -n "$listed" ] || { fail "$ch --help lists no flags"; continue; }
+    help="$("$prog" --help)"
+    listed="$(grep -oE '^  --[a-z0-9-]+' <<<"$help" | sed 's/^ *//')"
+    [ -n "$listed" ] || { later fail "$ch --help lists no flags"; continue; }
     # Every listed flag has a case; every case names a listed flag.
     for flag in $listed; do
         case "$flag" in --json | --help) continue ;; esac
-        grep -q -- "^$flag: " "$cases" || fail "$ch lists $flag, which has no case in $cases"
+        grep -q -- "^$flag: " "$cases" || later fail "$ch lists $flag, which has no case in $cases"
     done
     while IFS= read -r line; do
         flag="${line%%: *}"
-        grep -qx -- "$flag" <<<"$listed" || fail "$ch: $cases has a case for $flag, which --help does not list"
+        grep -qx -- "$flag" <<<"$listed" || later fail "$ch: $cases has a case for $flag, which --help does not list"
     done < <(grep -E '^--[a-z0-9-]+: ' "$cases")
 
     # --json (left out) and --help, for every program.
@@ -266,16 +298,19 @@ for cases in "$CASES"/ch*.txt; do
         if [[ "$rest" == "timing-only "* ]]; then
             rest="${rest#timing-only }"
             timing=1
-            "$prog" --help | grep -E -- "^  $flag " | grep -q timed ||
-                { fail "$ch: $flag is marked timing-only, but its --help line says nothing is timed"; continue; }
+            grep -E -- "^  $flag " <<<"$help" | grep -q timed ||
+                { later fail "$ch: $flag is marked timing-only, but its --help line says nothing is timed"; continue; }
         fi
         changed="${rest%% vs *}"
         other=""; [[ "$rest" == *" vs "* ]] && other="${rest#* vs }"
         [[ " $changed " == *" $flag "* || " $changed " == *" $flag="* ]] ||
-            { fail "$ch: the case for $flag does not change $flag: $changed"; continue; }
+            { later fail "$ch: the case for $flag does not change $flag: $changed"; continue; }
         check_case "$flag" "$changed" "$other" --json "$timing"
     done < <(grep -E '^--[a-z0-9-]+: ' "$cases")
 done
+
+run_queued
+for verdict in "${verdicts[@]}"; do eval "$verdict"; done
 
 echo "flags: $passed passed, $failed failed ($runs runs)"
 [ "$failed" = 0 ]

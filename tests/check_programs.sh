@@ -14,20 +14,37 @@
 # {fifo} a FIFO (named pipe) no program reads, and \n a newline inside an
 # argument. Every bad case ends within 60 s or fails (a hang is a failure).
 #
+# The cases run on every core, each printing its verdict ("ok" or "FAILED:
+# ...") into a file of its own, numbered in the order of the cases; the
+# verdicts are printed in that order at the end. A chapter's quick runs run
+# one after another, in order (the last one saves the JSON the closing table
+# reads), and a chapter whose quick runs read {results} starts once every
+# earlier chapter's quick runs are done.
+#
 #   tests/check_programs.sh BUILD_DIR
 set -u
 BIN="${1:-build}"
 CASES="$(dirname "$0")/program_cases"
 PLOTS="$(mktemp -d)"
 RESULTS="$PLOTS/results"  # each quick run saves its JSON here; the closing table reads them
-FIFO="$PLOTS/fifo"        # a named pipe nothing reads
-mkfifo "$FIFO"
+VERDICTS="$PLOTS/verdicts"
+mkdir -p "$VERDICTS"
 trap 'rm -rf "$PLOTS"' EXIT
-passed=0
-failed=0
+JOBS="$(nproc 2>/dev/null || echo 2)"
 
-ok()   { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
+ok()   { echo ok; }
+fail() { echo "FAILED: $*"; }
+
+# queue COMMAND...: COMMAND in the background, its verdicts in the next
+# numbered files; at most $JOBS at once. barrier: waits for them all.
+verdicts=0
+running=0
+queue() {
+    if [ "$running" -ge "$JOBS" ]; then wait -n; running=$((running - 1)); fi
+    running=$((running + 1))
+    "$@" &
+}
+barrier() { wait; running=0; }
 
 # expect_exit STATUS PROGRAM ARGS...: the exit status, and for 2 exactly one
 # stderr line, holding $WANT if that is set; run under `ulimit -v $LIMIT` if
@@ -65,9 +82,6 @@ bad_case() {
     read -ra args <<<"$rest"
     for i in "${!args[@]}"; do args[i]="${args[i]//\\n/$'\n'}"; done
     expect_exit 2 "$prog" "${args[@]}"
-    WANT=""
-    LIMIT=""
-    FILE_LIMIT=""
 }
 
 # One JSON object: parsed by Python where it is installed; otherwise at
@@ -80,30 +94,50 @@ is_json_object() {
     fi
 }
 
+# quick_runs VERDICT LINE...: the quick lines of one chapter, in order, the
+# verdicts from file VERDICT on.
+quick_runs() {
+    local n="$1" line out status; shift
+    for line in "$@"; do
+        # shellcheck disable=SC2086
+        out="$("$prog" ${line#quick:} --plot-dir "$PLOTS" --save-json "$RESULTS/$ch.json" --json)"
+        status=$?
+        if [ "$status" = 0 ] && is_json_object "$out"
+        then ok; else fail "$prog ${line#quick:} --json did not print one JSON object"; fi >"$VERDICTS/$n"
+        n=$((n + 1))
+    done
+}
+
 for cases in "$CASES"/ch*.txt; do
     ch="$(basename "$cases" .txt)"
     prog="$BIN/$ch"
-    [ -x "$prog" ] || { fail "$prog is not built"; continue; }
-    expect_exit 0 "$prog" --help
+    verdicts=$((verdicts + 1))
+    [ -x "$prog" ] || { fail "$prog is not built" >"$VERDICTS/$verdicts"; continue; }
+    quick=()
+    while IFS= read -r line; do
+        [[ "$line" == quick:* ]] && quick+=("${line//\{results\}/$RESULTS}")
+    done < "$cases"
+    [[ "${quick[*]}" == *"$RESULTS"* ]] && barrier
+    queue expect_exit 0 "$prog" --help >"$VERDICTS/$verdicts"
+    [ ${#quick[@]} -gt 0 ] && queue quick_runs $((verdicts + 1)) "${quick[@]}"
+    verdicts=$((verdicts + ${#quick[@]}))
     while IFS= read -r line; do
         line="${line//\{results\}/$RESULTS}"
-        line="${line//\{fifo\}/$FIFO}"
+        if [[ "$line" == *"{fifo}"* ]]; then
+            # A FIFO of its own: a case that reads one keeps it open for a moment.
+            mkfifo "$PLOTS/fifo$verdicts"
+            line="${line//\{fifo\}/$PLOTS/fifo$verdicts}"
+        fi
         case "$line" in
-            quick:*)
-                # shellcheck disable=SC2086
-                out="$("$prog" ${line#quick:} --plot-dir "$PLOTS" --save-json "$RESULTS/$ch.json" --json)"
-                status=$?
-                if [ "$status" = 0 ] && is_json_object "$out"
-                then ok; else fail "$prog ${line#quick:} --json did not print one JSON object"; fi ;;
-            bad:*)
-                bad_case "${line#bad:}" ;;
-            bad-ulimit-v\ *:*)
-                LIMIT="${line#bad-ulimit-v }"; LIMIT="${LIMIT%%:*}"
-                bad_case "${line#*:}" ;;
-            bad-ulimit-f\ *:*)
-                FILE_LIMIT="${line#bad-ulimit-f }"; FILE_LIMIT="${FILE_LIMIT%%:*}"
-                bad_case "${line#*:}" ;;
+            bad:*) ;;
+            bad-ulimit-v\ *:*) LIMIT="${line#bad-ulimit-v }"; LIMIT="${LIMIT%%:*}" ;;
+            bad-ulimit-f\ *:*) FILE_LIMIT="${line#bad-ulimit-f }"; FILE_LIMIT="${FILE_LIMIT%%:*}" ;;
+            *) continue ;;
         esac
+        verdicts=$((verdicts + 1))
+        queue bad_case "${line#*:}" >"$VERDICTS/$verdicts"
+        LIMIT=""
+        FILE_LIMIT=""
     done < "$cases"
 done
 
@@ -112,11 +146,19 @@ done
 # was there and with the text report beside it, and never replaces the log.
 log="$PLOTS/run.log"
 echo "an earlier line" >"$log"
+verdicts=$((verdicts + 1))
 if "$BIN/ch03" --measure-tokens 16 --plot-dir "$PLOTS" --save-json /dev/stdout >>"$log" &&
     [ "$(head -n 1 "$log")" = "an earlier line" ] &&
     grep -q '^{"results_format": 1, "chapter": "03_memory_arithmetic"' "$log" &&
     grep -q '^Chapter 03' "$log"
-then ok; else fail "ch03 --save-json /dev/stdout >> run.log did not append the JSON to the log"; fi
+then ok; else fail "ch03 --save-json /dev/stdout >> run.log did not append the JSON to the log"; fi >"$VERDICTS/$verdicts"
+barrier
 
+passed=0
+failed=0
+for ((n = 1; n <= verdicts; n++)); do
+    if [ "$(cat "$VERDICTS/$n" 2>/dev/null)" = ok ]; then passed=$((passed + 1))
+    else failed=$((failed + 1)); cat "$VERDICTS/$n" 2>/dev/null || echo "FAILED: case $n gave no verdict"; fi
+done
 echo "programs: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -3,6 +3,7 @@
 // conversations fit (conversations_that_fit.h).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -20,6 +21,14 @@
 using namespace kv;
 
 namespace {
+
+// Every row is a sequence past its prefill: a decode step (without the
+// cache, one that recomputes every sequence).
+bool is_decode_step(const StepPlan& plan) {
+    return std::none_of(plan.rows.begin(), plan.rows.end(), [](const StepRow& row) {
+        return row.request->status == RequestStatus::prefilling;
+    });
+}
 
 // A tiny model with room for the workload's longest context.
 Config small_model() {
@@ -62,7 +71,7 @@ Trace run(std::span<const Request> queue, PagedMemory& memory, Executor& executo
         for (const StepRow& row : plan.rows) rows.push_back(row.request->id);
         t.batch_rows.push_back(rows);
         CHECK(memory.free_blocks() >= 0);  // never over the pool
-        const bool decode_step = plan.is_decode_step();
+        const bool decode_step = is_decode_step(plan);
         scheduler.postprocess(executor.run(plan));
         if (!decode_step) continue;
         t.used_blocks.push_back(memory.used_blocks());
@@ -138,15 +147,17 @@ TEST_CASE("the simulator's block counts match the real pool's at every step") {
 // batch, the watermark's blocks are still free.
 class WatchedPagedMemory : public PagedMemory {
   public:
-    using PagedMemory::PagedMemory;
+    explicit WatchedPagedMemory(const PagedMemoryOptions& o)
+        : PagedMemory(o), watermark_blocks(int(o.watermark * o.blocks)) {}
     void admit(Request& r) override {
         const bool beside_others = used_blocks() > 0;
         PagedMemory::admit(r);
         if (beside_others) {
-            CHECK(free_blocks() >= watermark_blocks());
+            CHECK(free_blocks() >= watermark_blocks);
             ++admissions_beside_others;
         }
     }
+    const int watermark_blocks;  // the pool's share kept free
     int admissions_beside_others = 0;
 };
 
@@ -154,7 +165,7 @@ TEST_CASE("the watermark keeps its share of the pool free at admission") {
     const std::vector<Request> queue = small_queue(30, 5);
     const StepCost cost = analytic_step_cost(small_model());
     WatchedPagedMemory memory({.blocks = 24, .block_size = 4, .watermark = 0.25});
-    CHECK(memory.watermark_blocks() == 6);
+    CHECK(memory.watermark_blocks == 6);  // a quarter of 24
     SimulatedExecutor executor(cost);
     const Schedule with = run_schedule(queue, kContinuous, memory, PrefillFirst{}, executor);
     CHECK(memory.admissions_beside_others > 0);

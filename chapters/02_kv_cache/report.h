@@ -1,9 +1,9 @@
-// What chapter 02 prints: both methods' step table, the token-positions
-// each processed, whether the answers agree to the last bit, the step plot
-// and the headline; or all of it as one JSON object.
+// What chapter 02 prints: both methods' step table, the one-row step alone
+// beside the speed-up it predicts, the token-positions each method
+// processed, whether the answers agree to the last bit, the step plot and
+// the headline, as one list of findings (text, or JSON with --json).
 #pragma once
 
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -15,74 +15,98 @@
 
 namespace kv::ch02 {
 
-// Writes the plot, then the JSON or the text. Returns the exit status: 1
-// if the two methods disagree on a token.
+// A duration as a person reads it, in ms in JSON.
+inline Cell milliseconds(double seconds) {
+    return Cell(format_duration(seconds), seconds * 1e3);
+}
+
+// "yes" or "NO", true or false in JSON.
+inline Cell yes_no(bool yes) {
+    Cell cell(yes ? "yes" : "NO");
+    cell.json = yes ? "true" : "false";
+    return cell;
+}
+
+// Writes the plot, then the findings. Returns the exit status: 1 if the
+// two methods disagree on a token.
 inline int report(const Results& r, const OutputOptions& out) {
     const int p = static_cast<int>(r.loaded.prompt.size()), n = r.answer_len;
-    const std::vector<StepTimes> methods = {{"naive", "naive (no cache)", r.naive.step_seconds},
-                                            {"cached", "KV cache", r.cached.step_seconds}};
-    const Table steps = step_table(p, methods);
+    const std::vector<StepTimes> methods = {
+        {"naive", "naive (no cache)", r.naive.fastest_step_seconds},
+        {"cached", "KV cache", r.cached.fastest_step_seconds}};
     const std::string plot_path =
         step_plot("Time per step: recomputing everything vs the KV cache", p, methods)
             .write(out.plot_dir + "/02_step_time.svg");
     const bool same_tokens = r.naive.tokens == r.cached.tokens;
-    const double max_diff = r.max_logit_difference, prefill = r.cached.step_seconds[0];
-    const bool has_text = r.loaded.tokenizer.has_value();
-    const std::string naive_text = r.loaded.answer_text(r.naive.tokens);
-    const std::string cached_text = r.loaded.answer_text(r.cached.tokens);
-    const std::string model = r.loaded.model.config().describe();
-    const int status = same_tokens ? 0 : 1;
+    const double max_diff = r.max_logit_difference;
+    const std::string rows = fixed(r.one_row_step_in_rows(), 2);
 
-    Json json = Json()
-                    .add("model", model)
-                    .add("prompt_len", p)
-                    .add("answer_len", n)
-                    .add("repeats", r.repeats)
-                    .add("naive_answer_ms", r.naive.answer_seconds * 1e3)
-                    .add("cached_answer_ms", r.cached.answer_seconds * 1e3)
-                    .add("speedup", r.speedup())
-                    .add("prefill_ms", prefill * 1e3)
-                    .add("decode_step_ms", r.decode_step_seconds() * 1e3)
-                    .add("naive_positions", r.naive.positions)
-                    .add("cached_positions", r.cached.positions)
-                    .add("same_tokens", same_tokens)
-                    .add("max_logit_difference", max_diff)
-                    .add("logits_fnv1a64", r.logits_digest)
-                    .add("tokens", r.cached.tokens)
-                    .add("steps", steps)
-                    .add("plot", plot_path);
-    if (r.from_checkpoint) json.add("weights", r.loaded.weights);
-    if (has_text)
-        json.add("prompt_text", r.loaded.prompt_text())
-            .add("naive_text", naive_text)
-            .add("cached_text", cached_text)
-            .add("same_text", naive_text == cached_text);
-    if (emit(out, json)) return status;
-
-    std::cout << "Chapter 02: the KV cache\n\nmodel: " << model << "\n";
-    if (r.from_checkpoint) std::cout << "weights: " << visible(r.loaded.weights) << "\n";
-    std::cout << r.saved << "prompt: " << p << " tokens, answer: " << n << " tokens, median of "
-              << r.repeats << " runs per method after a warm-up\n\n";
-    steps.print(std::cout);
-    std::cout << "\nprefill (" << p << " tokens): " << format_duration(prefill)
-              << ", then a decode step takes " << format_duration(r.decode_step_seconds())
-              << " (median)\ntoken-positions processed: naive " << with_commas(r.naive.positions)
-              << " (n*p + n*(n-1)/2 = " << with_commas(naive_positions(p, n)) << "), cached "
-              << with_commas(r.cached.positions)
-              << " (p + n - 1 = " << with_commas(cached_positions(p, n)) << ")\n"
-              << "same tokens: " << (same_tokens ? "yes" : "NO")
-              << "; largest logit difference over all " << n << " steps: " << max_diff
-              << (max_diff == 0 ? " (identical to the last bit)" : "") << "\n"
-              << "plot: " << visible(plot_path) << "\n\n";
-    if (has_text)
-        std::cout << "prompt text: " << r.loaded.prompt_text()
-                  << "\nanswer without the cache: " << naive_text
-                  << "\nanswer with the cache:    " << cached_text
-                  << "\nsame text: " << (naive_text == cached_text ? "yes" : "NO") << "\n\n";
-    std::cout << n << "-token answer: " << format_duration(r.naive.answer_seconds)
-              << " without the cache -> " << format_duration(r.cached.answer_seconds)
-              << " with it (" << fixed(r.speedup(), 1) << " x faster)\n";
-    return status;
+    Findings f("Chapter 02: the KV cache");
+    f.line("model", "model", r.loaded.model.config().describe());
+    if (r.from_checkpoint) f.line("weights", "weights", outside_text(r.loaded.weights));
+    if (!r.saved.empty()) f.text(r.saved.substr(0, r.saved.find_last_not_of('\n') + 1));
+    f.line("prompt_len", "prompt (tokens)", p)
+        .line("answer_len", "answer (tokens)", n)
+        .line("repeats",
+              "timed answers per method after a warm-up (thread CPU time, the thread kept on "
+              "its core; each time the fastest, as make bench keeps a step's)",
+              r.repeats)
+        .text("")
+        .table("steps", "", step_table(p, methods))
+        .text("")
+        .line("prefill_ms", "prefill (" + std::to_string(p) + " tokens)",
+              milliseconds(r.prefill_seconds()))
+        .line("decode_step_ms", "a decode step within the answer (the median step)",
+              milliseconds(r.decode_step_seconds()))
+        .line("one_row_step_ms",
+              "the answer's last decode step alone, as make bench times its 'decode, batch 1'",
+              milliseconds(r.one_row.fastest()))
+        .line("one_row_step_context", "  at cached positions", r.one_row_context)
+        .line("one_row_step_samples", "  the fastest of timed runs", int(r.one_row.seconds.size()))
+        .line("one_row_step_median_ms", "  their median", milliseconds(r.one_row.median()))
+        .line("argmax_ms",
+              "beside each step the answer chooses its token: argmax over " +
+                  with_commas(std::uint64_t(r.loaded.model.config().vocab_size)) + " logits",
+              milliseconds(r.argmax.fastest()))
+        .line("naive_ms_per_row", "a row of a naive pass (the naive answer over its rows)",
+              milliseconds(r.naive_seconds_per_row()))
+        .line("one_row_step_in_rows", "the one-row step, in rows of a naive pass",
+              Cell(rows + " x", r.one_row_step_in_rows()))
+        .line("predicted_speedup",
+              "predicted speed-up: " + with_commas(r.naive.positions) + " rows / (" +
+                  std::to_string(p) + " + " + std::to_string(n - 1) + " x " + rows + ")",
+              Cell(fixed(r.predicted_speedup(), 1) + " x", r.predicted_speedup()))
+        .text("")
+        .line("naive_positions", "token-positions processed, naive", r.naive.positions)
+        .line("naive_positions_predicted", "  n*p + n*(n-1)/2", naive_positions(p, n))
+        .line("cached_positions", "token-positions processed, cached", r.cached.positions)
+        .line("cached_positions_predicted", "  p + n - 1", cached_positions(p, n))
+        .line("same_tokens", "same tokens", yes_no(same_tokens))
+        .line(
+            "max_logit_difference",
+            "largest logit difference over all " + std::to_string(n) + " steps",
+            Cell(max_diff == 0 ? "0 (identical to the last bit)" : json_number(max_diff), max_diff))
+        .data("logits_fnv1a64", Cell(r.logits_digest))
+        .data("tokens", r.cached.tokens)
+        .line("plot", "plot", outside_text(plot_path));
+    if (r.loaded.tokenizer) {
+        const std::string naive_text = r.loaded.answer_text(r.naive.tokens);
+        const std::string cached_text = r.loaded.answer_text(r.cached.tokens);
+        f.line("prompt_text", "prompt text", r.loaded.prompt_text())
+            .line("naive_text", "answer without the cache", naive_text)
+            .line("cached_text", "answer with the cache   ", cached_text)
+            .line("same_text", "same text", yes_no(naive_text == cached_text));
+    }
+    f.data("naive_answer_ms", Cell(r.naive_answer_seconds() * 1e3, 3))
+        .data("cached_answer_ms", Cell(r.cached_answer_seconds() * 1e3, 3))
+        .data("speedup", Cell(r.speedup(), 2))
+        .headline(std::to_string(n) +
+                  "-token answer: " + format_duration(r.naive_answer_seconds()) +
+                  " without the cache -> " + format_duration(r.cached_answer_seconds()) +
+                  " with it (" + fixed(r.speedup(), 1) + " x faster; " +
+                  fixed(r.predicted_speedup(), 1) + " x predicted)");
+    emit(out, f);
+    return same_tokens ? 0 : 1;
 }
 
 }  // namespace kv::ch02

@@ -1,10 +1,12 @@
 // Timing a decode step at one batch size after another, on one ragged set
-// of sequences, and checking each batch against the sequences decoded alone.
+// of sequences, as make bench times its steps, and checking each batch
+// against the sequences decoded alone.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,17 +35,20 @@ inline std::vector<std::vector<int>> ragged_prompts(int count, int longest, int 
 
 struct BatchTiming {
     int batch = 0;              // sequences decoded together
-    double step_seconds = 0;    // median time of one decode step for the whole batch
-    StepArithmetic arithmetic;  // of one step, averaged over the timed steps
+    double step_seconds = 0;    // the fastest timed decode step for the whole batch
+    StepArithmetic arithmetic;  // of that step
 
     double seconds_per_token() const { return step_seconds / batch; }
     double tokens_per_second() const { return batch / step_seconds; }
 };
 
-// Sees the logits of every decode step (row i: sequence i), untimed; and
-// told as each round of the bench begins (0, 1, ... rounds - 1).
+// Sees the logits of every decode step (row i: sequence i), untimed; told
+// as each round of the bench begins (0, 1, ... rounds - 1); and after each
+// batch's timed steps in a round (its index in the sizes), for a probe to
+// take its turn beside it.
 using BatchStepCallback = std::function<void(int step, const Matrix& logits)>;
 using RoundCallback = std::function<void(int round, int rounds)>;
+using AfterBatchCallback = std::function<void(int batch_index)>;
 
 // Batch sizes 1, 2, 4, ... up to max_batch (and max_batch itself).
 inline std::vector<int> batch_sizes_up_to(int max_batch) {
@@ -53,14 +58,20 @@ inline std::vector<int> batch_sizes_up_to(int max_batch) {
     return sizes;
 }
 
-// The batch sizes take turns in rounds, each size warming up with one
-// untimed step and then timing its share of the repeats, so that a burst
-// of other work slows a few steps of several sizes, not every step of one.
-inline constexpr int kRounds = 3;
+// Decode steps checked against the sequences alone before the timed one,
+// which comes next: kCheckedSteps + 1 steps in all, and positions.
+inline constexpr int kCheckedSteps = 8;
+inline constexpr int kDecodeSteps = kCheckedSteps + 1;
 
-// Decode steps each batch takes for `repeats` timed ones: one more per round.
-inline int decode_steps(int repeats) {
-    return repeats + std::min(kRounds, repeats);
+// How the batches are timed: as make bench times its steps (common/core/
+// timing.h), the batch sizes taking turns in the rounds, so that a burst of
+// other work slows a few steps of several sizes, not every step of one. A
+// round of a batch stops short once its steps took a tenth of a second, so
+// that the wide model's large batches (a sixth of a second a step at batch
+// 64) take two steps a round, not ten; a batch-1 step of the demo width
+// (under a millisecond) still gets all of its repeats, as in make bench.
+inline StepSampling batch_sampling(int repeats) {
+    return {.rounds = 5, .repeats = repeats, .round_seconds = 0.1};
 }
 
 // Bytes the bench holds besides the weights, checked before allocating:
@@ -79,19 +90,22 @@ inline double bench_bytes(const Config& c, int sequences, int longest_prompt, in
 
 // Prefills every prompt once; a batch of size B then decodes the first B
 // sequences from copies of those caches, so every batch size decodes the
-// same sequences from the same positions.
+// same sequences from the same positions: kCheckedSteps steps, each shown
+// to the caller, then the timed step, run again and again at the same
+// positions (its caches truncated back before each run).
 class DecodeBench {
   public:
-    DecodeBench(Transformer& model, const std::vector<std::vector<int>>& prompts, int repeats)
-        : model_(model), repeats_(repeats) {
-        if (repeats < 1) throw std::invalid_argument("DecodeBench: repeats must be at least 1");
+    DecodeBench(Transformer& model, const std::vector<std::vector<int>>& prompts,
+                const StepSampling& sampling)
+        : model_(model), sampling_(sampling) {
+        if (sampling.rounds < 1 || sampling.repeats < 1)
+            throw std::invalid_argument("DecodeBench: rounds and repeats must be at least 1");
         // Untimed, so several prompts per forward pass (the caches come out
         // as from chapter 02's prefill), in groups of 16 to bound the scratch.
         const std::size_t group = 16;
         prefilled_.reserve(prompts.size());
         for (const std::vector<int>& prompt : prompts)
-            prefilled_.emplace_back(model.config(),
-                                    static_cast<int>(prompt.size()) + decode_steps(repeats));
+            prefilled_.emplace_back(model.config(), static_cast<int>(prompt.size()) + kDecodeSteps);
         for (std::size_t first = 0; first < prompts.size(); first += group) {
             std::vector<SequenceInput> chunks;
             for (std::size_t i = first; i < std::min(prompts.size(), first + group); ++i)
@@ -102,76 +116,90 @@ class DecodeBench {
         }
     }
 
-    // Times one batch per size in `sizes` (each at most sequences()): the
-    // median of `repeats` timed steps each.
+    // One batch per size in `sizes` (each at most sequences()), its checked
+    // steps shown to on_step (the timed step's too, once), then every round
+    // of the sampling. Returns each batch's fastest step.
     std::vector<BatchTiming> run(const std::vector<int>& sizes,
                                  const BatchStepCallback& on_step = {},
-                                 const RoundCallback& on_round = {}) {
-        std::vector<Running> batches;
+                                 const RoundCallback& on_round = {},
+                                 const AfterBatchCallback& after_batch = {}) {
+        batches_.clear();
         for (int batch : sizes) {
             if (batch < 1 || batch > sequences())
                 throw std::invalid_argument("DecodeBench: a batch of " + std::to_string(batch) +
                                             " from " + std::to_string(sequences()) + " sequences");
-            batches.emplace_back(*this, batch);
         }
-        const int rounds = std::min(kRounds, repeats_);
-        for (int round = 0; round < rounds; ++round) {
-            if (on_round) on_round(round, rounds);
-            const int timed = repeats_ / rounds + (round < repeats_ % rounds ? 1 : 0);
-            for (Running& b : batches)
-                for (int i = 0; i <= timed; ++i) b.step(model_, i > 0, on_step);
+        for (int batch : sizes)
+            batches_.push_back(std::make_unique<Running>(*this, batch, on_step));
+        for (int round = 0; round < sampling_.rounds; ++round) {
+            if (on_round) on_round(round, sampling_.rounds);
+            for (std::size_t k = 0; k < batches_.size(); ++k) {
+                const Matrix& logits = batches_[k]->sample_round(model_, sampling_);
+                if (round == 0 && on_step) on_step(kCheckedSteps, logits);
+                if (after_batch) after_batch(static_cast<int>(k));
+            }
         }
-        std::vector<BatchTiming> timings;
-        for (Running& b : batches) timings.push_back(b.result());
-        return timings;
+        return timings();
+    }
+
+    // One more round of the timed steps of batch `batch_index` of the last run.
+    void sample_again(int batch_index) {
+        batches_.at(std::size_t(batch_index))->sample_round(model_, sampling_);
+    }
+
+    std::vector<BatchTiming> timings() const {
+        std::vector<BatchTiming> all;
+        for (const auto& b : batches_) all.push_back(b->result());
+        return all;
     }
 
     int sequences() const { return static_cast<int>(prefilled_.size()); }
 
   private:
-    // One batch in the middle of its steps.
+    // One batch: its caches decoded up to the timed step.
     struct Running {
         std::vector<KVCache> caches;    // (batch) copies of the prefilled caches
         std::vector<KVCache*> members;  // (batch) pointers to them, for decode_batch
-        std::vector<int> tokens;        // (batch) the token each feeds next
-        int steps_taken = 0;
-        std::vector<double> seconds;  // time of each timed step
-        StepArithmetic sum;           // of the timed steps: each field summed
+        std::vector<int> tokens;        // (batch) the token each feeds at the timed step
+        std::vector<int> lengths;       // (batch) each cache's length before the timed step
+        StepArithmetic arithmetic;      // of the timed step
+        StepSamples samples;            // its timed runs
 
-        Running(const DecodeBench& bench, int batch)
+        Running(const DecodeBench& bench, int batch, const BatchStepCallback& on_step)
             : caches(bench.prefilled_.begin(), bench.prefilled_.begin() + batch),
               tokens(bench.first_tokens_.begin(), bench.first_tokens_.begin() + batch) {
             for (KVCache& cache : caches) members.push_back(&cache);
+            for (int step = 0; step < kCheckedSteps; ++step) {
+                const Matrix& logits = decode_batch(bench.model_, tokens, members);
+                if (on_step) on_step(step, logits);
+                for (int i = 0; i < logits.rows; ++i) tokens[i] = argmax(logits.row_span(i));
+            }
+            for (const KVCache& cache : caches) lengths.push_back(cache.length());
+            arithmetic = step_arithmetic(bench.model_.config(), members);
         }
 
-        void step(Transformer& model, bool timed, const BatchStepCallback& on_step) {
-            const StepArithmetic a = step_arithmetic(model.config(), members);
-            const auto start = Clock::now();
-            const Matrix& logits = decode_batch(model, tokens, members);
-            const double elapsed = seconds_since(start);
-            if (timed) {
-                seconds.push_back(elapsed);
-                sum = {sum.weight_bytes + a.weight_bytes, sum.weight_flops + a.weight_flops,
-                       sum.attention_flops + a.attention_flops, sum.kv_bytes + a.kv_bytes};
-            }
-            if (on_step) on_step(steps_taken, logits);
-            ++steps_taken;
-            for (int i = 0; i < logits.rows; ++i) tokens[i] = argmax(logits.row_span(i));
+        // One round of the timed step; returns the last run's logits.
+        const Matrix& sample_round(Transformer& model, const StepSampling& how) {
+            const Matrix* logits = nullptr;
+            kv::sample_round(
+                samples, how.repeats, how.round_seconds,
+                [&] {
+                    for (std::size_t i = 0; i < caches.size(); ++i) caches[i].truncate(lengths[i]);
+                },
+                [&] { logits = &decode_batch(model, tokens, members); });
+            return *logits;
         }
 
         BatchTiming result() const {
-            const double n = double(seconds.size());
-            return {static_cast<int>(tokens.size()),
-                    median(seconds),
-                    {sum.weight_bytes / n, sum.weight_flops / n, sum.attention_flops / n,
-                     sum.kv_bytes / n}};
+            return {static_cast<int>(tokens.size()), samples.fastest(), arithmetic};
         }
     };
 
     Transformer& model_;
-    int repeats_;
+    StepSampling sampling_;
     std::vector<KVCache> prefilled_;  // (sequences) caches holding each prompt
     std::vector<int> first_tokens_;   // (sequences) the token each prompt's prefill chose
+    std::vector<std::unique_ptr<Running>> batches_;  // of the last run, in its sizes' order
 };
 
 // The same sequences decoded one at a time with chapter 02's code, to

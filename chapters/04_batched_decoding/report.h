@@ -1,6 +1,7 @@
 // What chapter 04 prints: a table row per batch size for each width, its
 // roofs and ridges, the check against decoding alone, the throughput and
-// roofline plots and the headline; or all of it as one JSON object.
+// roofline plots and the headline, as one list of findings (text, or JSON
+// with --json).
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../../common/fast/machine_probes.h"
 #include "../../common/fast/memory_level.h"
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
@@ -21,21 +23,30 @@
 
 namespace kv::ch04 {
 
+// A share of a limit, or the words that say its probe failed (a step
+// cannot outrun the machine: memory_level.h). Never a share above 100 %.
+inline Cell share_cell(const Share& s) {
+    return s.probe_failed() ? Cell("probe failed") : Cell(100 * s.share(), 0);
+}
+
 // One row per batch size; "roof GFLOP/s" is what the roofline allows at the
-// row's intensity with the width's memory roof.
-inline Table batch_table(const std::vector<BatchTiming>& timings, const Roofline& roofs,
-                         double roof_bytes_per_second) {
-    Table table({"batch", "step (ms)", "per token (ms)", "tokens/s", "speed-up per token",
-                 "GFLOP per step", "FLOPs/byte", "GFLOP/s", "roof GFLOP/s", "GB/s of weights"});
-    const double base = timings.front().seconds_per_token();
-    for (const BatchTiming& t : timings) {
+// row's intensity with the batch's own memory roof.
+inline Table batch_table(const WidthResult& w, const Roofline& roofs) {
+    Table table({"batch", "step (ms)", "tokens/s", "speed-up per token", "GFLOP per step",
+                 "FLOPs/byte", "GFLOP/s", "% of peak", "roof GFLOP/s", "MiB read", "GB/s read",
+                 "roof GB/s", "% of roof"});
+    const double base = w.timings.front().seconds_per_token();
+    for (std::size_t k = 0; k < w.timings.size(); ++k) {
+        const BatchTiming& t = w.timings[k];
         const StepArithmetic& a = t.arithmetic;
-        table.add_row({t.batch, Cell(t.step_seconds * 1e3, 3), Cell(t.seconds_per_token() * 1e3, 3),
-                       Cell(t.tokens_per_second(), 0), Cell(base / t.seconds_per_token(), 2),
-                       Cell(a.flops() / 1e9, 3), Cell(a.flops_per_byte(), 1),
-                       Cell(a.flops() / t.step_seconds / 1e9, 1),
-                       Cell(roofs.attainable(a.flops_per_byte(), roof_bytes_per_second) / 1e9, 1),
-                       Cell(a.weight_bytes / t.step_seconds / 1e9, 1)});
+        const BatchRoof& r = w.roofs.at(k);
+        table.add_row(
+            {t.batch, Cell(t.step_seconds * 1e3, 3), Cell(t.tokens_per_second(), 0),
+             Cell(base / t.seconds_per_token(), 2), Cell(a.flops() / 1e9, 3),
+             Cell(a.flops_per_byte(), 1), Cell(a.flops() / t.step_seconds / 1e9, 1),
+             share_cell(r.arithmetic), Cell(roofs.attainable(a.flops_per_byte(), r.roof) / 1e9, 1),
+             Cell(a.bytes() / double(1 << 20), 1), Cell(a.bytes() / t.step_seconds / 1e9, 1),
+             Cell(r.roof / 1e9, 1), share_cell(r.memory)});
     }
     return table;
 }
@@ -70,46 +81,6 @@ inline Ridge ridge_point(const std::vector<BatchTiming>& timings) {
     return ridge;
 }
 
-// One width's table, headed by its weights against the CPU's cache and
-// followed by the machine's ridge and the kernels'.
-inline void print_width(std::ostream& out, const WidthResult& w, const Results& r) {
-    const Config& c = w.config;
-    const std::uint64_t bytes = weight_bytes_per_step(c);
-    const double dram = r.roofs.dram_bytes_per_second;
-    out << "\ndim " << c.dim << ", ffn " << c.ffn_dim << ": "
-        << with_commas(c.multiplied_parameters()) << " multiplied weights, " << format_bytes(bytes)
-        << " read per step";
-    if (r.cache_bytes == 0)
-        out << " (no last-level cache reported: read from DRAM)";
-    else if (!fits_reported_last_level(bytes, r.cache_bytes))
-        out << " (do not fit in the " << format_bytes(r.cache_bytes)
-            << " largest CPU cache: read from DRAM)";
-    else
-        out << " (fit in the " << format_bytes(r.cache_bytes)
-            << " largest CPU cache as reported; a read of that size ran at "
-            << fixed(w.read_at_weights / 1e9, 1) << " GB/s, "
-            << fixed(dram > 0 ? w.read_at_weights / dram : 0.0, 2) << " x DRAM's: "
-            << (w.from_last_level ? "read from the cache" : "no more than 1.2 x, read from DRAM")
-            << ")";
-    out << "\n";
-    batch_table(w.timings, r.roofs, w.memory_roof).print(out);
-    const Ridge k = ridge_point(w.timings);
-    const double machine_ridge = r.roofs.ridge(w.memory_roof);
-    out << "  memory roof: " << (w.from_last_level ? "the last-level cache" : "DRAM") << ", "
-        << fixed(w.memory_roof / 1e9, 1) << " GB/s; batch 1 reads weights at "
-        << fixed(k.bytes_per_second / 1e9, 1) << " GB/s ("
-        << fixed(100 * k.bytes_per_second / w.memory_roof, 0) << "% of it)\n"
-        << "  the machine's ridge: " << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s / "
-        << fixed(w.memory_roof / 1e9, 1) << " GB/s = " << fixed(machine_ridge, 1)
-        << " FLOPs per byte, about batch " << fixed(batch_at_intensity(machine_ridge, 4), 0)
-        << "\n  these kernels attain at most " << fixed(k.flops_per_second / 1e9, 1)
-        << " GFLOP/s (batch " << k.at_batch << ", "
-        << fixed(100 * k.flops_per_second / r.roofs.peak_flops, 0)
-        << "% of the peak);\n  their line meets batch 1's rate at " << fixed(k.flops_per_byte(), 1)
-        << " FLOPs per byte, about batch " << fixed(k.batch(), 0)
-        << ":\n  below it a step waits for weights, above it for arithmetic.\n";
-}
-
 // Tokens per second against batch size, one line per width.
 inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths) {
     SvgPlot plot("Decode throughput against batch size", "batch size (sequences)",
@@ -127,8 +98,11 @@ inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths) {
 }
 
 // The roofline on log-log axes from this run's numbers: the peak dashed,
-// each memory roof a line of slope 1 up to its ridge (a cache's only for a
-// width read from it), and each width's steps as points, one per batch.
+// each memory roof a line of slope 1 up to its ridge (each width's batch-1
+// roof, and DRAM's), and each width's steps as points, one per batch, but
+// for a step above a limit (a probe failure, not a point). Every batch's
+// roof is at most its width's batch-1 roof (memory_level.h's measured_roof),
+// so every point is at or under the lines drawn.
 inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofline& roofs) {
     SvgPlot plot("Roofline: one decode step against this machine's roofs",
                  "arithmetic intensity (FLOPs per byte read)", "GFLOP/s");
@@ -144,11 +118,14 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
                         {lowest * bytes_per_second / 1e9, roofs.peak_flops / 1e9});
     };
     for (const WidthResult& w : widths)
-        if (w.from_last_level) roof("cache", w.memory_roof);
+        roof("dim " + std::to_string(w.config.dim) + " roof (" + w.roofs.front().level + ")",
+             w.memory_roof());
     roof("DRAM", roofs.dram_bytes_per_second);
     for (const WidthResult& w : widths) {
         std::vector<double> xs, ys;
-        for (const BatchTiming& t : w.timings) {
+        for (std::size_t k = 0; k < w.timings.size(); ++k) {
+            const BatchTiming& t = w.timings[k];
+            if (w.roofs[k].memory.probe_failed() || w.roofs[k].arithmetic.probe_failed()) continue;
             xs.push_back(t.arithmetic.flops_per_byte());
             ys.push_back(t.arithmetic.flops() / t.step_seconds / 1e9);
         }
@@ -159,87 +136,145 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
     return plot;
 }
 
-// One width's numbers for --json, each key starting with `prefix`.
-inline void add_width_json(Json& json, const std::string& prefix, const WidthResult& w,
-                           const Roofline& roofs) {
-    const BatchTiming& best = best_throughput(w.timings);
-    json.add(prefix + "model", w.config.describe())
-        .add(prefix + "weight_bytes_per_step", weight_bytes_per_step(w.config))
-        .add(prefix + "batches", batch_table(w.timings, roofs, w.memory_roof))
-        .add(prefix + "read_bytes_per_second_at_weights_size", w.read_at_weights)
-        .add(prefix + "memory_roof", w.from_last_level ? "last_level_cache" : "dram")
-        .add(prefix + "memory_roof_bytes_per_second", w.memory_roof)
-        .add(prefix + "tokens_per_second_batch1", w.timings.front().tokens_per_second())
-        .add(prefix + "tokens_per_second_best", best.tokens_per_second())
-        .add(prefix + "best_batch", best.batch)
-        .add(prefix + "ridge_flops_per_byte", ridge_point(w.timings).flops_per_byte())
-        .add(prefix + "machine_ridge_flops_per_byte", roofs.ridge(w.memory_roof));
+// "1.2 GB/s": a rate in bytes per second as a person reads it, bytes/s in JSON.
+inline Cell gigabytes_per_second(double bytes_per_second) {
+    return Cell(fixed(bytes_per_second / 1e9, 1) + " GB/s", bytes_per_second);
 }
 
-// Writes the plots, then the JSON or the text. Returns 1 if a batched step
-// chose another token than the sequence alone.
+// "yes" or "NO", true or false in JSON.
+inline Cell yes_no(bool yes) {
+    Cell cell(yes ? "yes" : "NO");
+    cell.json = yes ? "true" : "false";
+    return cell;
+}
+
+// One width's findings, each key starting with `prefix`: its weights, the
+// table, its memory roof against batch 1's step, the machine's ridge and
+// the kernels'.
+inline void add_width(Findings& f, const std::string& prefix, const WidthResult& w,
+                      const Roofline& roofs) {
+    const Config& c = w.config;
+    const BatchRoof& one = w.roofs.front();
+    const BatchTiming& first = w.timings.front();
+    const BatchTiming& best = best_throughput(w.timings);
+    const Ridge k = ridge_point(w.timings);
+    const double machine_ridge = roofs.ridge(w.memory_roof());
+    const double batch1_rate = first.arithmetic.bytes() / first.step_seconds;
+    if (!prefix.empty()) f.data(prefix + "model", Cell(c.describe()));  // the demo's heads the list
+    f.text("")
+        .line(prefix + "multiplied_weights",
+              "dim " + std::to_string(c.dim) + ", ffn " + std::to_string(c.ffn_dim),
+              Cell(with_commas(c.multiplied_parameters()) + " multiplied weights, " +
+                       format_bytes(weight_bytes_per_step(c)) +
+                       " read per step, and each sequence's keys and values",
+                   double(c.multiplied_parameters())))
+        .data(prefix + "weight_bytes_per_step", Cell(weight_bytes_per_step(c)))
+        .table(prefix + "batches", "", batch_table(w, roofs))
+        .line(prefix + "step_seconds_batch1",
+              "  batch 1's step (as make bench's 'decode, batch 1')",
+              Cell(format_duration(first.step_seconds), first.step_seconds))
+        .line(prefix + "memory_roof_bytes_per_second",
+              "  memory roof (the fastest read of " + format_bytes(one.bytes) + " or more, " +
+                  one.level + ")",
+              gigabytes_per_second(w.memory_roof()))
+        .data(prefix + "working_set_bytes_batch1", Cell(one.bytes))
+        .data(prefix + "read_bytes_per_second_at_working_set", Cell(one.read_at_size, 0))
+        .data(prefix + "memory_roof", Cell(one.level))
+        .line(prefix + "memory_roof_share_batch1",
+              "  batch 1 reads " + fixed(batch1_rate / 1e9, 1) + " GB/s, of the roof",
+              one.memory.probe_failed()
+                  ? Cell("above it, measured " + std::to_string(one.measured_again) +
+                             " more times: the probe failed, no share is shown",
+                         0.0)
+                  : Cell(fixed(100 * one.memory.share(), 0) + "%", one.memory.share()))
+        .data(prefix + "memory_roof_probe_failed_batch1", yes_no(one.memory.probe_failed()))
+        .line(prefix + "machine_ridge_flops_per_byte",
+              "  the machine's ridge: " + fixed(roofs.peak_flops / 1e9, 1) + " GFLOP/s / " +
+                  fixed(w.memory_roof() / 1e9, 1) + " GB/s",
+              Cell(fixed(machine_ridge, 1) + " FLOPs per byte, about batch " +
+                       fixed(batch_at_intensity(machine_ridge, 4), 0),
+                   machine_ridge))
+        .line(prefix + "kernels_best_flops_per_second", "  these kernels attain at most",
+              Cell(fixed(k.flops_per_second / 1e9, 1) + " GFLOP/s (batch " +
+                       std::to_string(k.at_batch) + ", " +
+                       fixed(100 * k.flops_per_second / roofs.peak_flops, 0) + "% of the peak)",
+                   k.flops_per_second))
+        .line(prefix + "ridge_flops_per_byte", "  their line meets batch 1's rate at",
+              Cell(fixed(k.flops_per_byte(), 1) + " FLOPs per byte, about batch " +
+                       fixed(k.batch(), 0),
+                   k.flops_per_byte()))
+        .text("  below it a step waits for weights, above it for arithmetic.")
+        .data(prefix + "tokens_per_second_batch1", Cell(first.tokens_per_second(), 0))
+        .data(prefix + "tokens_per_second_best", Cell(best.tokens_per_second(), 0))
+        .data(prefix + "best_batch", Cell(best.batch));
+    for (std::size_t b = 0; b < w.roofs.size(); ++b)
+        if (w.roofs[b].memory.probe_failed() || w.roofs[b].arithmetic.probe_failed())
+            f.text("  PROBE FAILURE batch " + std::to_string(w.timings[b].batch) +
+                   ": its step ran above a limit measured " +
+                   std::to_string(w.roofs[b].measured_again) +
+                   " more times; the probe, not the step, is wrong");
+}
+
+// Writes the plots, then the findings. Returns 1 if a batched step chose
+// another token than the sequence alone.
 inline int report(const Results& r, const OutputOptions& out) {
     const LoadedModel& loaded = r.loaded;
     const AloneReference& alone = r.alone;
-    const int status = alone.same_tokens() ? 0 : 1;
     const std::string plot_path =
         throughput_plot(r.widths).write(out.plot_dir + "/04_tokens_per_second.svg");
     const std::string roofline_path =
         roofline_plot(r.widths, r.roofs).write(out.plot_dir + "/04_roofline.svg");
-    const bool has_text = loaded.tokenizer.has_value();
-    const std::string answer_text = loaded.answer_text(alone.answer(0));
+    const double difference = alone.largest_difference();
 
-    Json json;
-    json.add("max_batch", r.max_batch)
-        .add("longest_prompt", r.prompt_len)
-        .add("mean_prompt", r.mean_prompt)
-        .add("repeats", r.repeats)
-        .add("last_level_cache_bytes", r.cache_bytes)
-        .add("peak_flops", r.roofs.peak_flops)
-        .add("dram_bytes_per_second", r.roofs.dram_bytes_per_second)
-        .add("dram_probe_bytes", r.dram_probe_bytes)
-        .add("same_tokens", alone.same_tokens())
-        .add("max_logit_difference", alone.largest_difference())
-        .add("weights", loaded.weights);
-    if (has_text) json.add("answer_text", answer_text);
-    add_width_json(json, "", r.widths[0], r.roofs);  // the demo model
-    if (r.widths.size() > 1) add_width_json(json, "wide_", r.widths[1], r.roofs);
-    if (emit(out, json.add("plot", plot_path).add("roofline_plot", roofline_path))) return status;
-
-    std::cout << "Chapter 04: batched decoding\n\n"
-              << "model: " << loaded.model.config().describe() << "\n"
-              << "weights: " << visible(loaded.weights) << "\n"
-              << "a batch of B sequences, prompts of 1.." << r.prompt_len << " tokens (mean "
-              << fixed(r.mean_prompt, 1) << " over all " << r.max_batch
-              << "), one new token each per decode step\n"
-              << "times: median of " << r.repeats << " steps; the batch sizes take turns in "
-              << std::min(kRounds, r.repeats) << " rounds, each with a warm-up step\n"
-              << "roofs (this thread, the kit's machine probes): multiply then add "
-              << fixed(r.roofs.peak_flops / 1e9, 1) << " GFLOP/s; reads "
-              << fixed(r.roofs.dram_bytes_per_second / 1e9, 1) << " GB/s from DRAM (over "
-              << format_bytes(r.dram_probe_bytes)
-              << "); weights that fit the reported cache are read once more at their own size\n";
-    for (const WidthResult& w : r.widths) print_width(std::cout, w, r);
-    std::cout << "\nbatched vs alone (chapter 02's decode_step), " << alone.rows_compared()
-              << " sequence-steps: same tokens " << (alone.same_tokens() ? "yes" : "NO")
-              << ", largest logit difference " << alone.largest_difference()
-              << (alone.largest_difference() == 0 ? " (identical to the last bit)" : "")
-              << "\nplots: " << visible(plot_path) << ", " << visible(roofline_path) << "\n\n";
-    if (has_text)
-        std::cout << "sequence 0, prompt: " << loaded.prompt_text() << "\n"
-                  << "sequence 0, answer (the same alone and in every batch): " << answer_text
-                  << "\n\n";
-    std::cout << "tokens per second, batch 1 -> best batch:";
+    Findings f("Chapter 04: batched decoding");
+    f.line("model", "model", loaded.model.config().describe())
+        .line("weights", "weights", outside_text(loaded.weights))
+        .line("max_batch", "batches of 1, 2, 4, ... up to", r.max_batch)
+        .line("longest_prompt", "longest prompt (each drawn from 1..it)", r.prompt_len)
+        .line("mean_prompt", "  mean prompt over all " + std::to_string(r.max_batch),
+              Cell(r.mean_prompt, 1))
+        .line("repeats",
+              "timed steps per batch in each of " +
+                  std::to_string(batch_sampling(r.repeats).rounds) +
+                  " rounds (the fastest kept, as make bench)",
+              r.repeats)
+        .line("peak_flops", "peak, multiply then add",
+              Cell(fixed(r.roofs.peak_flops / 1e9, 1) + " GFLOP/s", r.roofs.peak_flops))
+        .line("dram_bytes_per_second",
+              "read from DRAM (over " + format_bytes(r.dram_probe_bytes) + ")",
+              gigabytes_per_second(r.roofs.dram_bytes_per_second))
+        .data("dram_probe_bytes", Cell(r.dram_probe_bytes))
+        .line("cache_sizes", "caches (cpu0; they only name levels)", describe(r.caches))
+        .data("last_level_cache_bytes", Cell(r.caches.last_level))
+        .data("cache_sizes_from", Cell(r.caches.source));
+    add_width(f, "", r.widths[0], r.roofs);  // the demo model
+    if (r.widths.size() > 1) add_width(f, "wide_", r.widths[1], r.roofs);
+    f.text("")
+        .line("sequence_steps_compared",
+              "batched vs alone (chapter 02's decode_step), sequence-steps compared",
+              Cell(std::uint64_t(alone.rows_compared())))
+        .line("same_tokens", "same tokens", yes_no(alone.same_tokens()))
+        .line("max_logit_difference", "largest logit difference",
+              Cell(difference == 0 ? "0 (identical to the last bit)" : json_number(difference),
+                   difference))
+        .line("plot", "plot", outside_text(plot_path))
+        .line("roofline_plot", "roofline plot", outside_text(roofline_path));
+    if (loaded.tokenizer)
+        f.line("prompt_text", "sequence 0, prompt", loaded.prompt_text())
+            .line("answer_text", "sequence 0, answer (the same alone and in every batch)",
+                  loaded.answer_text(alone.answer(0)));
+    std::string headline = "tokens per second, batch 1 -> best batch:";
     for (const WidthResult& w : r.widths) {
         const BatchTiming& best = best_throughput(w.timings);
         const double one = w.timings.front().tokens_per_second();
-        std::cout << (&w == &r.widths[0] ? "" : ";") << " dim " << w.config.dim << ": "
-                  << with_commas(std::llround(one)) << " -> "
-                  << with_commas(std::llround(best.tokens_per_second())) << " at batch "
-                  << best.batch << " (" << fixed(best.tokens_per_second() / one, 1) << " x)";
+        headline += std::string(&w == &r.widths[0] ? "" : ";") + " dim " +
+                    std::to_string(w.config.dim) + ": " + with_commas(std::llround(one)) + " -> " +
+                    with_commas(std::llround(best.tokens_per_second())) + " at batch " +
+                    std::to_string(best.batch) + " (" + fixed(best.tokens_per_second() / one, 1) +
+                    " x)";
     }
-    std::cout << "\n";
-    return status;
+    emit(out, f.headline(headline));
+    return alone.same_tokens() ? 0 : 1;
 }
 
 }  // namespace kv::ch04

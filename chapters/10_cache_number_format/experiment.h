@@ -1,17 +1,24 @@
 // Chapter 10's experiment. What each format costs the answer: the queue's
 // first --prompts requests, and --long-prompts answers reaching
 // --long-context positions over one shared prefix (answer_agreement.h). What
-// it buys (format_memory.h): bytes per token, the article's cache at 16 bits,
-// the pool and the queue at each width (its first --engine-requests on the
-// engine too), and a decode step at the long context timed on the engine.
+// it buys (format_memory.h): bytes per token, the pool and the queue at each
+// width (its first --engine-requests on the engine too); and at the long
+// context (step_reads.h), the article's cache at 16 bits and a decode step
+// of 1 and of kBatch sequences timed on the engine, with the two rates that
+// bound it.
 #pragma once
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "../../common/core/attention.h"
 #include "../../common/core/generation.h"
 #include "../../common/core/timing.h"
+#include "../../common/fast/machine_probes.h"
 #include "../../common/kit/answer_timing.h"  // PassesShown
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"  // beyond_memory
@@ -28,6 +35,7 @@
 #include "../../common/serving/scheduler.h"
 #include "answer_agreement.h"
 #include "format_memory.h"
+#include "step_reads.h"
 
 namespace kv::ch10 {
 
@@ -41,8 +49,19 @@ struct FormatResult {
     int engine_blocks = 0;          // of the smaller pool, at this width
     Summary simulated{}, engine{};  // its first requests in the smaller pool, side by side
     bool same_order = false;        // both gave first tokens in the same order
-    double decode_step_s = 0;       // a decode step at the long context (median, thread CPU)
+    // At the long context: a decode step of 1 and of kBatch sequences.
+    StepReads reads_one{}, reads_batch{};     // the bytes each reads
+    double step_one_s = 0, step_batch_s = 0;  // its time (median of the thread's CPU time)
+    double kernel_bytes_per_s = 0;  // cache bytes the attention kernels consume, rows in L1/L2
+    double read_bytes_per_s = 0;    // bytes memory delivers, read at the batch step's size
+    // What sets the pace of the step of 1 or of kBatch sequences.
+    Limit limit(int batch) const {
+        return limit_of(batch == 1 ? reads_one : reads_batch, kernel_bytes_per_s, read_bytes_per_s);
+    }
 };
+
+// The larger batch the long context's step is timed at.
+inline constexpr int kBatch = 8;
 
 // The chapter's parameters (its flags) and their check.
 struct Setup {
@@ -91,10 +110,12 @@ struct Setup {
                              std::to_string(queue.workload.answer_len) + " + --long-tail " +
                              std::to_string(long_tail));
         // The long prefix's caches and an answer's copies of them, at most
-        // float32's size each, the article's 512 MiB and both pools.
-        const double bytes = 8.0 * double(model.config.kv_bytes_per_token()) * long_context +
-                             double(cache_bytes(CacheShape{}, 4096)) +
-                             double((queue.kv_budget_mib + engine_budget_mib) << 20);
+        // float32's size each, the timed steps' caches (kBatch of each
+        // format, under 4 x float32's), the article's cache and both pools.
+        const double bytes =
+            (8.0 + 4 * kBatch) * double(model.config.kv_bytes_per_token()) * long_context +
+            double(cache_bytes(CacheShape{}, std::uint64_t(long_context))) +
+            double((queue.kv_budget_mib + engine_budget_mib) << 20);
         if (const std::string over = beyond_memory(bytes, 0.5); !over.empty())
             throw UsageError("--long-context " + std::to_string(long_context) +
                              " and the pools need " + format_bytes(std::uint64_t(bytes)) + ", " +
@@ -114,7 +135,7 @@ struct Results {
     std::string model, weights;            // the model's shape; "random (seed 1)" or a checkpoint
     bool has_text = false;                 // --tokenizer: the first request shown as text
     std::string prompt_text, answer_text;  // its prompt, and float32's answer to it
-    ResidentCache article_16;  // article_shape()'s cache at 16 bits for 4,096 positions, measured
+    ResidentCache article_16;  // article_shape()'s cache at 16 bits at the long context, measured
     std::vector<Request> queue;
     int engine_requests = 0;            // of them on the engine
     StepCalibration pricing;            // the step cost the simulator prices every width's steps by
@@ -125,19 +146,46 @@ struct Results {
 
 // The article's cache shape (32 layers, 8 KV heads, head size 128), as a
 // model the engine can allocate a cache for.
-inline Config article_shape() {
-    return {.n_layers = 32, .dim = 4096, .n_heads = 32, .n_kv_heads = 8, .max_seq = 4096};
+inline Config article_shape(int positions = 4096) {
+    return {.n_layers = 32, .dim = 4096, .n_heads = 32, .n_kv_heads = 8, .max_seq = positions};
 }
 
+// Keeps this thread on the core it runs on while alive, as a timed probe
+// wants (no move between cores mid-sample), then lets it go where it may.
+class OnOneCore {
+  public:
+    OnOneCore() {
+        const int cpu = sched_getcpu();
+        if (cpu < 0 || sched_getaffinity(0, sizeof before_, &before_) != 0) return;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        pinned_ = sched_setaffinity(0, sizeof one, &one) == 0;
+    }
+    ~OnOneCore() {
+        if (pinned_) sched_setaffinity(0, sizeof before_, &before_);
+    }
+    OnOneCore(const OnOneCore&) = delete;
+    OnOneCore& operator=(const OnOneCore&) = delete;
+
+  private:
+    cpu_set_t before_;
+    bool pinned_ = false;
+};
+
 struct Experiment : Setup {
-    static constexpr int kRepeats = 15;         // timed decode steps per format
-    static constexpr double kWatermark = 0.05;  // share of the pool admission keeps free (ch. 07)
+    static constexpr int kRepeats = 15;           // timed decode steps per format and batch
+    static constexpr int kKernelPositions = 256;  // rows the kernels' own rate is timed on
+    static constexpr double kWatermark = 0.05;    // share of the pool admission keeps free (ch. 07)
 
     Results run() const {
         Results r;
         r.setup = *this;
-        // Resident memory first, while the process is fresh.
-        r.article_16 = measure_resident_cache(article_shape(), 4096, NumberFormat::bfloat16);
+        // Resident memory first, while the process is fresh; at the long
+        // context only, where the run's own caches are that long too.
+        if (long_context > 0)
+            r.article_16 = measure_resident_cache(article_shape(long_context), long_context,
+                                                  NumberFormat::bfloat16);
         r.queue = make_workload(workload_of(queue, model.seed));
         LoadedModel loaded = model.load(r.queue[0].prompt_len, r.queue[0].answer_len);
         Transformer& m = loaded.model;
@@ -154,7 +202,8 @@ struct Experiment : Setup {
             Config long_config = c;
             long_config.max_seq = long_context;
             Transformer long_model(long_config, m.weights());
-            time_decode_steps(r, long_model, compare_long_answers(r, long_model));
+            compare_long_answers(r, long_model);
+            time_decode_steps(r, long_model);
         }
         r.pricing = price_steps(c, model.seed, queue);
         for (FormatResult& f : r.formats) run_queues(r, m, f);
@@ -187,9 +236,9 @@ struct Experiment : Setup {
     }
 
     // The long answers share one prefix, prefilled once per format (the long
-    // passes): each starts from copies of its caches (returned) and feeds its
-    // own --long-tail tokens, a short pass, then reaches --long-context.
-    std::vector<KVCache> compare_long_answers(Results& r, Transformer& m) const {
+    // passes): each starts from copies of its caches and feeds its own
+    // --long-tail tokens, a short pass, then reaches --long-context.
+    void compare_long_answers(Results& r, Transformer& m) const {
         Progress progress("answers at the long context:");
         const PassesShown shown(m, progress);  // how far each prefix's pass has got
         const int answer = queue.workload.answer_len, vocab = m.config().vocab_size;
@@ -204,24 +253,84 @@ struct Experiment : Setup {
             const std::vector<int> tail = fixed_prompt(long_tail, vocab, model.seed + 1001 + i);
             add(r, &FormatResult::long_context, compare_formats(m, prefilled, tail, answer));
         }
-        return prefilled;
     }
 
-    // A decode step on each format's cache, filled to long_context - 1
-    // positions (the prefix's, the rest marked: lab/timed_step.h), each in
-    // turn, so that a slower moment of the machine hits them alike.
-    void time_decode_steps(Results& r, Transformer& m, std::vector<KVCache> caches) const {
-        std::vector<std::vector<double>> times(caches.size());
+    // A decode step of 1 and of kBatch sequences on caches of each format
+    // filled to long_context - 1 positions (marked: lab/timed_step.h), each
+    // in turn, so that a slower moment of the machine hits them alike; the
+    // thread kept on one core. Then the two rates that bound the step.
+    void time_decode_steps(Results& r, Transformer& m) const {
         const int token = 1, filled = long_context - 1;
-        for (KVCache& c : caches) mark_filled(c, filled - c.length());
-        for (int rep = 0; rep <= kRepeats; ++rep)
-            for (std::size_t i = 0; i < caches.size(); ++i) {
-                const SequenceInput step{std::span(&token, 1), &caches[i]};
-                const double seconds = timed_step(m, std::span(&step, 1), std::span(&filled, 1));
-                if (rep > 0) times[i].push_back(seconds);  // rep 0 warms up
+        std::vector<std::vector<KVCache>> caches(r.formats.size());
+        std::vector<std::vector<SequenceInput>> steps(r.formats.size());
+        const std::vector<int> bases(kBatch, filled);
+        for (std::size_t i = 0; i < r.formats.size(); ++i) {
+            FormatResult& f = r.formats[i];
+            f.reads_one = decode_step_reads(m.config(), f.format, long_context, 1);
+            f.reads_batch = decode_step_reads(m.config(), f.format, long_context, kBatch);
+            for (int b = 0; b < kBatch; ++b) {
+                caches[i].emplace_back(m.config(), long_context, f.format);
+                mark_filled(caches[i].back(), filled);
             }
-        for (std::size_t i = 0; i < caches.size(); ++i)
-            r.formats[i].decode_step_s = median(times[i]);
+            for (KVCache& c : caches[i]) steps[i].push_back({std::span(&token, 1), &c});
+        }
+        std::vector<std::vector<double>> one(r.formats.size()), batch(r.formats.size());
+        const OnOneCore pinned;
+        for (int rep = 0; rep <= kRepeats; ++rep)
+            for (std::size_t i = 0; i < r.formats.size(); ++i) {
+                const double a = timed_step(m, std::span(steps[i]).first(1), bases);
+                const double b = timed_step(m, steps[i], bases);
+                if (rep == 0) continue;  // the warm-up
+                one[i].push_back(a);
+                batch[i].push_back(b);
+            }
+        caches.clear();
+        for (std::size_t i = 0; i < r.formats.size(); ++i) {
+            FormatResult& f = r.formats[i];
+            f.step_one_s = median(one[i]);
+            f.step_batch_s = median(batch[i]);
+            f.kernel_bytes_per_s = kernel_bytes_per_second(m.config(), f.format);
+            const ReadBandwidthProbe memory(f.reads_batch.total());
+            f.read_bytes_per_s = memory.bytes_per_second(3, 3 * memory.bytes());
+        }
+    }
+
+    // The cache bytes per second attention's kernels consume when the rows
+    // are already in the core's caches: one KV head's keys and values at
+    // kKernelPositions positions, scored and summed by its group of query
+    // heads, over and over; the best of a few samples. The rate of the
+    // kernels' reading, widening and arithmetic, with the memory left out.
+    static double kernel_bytes_per_second(const Config& config, NumberFormat format) {
+        Config c = config;
+        c.max_seq = kKernelPositions;
+        KVCache cache(c, kKernelPositions, format);
+        mark_filled(cache, kKernelPositions);
+        std::vector<KVRun> runs;
+        cache.runs(0, kKernelPositions, runs);
+        const int n = kKernelPositions, hs = c.head_size(), group = c.group_size();
+        const StoredRows rows{format, cache.row_format().bytes(), hs};
+        const StoredRun keys{runs[0].keys, n}, values{runs[0].values, n};
+        std::vector<float> queries(std::size_t(group) * hs, 0.5f), out(queries.size());
+        std::vector<float> scores(std::size_t(group) * n, 1.0f / n);
+        const double bytes = 2.0 * n * double(rows.bytes());  // keys and values
+        const OnOneCore pinned;
+        double best = 0;
+        for (int sample = 0; sample < 5; ++sample) {
+            int calls = 0;
+            const double began = thread_cpu_seconds();
+            double seconds = 0;
+            while (seconds < 2e-3) {
+                dot_rows_for_group(queries.data(), group, std::size_t(hs), std::span(&keys, 1), n,
+                                   rows, scores.data(), std::size_t(n));
+                weighted_sum_add_for_group(scores.data(), group, std::size_t(n),
+                                           std::span(&values, 1), n, rows, out.data(),
+                                           std::size_t(hs));
+                ++calls;
+                seconds = thread_cpu_seconds() - began;
+            }
+            best = std::max(best, bytes * calls / seconds);
+        }
+        return best;
     }
 
     // The pool at this width: as many blocks as its bytes hold. The same

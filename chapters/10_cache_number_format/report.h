@@ -1,10 +1,10 @@
 // What chapter 10 prints: what each format costs the answer and buys in
-// memory and in the queue, the article's cache at 16 bits, a plot of memory
-// against agreement, and the headline; or all of it as one JSON object.
+// memory, in the queue and in a step's time, the article's cache at 16
+// bits, a plot of memory against agreement, and the headline, as one list
+// of findings (text, or JSON with --json).
 #pragma once
 
 #include <cmath>
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -20,6 +20,14 @@ inline std::string bits_of(NumberFormat f) {  // per number, scales included
                  f == NumberFormat::int8);
 }
 
+// A measured value printed with its unit (the README check then knows it varies).
+inline Cell timed(double value, const char* unit, int decimals = 2) {
+    return Cell(fixed(value, decimals) + unit, value);
+}
+inline Cell bytes(std::uint64_t b) {
+    return Cell(format_bytes(b), double(b));
+}
+
 inline Table answer_table(const Results& r, bool long_context) {
     Table t({"format", "bits", "answers", "identical", "tokens agreeing (%)", "largest logit diff",
              "mean KL (1e-6 nats)", "largest KL (1e-6)"});
@@ -32,24 +40,32 @@ inline Table answer_table(const Results& r, bool long_context) {
     return t;
 }
 
-inline std::string long_positions(const Results& r) {  // "4,096"
-    return with_commas(std::uint64_t(r.setup.long_context));
-}
-
-// A time printed with its unit (the README check then knows it varies), a number in JSON.
-inline Cell timed(double value, const char* unit) {
-    return Cell(fixed(value, 2) + unit, value);
-}
-
 inline Table memory_table(const Results& r) {
     Table t({"format", "bytes/token (formula)", "contiguous cache", "paged pool", "conversations",
-             "x float32", "ttft p50", "decode step"});
+             "x float32", "ttft p50"});
     const double wide = r.at(NumberFormat::float32).conversations;
     for (const FormatResult& f : r.formats)
         t.add_row({format_name(f.format), f.bytes.formula, f.bytes.contiguous, f.bytes.paged,
                    f.conversations, Cell(f.conversations / wide, 2),
-                   timed(f.queue.ttft_median, " s"),
-                   r.setup.long_context ? timed(1e3 * f.decode_step_s, " ms") : Cell("-")});
+                   timed(f.queue.ttft_median, " s")});
+    return t;
+}
+
+// The long context's decode steps: the bytes each reads, its time, and the
+// two rates that bound it.
+inline Table step_table(const Results& r) {
+    const std::string b = std::to_string(kBatch);
+    Table t({"format", "weights read", "cache read (1)", "step (1)", "x float32 (1)",
+             "cache read (" + b + ")", "step (" + b + ")", "x float32 (" + b + ")",
+             "kernels, rows in L1/L2", "memory", "limit"});
+    const FormatResult& wide = r.at(NumberFormat::float32);
+    for (const FormatResult& f : r.formats)
+        t.add_row({format_name(f.format), bytes(f.reads_one.weights), bytes(f.reads_one.cache),
+                   timed(1e3 * f.step_one_s, " ms"), timed(f.step_one_s / wide.step_one_s, " x"),
+                   bytes(f.reads_batch.cache), timed(1e3 * f.step_batch_s, " ms"),
+                   timed(f.step_batch_s / wide.step_batch_s, " x"),
+                   timed(f.kernel_bytes_per_s / 1e9, " GB/s", 1),
+                   timed(f.read_bytes_per_s / 1e9, " GB/s", 1), limit_name(f.limit(kBatch))});
     return t;
 }
 
@@ -78,11 +94,28 @@ inline std::string agreement_plot(const Results& r, const std::string& dir) {
             x.push_back(double(f.bytes.formula));
             y.push_back(100 * (long_context ? f.long_context : f.demo).agreement());
         }
-        plot.add_series(long_context ? long_positions(r) + " positions"
-                                     : "the queue's first " + std::to_string(r.setup.prompts),
+        plot.add_series(long_context
+                            ? with_commas(std::uint64_t(r.setup.long_context)) + " positions"
+                            : "the queue's first " + std::to_string(r.setup.prompts),
                         x, y);
     }
     return plot.write(dir + "/10_memory_against_agreement.svg");
+}
+
+// A narrower format's step against the book's expectation (step_reads.h),
+// and where it falls short, the rate that held it back.
+inline std::string short_of_target(const Results& r, const FormatResult& f, int batch) {
+    const FormatResult& wide = r.at(NumberFormat::float32);
+    const double ratio =
+        batch == 1 ? f.step_one_s / wide.step_one_s : f.step_batch_s / wide.step_batch_s;
+    const double target = target_ratio(f.format, batch);
+    if (ratio <= target) return "";
+    const StepReads& reads = batch == 1 ? f.reads_one : f.reads_batch;
+    return std::string(format_name(f.format)) + ", " + std::to_string(batch) +
+           " sequences: " + fixed(ratio, 2) + " x float32, above " + fixed(target, 2) +
+           " x; floors: kernels " + fixed(1e3 * double(reads.cache) / f.kernel_bytes_per_s, 2) +
+           " ms, reads " + fixed(1e3 * double(reads.total()) / f.read_bytes_per_s, 2) +
+           " ms: the " + limit_name(f.limit(batch)) + " set the pace";
 }
 
 inline std::string headline(const Results& r) {
@@ -99,85 +132,98 @@ inline std::string headline(const Results& r) {
            " answers; 8-bit: " + times(i8) + ", " + same(i8) + " of " + of;
 }
 
+// Writes the plot, then the findings. Returns the exit status.
 inline int report(const Results& r, const OutputOptions& out) {
     const Setup& s = r.setup;
-    const Table answers = answer_table(r, false), long_answers = answer_table(r, true);
-    const Table memory = memory_table(r), engine = engine_table(r);
-    const std::string plot = agreement_plot(r, out.plot_dir), line = headline(r);
-    const ResidentCache& a = r.article_16;
-    Json json = Json()
-                    .add("chapter", "10_cache_number_format")
-                    .add("model", r.model)
-                    .add("weights", r.weights)
-                    .add("prompts", s.prompts)
-                    .add("long_context", s.long_context)
-                    .add("long_prompts", s.long_prompts)
-                    .add("long_tail", s.long_tail)
-                    .add("answers", answers)
-                    .add("long_answers", long_answers)
-                    .add("memory", memory)
-                    .add("article_formula_bytes", a.formula)
-                    .add("article_allocated_bytes", a.allocated)
-                    .add("article_resident_growth_bytes", a.growth ? *a.growth : -1)
-                    .add("kv_budget_mib", s.queue.kv_budget_mib)
-                    .add("batch", s.queue.batch)
-                    .add("engine_requests", r.engine_requests)
-                    .add("engine_budget_mib", s.engine_budget_mib)
-                    .add("engine_queue", engine)
-                    .add("headline_side", "simulator")
-                    .add("step_cost_source", r.pricing.cost.source)
-                    .add("plot", plot)
-                    .add("headline", line);
-    if (r.has_text) json.add("prompt_text", r.prompt_text).add("answer_text", r.answer_text);
-    if (emit(out, json)) return 0;
-
-    std::cout << "Chapter 10: the cache's number format\n\n"
-              << "model: " << r.model << " (" << r.weights << ")\n"
-              << "\nWhat it costs the answer: the queue's first " << s.prompts
-              << " requests answered greedily in float32, the same tokens fed to a cache of\n"
-              << "each format (KL: of float32's next-token distribution from the format's):\n";
-    answers.print(std::cout);
+    const std::string positions = with_commas(std::uint64_t(s.long_context));
+    Findings f("Chapter 10: the cache's number format");
+    f.line("model", "model", r.model)
+        .line("weights", "weights", outside_text(r.weights))
+        .data("prompts", s.prompts)
+        .data("long_context", s.long_context)
+        .data("long_prompts", s.long_prompts)
+        .data("long_tail", s.long_tail)
+        .text("")
+        .table("answers",
+               "What it costs the answer: the queue's first " + std::to_string(s.prompts) +
+                   " requests answered greedily in float32, the same tokens fed to a cache of\n"
+                   "each format (KL: of float32's next-token distribution from the format's):",
+               answer_table(r, false));
     if (r.has_text)
-        std::cout << "the first request as text: " << r.prompt_text
-                  << "\nfloat32's answer to it:    " << r.answer_text << "\n";
+        f.line("prompt_text", "the first request as text", outside_text(r.prompt_text))
+            .line("answer_text", "float32's answer to it", outside_text(r.answer_text));
     if (s.long_context)
-        std::cout << "\nThe same at " << long_positions(r) << " positions: " << s.long_prompts
-                  << " answer" << (s.long_prompts > 1 ? "s" : "") << " over one shared "
-                  << with_commas(std::uint64_t(s.long_prefix())) << "-token prefix, each after "
-                  << "its own " << s.long_tail << " tokens (--long-prompts, --long-tail), so not "
-                  << s.long_prompts << " independent prompts:\n",
-            long_answers.print(std::cout);
-    std::cout << "\nWhat it buys: bytes per token held by the engine against chapter 03's "
-                 "formula, the queue's conversations\n"
-              << "at once in a pool of " << s.queue.kv_budget_mib << " MiB (blocks of "
-              << s.block_size << "), its median wait in the simulator (batch " << s.queue.batch
-              << ", the same step\nprices at every width, "
-              << (s.queue.cost_model == "analytic" ? "counted" : "this machine's calibration")
-              << ")";
-    if (s.long_context)
-        std::cout << ",\nand a decode step at " << long_positions(r)
-                  << " positions on the engine (median of the thread's CPU time)";
-    std::cout << ":\n";
-    memory.print(std::cout);
+        f.text("").table(
+            "long_answers",
+            "The same at " + positions + " positions: " + std::to_string(s.long_prompts) +
+                " answers over one shared " + with_commas(std::uint64_t(s.long_prefix())) +
+                "-token prefix, each after its own " + std::to_string(s.long_tail) +
+                " tokens (--long-prompts, --long-tail), so not independent prompts:",
+            answer_table(r, true));
+    f.text("")
+        .table("memory",
+               "What it buys in memory: bytes per token held by the engine against chapter 03's "
+               "formula, the queue's conversations\nat once in a pool of " +
+                   std::to_string(s.queue.kv_budget_mib) + " MiB (blocks of " +
+                   std::to_string(s.block_size) + "), its median wait in the simulator (batch " +
+                   std::to_string(s.queue.batch) + ", the same step prices at every width, " +
+                   (s.queue.cost_model == "analytic" ? "counted" : "this machine's calibration") +
+                   "):",
+               memory_table(r))
+        .data("kv_budget_mib", s.queue.kv_budget_mib)
+        .data("batch", s.queue.batch)
+        .data("step_cost_source", r.pricing.cost.source);
+    if (s.long_context) {
+        f.text("").table(
+            "steps",
+            "What it buys in time: a decode step of 1 and of " + std::to_string(kBatch) +
+                " sequences at " + positions +
+                " positions (median thread CPU time, one core), its bytes,\nand the rates "
+                "of its two floors: the kernels' with the rows in L1/L2, memory's:",
+            step_table(r));
+        for (const FormatResult& format : r.formats)
+            for (const int batch : {1, kBatch})
+                if (format.format != NumberFormat::float32)
+                    if (const std::string why = short_of_target(r, format, batch); !why.empty())
+                        f.text(why);
+    }
     if (r.engine_requests)
-        std::cout << "\nThe queue's first " << r.engine_requests << " requests in a pool of "
-                  << s.engine_budget_mib << " MiB, on the simulator (the same prices) and on the "
-                  << "engine, whose pool\nholds each width (its steps timed once by the thread's "
-                     "CPU time):\n",
-            engine.print(std::cout);
-    const double pages = a.growth ? double(*a.growth - std::int64_t(a.formula)) / a.page_size : 0;
-    const Config article = article_shape();
-    std::cout << "\nThe article's cache (" << article.n_layers << " layers, " << article.n_kv_heads
-              << " KV heads, head size " << article.head_size()
-              << ") at 16 bits for 4,096 positions: formula " << format_bytes(a.formula)
-              << ", allocated " << format_bytes(a.allocated) << ", resident memory grew by "
-              << (a.growth
-                      ? with_commas(std::uint64_t(std::max<std::int64_t>(*a.growth, 0))) +
-                            " bytes: the formula " + (pages < 0 ? "- " : "+ ") +
-                            fixed(std::fabs(pages), 0) + " pages of " + format_bytes(a.page_size)
-                      : "(not measurable here)")
-              << "\nplot: " << visible(plot) << "\n\n"
-              << line << "\n";
+        f.text("").table(
+            "engine_queue",
+            "The queue's first " + std::to_string(r.engine_requests) +
+                " requests in a "
+                "pool of " +
+                std::to_string(s.engine_budget_mib) +
+                " MiB, on the simulator (the same prices) and on the engine, whose pool\n"
+                "holds each width (its steps timed once by the thread's CPU time):",
+            engine_table(r));
+    f.data("engine_requests", r.engine_requests).data("engine_budget_mib", s.engine_budget_mib);
+    if (s.long_context) {
+        const ResidentCache& a = r.article_16;
+        const Config article = article_shape();
+        const double pages =
+            a.growth ? double(*a.growth - std::int64_t(a.formula)) / a.page_size : 0;
+        f.text("")
+            .data("article_formula_bytes", bytes(a.formula))
+            .data("article_allocated_bytes", bytes(a.allocated))
+            .line("article_resident_growth_bytes",
+                  "The article's cache (" + std::to_string(article.n_layers) + " layers, " +
+                      std::to_string(article.n_kv_heads) + " KV heads, head size " +
+                      std::to_string(article.head_size()) + ") at 16 bits for " + positions +
+                      " positions: formula " + format_bytes(a.formula) + ", allocated " +
+                      format_bytes(a.allocated) + ", resident memory grew by",
+                  a.growth ? Cell(with_commas(std::uint64_t(std::max<std::int64_t>(*a.growth, 0))) +
+                                      " bytes: the formula " + (pages < 0 ? "- " : "+ ") +
+                                      fixed(std::fabs(pages), 0) + " pages of " +
+                                      format_bytes(a.page_size),
+                                  double(*a.growth))
+                           : Cell("(not measurable here)", -1.0));
+    }
+    f.text("")
+        .line("plot", "plot", outside_text(agreement_plot(r, out.plot_dir)))
+        .data("headline_side", Cell("simulator"))
+        .headline(headline(r));
+    emit(out, f);
     return 0;
 }
 

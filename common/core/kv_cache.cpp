@@ -39,11 +39,7 @@ void KVCache::check_room(int n) const {
 
 void KVCache::runs(int layer, int positions, std::vector<KVRun>& out) const {
     out.clear();
-    if (number_format() == NumberFormat::float32)
-        out.push_back({key(layer, 0), value(layer, 0), positions});
-    else
-        out.push_back({nullptr, nullptr, positions, keys_.bytes(row(layer, 0)),
-                       values_.bytes(row(layer, 0))});
+    out.push_back({keys_.bytes(row(layer, 0)), values_.bytes(row(layer, 0)), positions});
 }
 
 void KVCache::truncate(int n) {

@@ -5,29 +5,29 @@
 // through a pool: one run per block. Attention walks the runs in order, so
 // it adds the same numbers in the same order either way: paging changes
 // where the bytes sit, never the logits. A store narrower than float32
-// (number_format.h) rounds each number once, in write(), and its runs carry
-// the stored bytes, which attention widens (WidenedRuns) before reading.
+// (number_format.h) rounds each number once, in write(); its runs are its
+// bytes as stored, which attention reads where they lie (attention.h).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
-#include "matrix.h"
 #include "number_format.h"
 
 namespace kv {
 
-// Consecutive positions of one layer: position i of the run has its key at
-// keys + i * kv_dim and its value at values + i * kv_dim.
+// Consecutive positions of one layer, in the store's row_format(): position
+// i of the run has its key at keys + i * row_format().bytes() and its value
+// at values + i * row_format().bytes() (float32: kv_dim floats apart).
 struct KVRun {
-    const float* keys;
-    const float* values;
+    const std::byte* keys;
+    const std::byte* values;
     int positions;
-    // A narrower store's run: keys and values null, the rows as stored,
-    // row_format().bytes() apart, until WidenedRuns widens them.
-    const std::byte* packed_keys = nullptr;
-    const std::byte* packed_values = nullptr;
+
+    KVRun(const std::byte* k, const std::byte* v, int n) : keys(k), values(v), positions(n) {}
+    KVRun(const float* k, const float* v, int n)
+        : KVRun(reinterpret_cast<const std::byte*>(k), reinterpret_cast<const std::byte*>(v), n) {}
 };
 
 class KVStore {
@@ -64,34 +64,6 @@ class KVStore {
 
     // The first `positions` positions of one layer, as runs in order (`out` cleared first).
     virtual void runs(int layer, int positions, std::vector<KVRun>& out) const = 0;
-};
-
-// Float32 copies of a narrower store's runs: widen() points each run at
-// copies kept here, valid until the next widen(); float32 runs stay as they are.
-class WidenedRuns {
-  public:
-    void widen(std::vector<KVRun>& runs, const RowFormat& format) {
-        if (format.format == NumberFormat::float32) return;
-        const std::size_t numbers = std::size_t(format.numbers());
-        std::size_t positions = 0;
-        for (const KVRun& run : runs) positions += std::size_t(run.positions);
-        if (keys_.size() < positions * numbers) {
-            keys_.resize(positions * numbers);
-            values_.resize(positions * numbers);
-        }
-        std::size_t at = 0;
-        for (KVRun& run : runs) {
-            widen_rows(format, run.packed_keys, run.positions, keys_.data() + at);
-            widen_rows(format, run.packed_values, run.positions, values_.data() + at);
-            run.keys = keys_.data() + at;
-            run.values = values_.data() + at;
-            at += std::size_t(run.positions) * numbers;
-        }
-    }
-
-  private:
-    AlignedFloats keys_;    // (positions, kv_dim)
-    AlignedFloats values_;  // (positions, kv_dim)
 };
 
 }  // namespace kv

@@ -178,15 +178,10 @@ void PagedKVCache::truncate(int n) {
 void PagedKVCache::runs(int layer, int positions, std::vector<KVRun>& out) const {
     out.clear();
     const int B = block_size();
-    const bool float32 = row_format().format == NumberFormat::float32;
     for (int first = 0, b = 0; first < positions; first += B, ++b) {
         const int block = table_.at(std::size_t(b));
-        const int n = std::min(B, positions - first);
-        if (float32)
-            out.push_back({pool_->keys(block, layer), pool_->values(block, layer), n});
-        else
-            out.push_back({nullptr, nullptr, n, pool_->key_bytes(block, layer),
-                           pool_->value_bytes(block, layer)});
+        out.push_back({pool_->key_bytes(block, layer), pool_->value_bytes(block, layer),
+                       std::min(B, positions - first)});
     }
 }
 

@@ -20,6 +20,7 @@ Transformer::Transformer(const Config& config, Weights weights)
     for (Matrix* m : {&gate_, &up_}) *m = Matrix(0, c.ffn_dim);
     logits_ = Matrix(0, c.vocab_size);
     scores_.resize(std::size_t(c.group_size()) * c.max_seq);
+    widened_row_.resize(std::size_t(c.kv_dim()));
     matmul_kernels = matmul_plan(c, weights_);
 }
 
@@ -183,7 +184,7 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
     const int start = input.cache->length();
     const int n_new = static_cast<int>(input.tokens.size());
     input.cache->runs(layer, start + n_new, runs_);
-    widened_.widen(runs_, input.cache->row_format());  // a narrower cache's numbers, as float32
+    row_format_ = input.cache->row_format();  // how the runs' numbers are kept
     // The queries turn by their positions too, so that q.k sees only the
     // distance between the two tokens.
     for (int t = 0; t < n_new; ++t) rope_.apply(q_.row_span(first_row + t), start + t);
@@ -205,63 +206,65 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
 
 // One query head of one row, the plain way (kernels_reference.cpp): its
 // scores against the keys of positions 0..pos, then its weighted sum of
-// their values. The reference attend_group is checked against.
+// their values, each position's row widened first by the plain conversions
+// (number_format.h). The reference attend_group is checked against.
 void Transformer::attend_one_head(int row, int pos, int h) {
     const Config& c = config_;
     const int hs = c.head_size();
-    const std::size_t stride = std::size_t(c.kv_dim());  // from one position to the next
-    const int kv_head = h / c.group_size();              // grouped-query attention
+    const std::size_t bytes = row_format_.bytes();  // from one position to the next
+    const int head = (h / c.group_size()) * hs;     // grouped-query attention: its KV head
     const float* q = q_.row(row) + h * hs;
+    float* widened = widened_row_.data();  // one position's key or value, as float32
     std::span<float> scores(scores_.data(), pos + 1);
     int done = 0;  // positions scored so far
-    for (const KVRun& run : runs_) {
-        const int n = std::min(run.positions, pos + 1 - done);
-        if (n <= 0) break;
-        dot_rows_reference(q, run.keys + kv_head * hs, n, stride, hs, scores.data() + done);
-        done += n;
-    }
+    for (const KVRun& run : runs_)
+        for (int j = 0; j < run.positions && done <= pos; ++j, ++done) {
+            widen_rows_plain(row_format_, run.keys + j * bytes, 1, widened);
+            dot_rows_reference(q, widened + head, 1, 0, hs, scores.data() + done);
+        }
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
     for (float& s : scores) s *= scale;
     softmax(scores);
-    // The head's output: the values of positions 0..pos, weighted by the scores.
+    // The head's output: the values of positions 0..pos, weighted by the
+    // scores, one position after another (the sum of one run of them all).
     float* out = att_.row(row) + h * hs;
     std::fill(out, out + hs, 0.0f);
     done = 0;
-    for (const KVRun& run : runs_) {
-        const int n = std::min(run.positions, pos + 1 - done);
-        if (n <= 0) break;
-        weighted_sum_add_reference(scores.data() + done, n, run.values + kv_head * hs, stride, hs,
-                                   out);
-        done += n;
-    }
+    for (const KVRun& run : runs_)
+        for (int j = 0; j < run.positions && done <= pos; ++j, ++done) {
+            widen_rows_plain(row_format_, run.values + j * bytes, 1, widened);
+            weighted_sum_add_reference(scores.data() + done, 1, widened + head, 0, hs, out);
+        }
 }
 
 // Every query head of one KV head's group together: one pass over the keys
-// and one over the values, each loaded once per group; every score and
-// output the same sum as in attend_one_head, in the same order.
+// and one over the values, each loaded once per group and read in the
+// cache's own format (attention.h); every score and output the same sum as
+// in attend_one_head, in the same order.
 void Transformer::attend_group(int row, int pos, int kv_head) {
     const Config& c = config_;
     const int hs = c.head_size();
     const int group = c.group_size();
-    const std::size_t stride = std::size_t(c.kv_dim());
     const int n = pos + 1;                   // positions attended; one head's scores
     const int h0 = kv_head * group;          // the group's first query head
     const float* q = q_.row(row) + h0 * hs;  // the group's queries, hs apart
     float* scores = scores_.data();          // (group, pos + 1)
-    // The head's keys and values, run by run.
+    // The head's keys and values, run by run, where the cache keeps them.
+    const StoredRows layout{row_format_.format, row_format_.bytes(), hs};
+    const std::size_t head = std::size_t(kv_head) * (layout.stride / std::size_t(c.n_kv_heads));
     key_runs_.clear();
     value_runs_.clear();
     for (const KVRun& run : runs_) {
-        key_runs_.push_back({run.keys + kv_head * hs, run.positions});
-        value_runs_.push_back({run.values + kv_head * hs, run.positions});
+        key_runs_.push_back({run.keys + head, run.positions});
+        value_runs_.push_back({run.values + head, run.positions});
     }
-    dot_rows_for_group(q, group, hs, key_runs_, n, stride, hs, scores, std::size_t(n));
+    dot_rows_for_group(q, group, hs, key_runs_, n, layout, scores, std::size_t(n));
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
     for (std::size_t i = 0; i < std::size_t(group) * n; ++i) scores[i] *= scale;
     softmax_for_group(scores, group, std::size_t(n), n);
     float* out = att_.row(row) + h0 * hs;  // the group's outputs, hs apart
     std::fill(out, out + std::size_t(group) * hs, 0.0f);
-    weighted_sum_add_for_group(scores, group, std::size_t(n), value_runs_, n, stride, hs, out, hs);
+    weighted_sum_add_for_group(scores, group, std::size_t(n), value_runs_, n, layout, out, hs);
 }
 
 int argmax(std::span<const float> logits) {

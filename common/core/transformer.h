@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "attention.h"
 #include "config.h"
 #include "kernels.h"
 #include "kv_cache.h"
@@ -109,8 +110,9 @@ class Transformer {
     Matrix logits_;              // (chunks, vocab)
     std::vector<float> scores_;  // (group, max_seq) attention scores of one KV head's query heads
     std::vector<KVRun> runs_;    // where one sequence's cached positions sit, in order
-    WidenedRuns widened_;        // float32 copies of a narrower cache's runs
-    std::vector<RowRun> key_runs_, value_runs_;  // one KV head's part of runs_
+    RowFormat row_format_;       // how runs_ keeps each position's key (and value)
+    std::vector<StoredRun> key_runs_, value_runs_;  // one KV head's part of runs_
+    std::vector<float> widened_row_;  // (kv_dim) one position's key or value, for the reference
 };
 
 // Greedy decoding picks the highest-scoring token; ties go to the lowest id.

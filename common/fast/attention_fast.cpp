@@ -1,12 +1,17 @@
 // Attention's vector paths: a group of query heads scored against the keys
 // they share, the softmax, and the weighted sums of the values, each the
 // same sums in the same order as the plain loops of kernels_reference.cpp.
+// Keys and values are read where the cache keeps them, in its own format,
+// and widened in registers (widen.h): a narrower cache is fewer bytes read.
 #include <algorithm>
 #include <cstring>
 #include <span>
+#include <vector>
 
+#include "../core/attention.h"
 #include "../core/kernels.h"
 #include "lanes.h"
+#include "widen.h"
 
 namespace kv {
 
@@ -25,26 +30,49 @@ inline constexpr int kGroupKeys = 4;
 // caches, and the hardware finds the stride of one head's rows too late.
 inline constexpr int kRowsAhead = 16;
 
+// Asks for every cache line of the bytes [p, end).
+inline void prefetch_bytes(const std::byte* p, const std::byte* end) {
+    const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t(63);
+    for (std::uintptr_t line = first; line < reinterpret_cast<std::uintptr_t>(end); line += 64)
+        __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
+}
+
+// Bytes from a row's start to where number k's part of it begins: an int8
+// row keeps each block's scale before its numbers.
+inline std::size_t offset_of(NumberFormat f, int k) {
+    switch (f) {
+        case NumberFormat::float32:
+            return 4 * std::size_t(k);
+        case NumberFormat::bfloat16:
+        case NumberFormat::float16:
+            return 2 * std::size_t(k);
+        case NumberFormat::int8:
+            return std::size_t(k / kInt8Block) * (2 + kInt8Block) + std::size_t(k % kInt8Block);
+    }
+    return 0;
+}
+
 // The rows of runs, kRowsAhead rows ahead of a kernel walking them in
 // order, whichever run they sit in: the next block of a paged cache arrives
 // while this one is worked on (the hardware prefetcher stops at each page).
 class Lookahead {
   public:
-    // Rows of n_rows in all, `floats` numbers of each from `offset` on.
-    Lookahead(std::span<const RowRun> runs, std::size_t stride, int n_rows, std::size_t offset,
-              int floats)
+    // Rows of n_rows in all, the bytes [first, end) of each.
+    Lookahead(std::span<const StoredRun> runs, std::size_t stride, int n_rows, std::size_t first,
+              std::size_t end)
         : run_(runs.data()),
           end_(runs.data() + runs.size()),
           stride_(stride),
-          offset_(offset),
-          left_(n_rows),
-          floats_(floats) {
+          first_(first),
+          end_byte_(end),
+          left_(n_rows) {
         skip(kRowsAhead);
     }
     // Asks for the next `rows` rows and moves past them.
     void fetch(int rows) {
         for (int r = 0; r < rows && left_ > 0; ++r) {
-            prefetch_span(run_->rows + offset_ + std::size_t(at_) * stride_, floats_);
+            const std::byte* row = run_->rows + std::size_t(at_) * stride_;
+            prefetch_bytes(row + first_, row + end_byte_);
             skip(1);
         }
     }
@@ -56,69 +84,107 @@ class Lookahead {
         while (run_ != end_ && at_ >= run_->count) at_ -= (run_++)->count;
         if (run_ == end_) left_ = 0;
     }
-    const RowRun* run_;
-    const RowRun* end_;
+    const StoredRun* run_;
+    const StoredRun* end_;
     std::size_t stride_;
-    std::size_t offset_;
-    int left_;    // rows still to fetch, of the n_rows the kernel reads
-    int floats_;  // of each row
-    int at_ = 0;  // the next row to fetch: row at_ of *run_
+    std::size_t first_, end_byte_;  // the part of each row fetched
+    int left_;                      // rows still to fetch, of the n_rows the kernel reads
+    int at_ = 0;                    // the next row to fetch: row at_ of *run_
 };
 
+// R rows of x (xs floats apart) against C stored rows of w (ws bytes
+// apart): out[r * os + c] = dot(x row r, w row c widened, n). The float32
+// rows go through lanes.h's tile itself; the others through the same
+// loop, each of w's numbers widened as it is loaded.
+template <NumberFormat F, int R, int C>
+inline void stored_tile(const float* x, std::size_t xs, const std::byte* w, std::size_t ws, int n,
+                        float* out, std::size_t os) {
+    if constexpr (F == NumberFormat::float32) {
+        NoPrefetch none;
+        tile<R, C>(x, xs, reinterpret_cast<const float*>(w), ws / sizeof(float), n, out, os, none);
+    } else {
+        Lanes acc[R][C];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[r][c] = Lanes{};
+        int k = 0;
+        for (; k + kLanes <= n; k += kLanes) {
+            Lanes xv[R], wv[C];
+            for (int r = 0; r < R; ++r) xv[r] = load(x + r * xs + k);
+            for (int c = 0; c < C; ++c) wv[c] = Stored<F>::lanes(w + c * ws, k);
+            for (int r = 0; r < R; ++r)
+                for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
+        }
+        if (k < n) {
+            Lanes xv[R], wv[C];
+            for (int r = 0; r < R; ++r) xv[r] = load_tail(x + r * xs + k, n - k);
+            for (int c = 0; c < C; ++c) wv[c] = Stored<F>::tail(w + c * ws, k, n - k);
+            for (int r = 0; r < R; ++r)
+                for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
+        }
+        float sums[R * C];
+        reduce_many<R * C>(&acc[0][0], sums);
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) out[r * os + c] = sums[r * C + c];
+    }
+}
+
 // R queries against keys j.. of one run, C at a time; returns the next key.
-template <int R, int C>
-inline int group_key_blocks(const float* q, std::size_t query_stride, const float* rows, int j,
+template <NumberFormat F, int R, int C>
+inline int group_key_blocks(const float* q, std::size_t query_stride, const std::byte* rows, int j,
                             int n_rows, std::size_t stride, int n, float* out,
                             std::size_t out_stride, Lookahead& ahead) {
     for (; j + C <= n_rows; j += C) {
         ahead.fetch(C);
-        NoPrefetch none;
-        tile<R, C>(q, query_stride, rows + j * stride, stride, n, out + j, out_stride, none);
+        stored_tile<F, R, C>(q, query_stride, rows + std::size_t(j) * stride, stride, n, out + j,
+                             out_stride);
     }
     return j;
 }
 
 // R queries against the first n_rows keys of the runs, run after run.
-template <int R>
-void dot_rows_slice(const float* queries, std::size_t query_stride, std::span<const RowRun> runs,
-                    int n_rows, std::size_t stride, int n, float* out, std::size_t out_stride) {
-    Lookahead ahead(runs, stride, n_rows, 0, n);
+template <NumberFormat F, int R>
+void dot_rows_slice(const float* queries, std::size_t query_stride, std::span<const StoredRun> runs,
+                    int n_rows, const StoredRows& layout, float* out, std::size_t out_stride) {
+    const std::size_t stride = layout.stride;
+    const int n = layout.width;
+    Lookahead ahead(runs, stride, n_rows, 0, layout.bytes());
     int done = 0;  // keys scored, in the runs before this one
-    for (const RowRun& run : runs) {
+    for (const StoredRun& run : runs) {
         const int m = std::min(run.count, n_rows - done);
         if (m <= 0) break;
         float* o = out + done;
-        int j = group_key_blocks<R, kGroupKeys>(queries, query_stride, run.rows, 0, m, stride, n, o,
-                                                out_stride, ahead);
-        j = group_key_blocks<R, 2>(queries, query_stride, run.rows, j, m, stride, n, o, out_stride,
-                                   ahead);
-        group_key_blocks<R, 1>(queries, query_stride, run.rows, j, m, stride, n, o, out_stride,
-                               ahead);
+        int j = group_key_blocks<F, R, kGroupKeys>(queries, query_stride, run.rows, 0, m, stride, n,
+                                                   o, out_stride, ahead);
+        j = group_key_blocks<F, R, 2>(queries, query_stride, run.rows, j, m, stride, n, o,
+                                      out_stride, ahead);
+        group_key_blocks<F, R, 1>(queries, query_stride, run.rows, j, m, stride, n, o, out_stride,
+                                  ahead);
         done += m;
     }
 }
 
-// Chunks x kLanes outputs of each of Heads heads over the runs' rows: each
-// row is loaded once for all heads, and the Heads x Chunks chains of
-// additions (each in row order) stay in registers from first run to last.
-template <int Heads, int Chunks>
+// Chunks x kLanes outputs of each of Heads heads over the runs' rows,
+// numbers d.. of each row: each row is loaded (and widened) once for all
+// heads, and the Heads x Chunks chains of additions (each in row order)
+// stay in registers from first run to last.
+template <NumberFormat F, int Heads, int Chunks>
 inline void weighted_chunks_for_group(const float* weights, std::size_t weights_stride,
-                                      std::span<const RowRun> runs, int n_rows, std::size_t d,
+                                      std::span<const StoredRun> runs, int n_rows, int d,
                                       std::size_t stride, float* out, std::size_t out_stride) {
     Lanes acc[Heads][Chunks];
     for (int h = 0; h < Heads; ++h)
         for (int c = 0; c < Chunks; ++c) acc[h][c] = load(out + h * out_stride + c * kLanes);
-    Lookahead ahead(runs, stride, n_rows, d, Chunks * kLanes);
+    Lookahead ahead(runs, stride, n_rows, offset_of(F, d), offset_of(F, d + Chunks * kLanes));
     int done = 0;  // rows summed, in the runs before this one
-    for (const RowRun& run : runs) {
+    for (const StoredRun& run : runs) {
         const int m = std::min(run.count, n_rows - done);
         if (m <= 0) break;
         const float* w = weights + done;
         for (int j = 0; j < m; ++j) {
-            const float* row = run.rows + d + j * stride;
+            const std::byte* row = run.rows + std::size_t(j) * stride;
             ahead.fetch(1);
             Lanes v[Chunks];
-            for (int c = 0; c < Chunks; ++c) v[c] = load(row + c * kLanes);
+            for (int c = 0; c < Chunks; ++c) v[c] = Stored<F>::lanes(row, d + c * kLanes);
             for (int h = 0; h < Heads; ++h) {
                 const float x = w[h * weights_stride + j];
                 for (int c = 0; c < Chunks; ++c) acc[h][c] += x * v[c];
@@ -129,38 +195,64 @@ inline void weighted_chunks_for_group(const float* weights, std::size_t weights_
     for (int h = 0; h < Heads; ++h) std::memcpy(out + h * out_stride, acc[h], sizeof acc[h]);
 }
 
-template <int Heads>
+template <NumberFormat F, int Heads>
 void weighted_sum_add_slice(const float* weights, std::size_t weights_stride,
-                            std::span<const RowRun> runs, int n_rows, std::size_t stride, int width,
+                            std::span<const StoredRun> runs, int n_rows, const StoredRows& layout,
                             float* out, std::size_t out_stride) {
+    const std::size_t stride = layout.stride;
+    const int width = layout.width;
     int d = 0;
     for (; d + 4 * kLanes <= width; d += 4 * kLanes)
-        weighted_chunks_for_group<Heads, 4>(weights, weights_stride, runs, n_rows, d, stride,
-                                            out + d, out_stride);
+        weighted_chunks_for_group<F, Heads, 4>(weights, weights_stride, runs, n_rows, d, stride,
+                                               out + d, out_stride);
     if (d + 2 * kLanes <= width) {
-        weighted_chunks_for_group<Heads, 2>(weights, weights_stride, runs, n_rows, d, stride,
-                                            out + d, out_stride);
+        weighted_chunks_for_group<F, Heads, 2>(weights, weights_stride, runs, n_rows, d, stride,
+                                               out + d, out_stride);
         d += 2 * kLanes;
     }
     if (d + kLanes <= width) {
-        weighted_chunks_for_group<Heads, 1>(weights, weights_stride, runs, n_rows, d, stride,
-                                            out + d, out_stride);
+        weighted_chunks_for_group<F, Heads, 1>(weights, weights_stride, runs, n_rows, d, stride,
+                                               out + d, out_stride);
         d += kLanes;
     }
     if (d == width) return;
     int done = 0;
-    for (const RowRun& run : runs) {  // the last width % kLanes outputs, one at a time
+    for (const StoredRun& run : runs) {  // the last width % kLanes outputs, one at a time
         const int m = std::min(run.count, n_rows - done);
         if (m <= 0) break;
         for (int h = 0; h < Heads; ++h)
             for (int e = d; e < width; ++e) {
                 float acc = out[h * out_stride + e];
                 for (int j = 0; j < m; ++j)
-                    acc += weights[h * weights_stride + done + j] * run.rows[j * stride + e];
+                    acc += weights[h * weights_stride + done + j] *
+                           Stored<F>::number(run.rows + std::size_t(j) * stride, e);
                 out[h * out_stride + e] = acc;
             }
         done += m;
     }
+}
+
+// f(std::integral_constant<NumberFormat, F>()) for the format of the rows.
+template <class Fn>
+inline void by_format(NumberFormat format, Fn&& f) {
+    switch (format) {
+        case NumberFormat::float32:
+            return f(std::integral_constant<NumberFormat, NumberFormat::float32>());
+        case NumberFormat::bfloat16:
+            return f(std::integral_constant<NumberFormat, NumberFormat::bfloat16>());
+        case NumberFormat::float16:
+            return f(std::integral_constant<NumberFormat, NumberFormat::float16>());
+        case NumberFormat::int8:
+            return f(std::integral_constant<NumberFormat, NumberFormat::int8>());
+    }
+}
+
+// Float32 rows, `stride` floats apart, as stored rows.
+std::vector<StoredRun> as_stored(std::span<const RowRun> runs) {
+    std::vector<StoredRun> out;
+    for (const RowRun& run : runs)
+        out.push_back({reinterpret_cast<const std::byte*>(run.rows), run.count});
+    return out;
 }
 
 // The largest of x[0..n-1] (n > 0), kLanes candidates at a time: a maximum
@@ -181,22 +273,42 @@ float largest(const float* x, int n) {
 }  // namespace
 
 void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
+                        std::span<const StoredRun> runs, int n_rows, const StoredRows& rows,
+                        float* out, std::size_t out_stride) {
+    by_format(rows.format, [&](auto format) {
+        by_fours(n_queries, [&](auto heads, int i) {
+            dot_rows_slice<decltype(format)::value, decltype(heads)::value>(
+                queries + i * query_stride, query_stride, runs, n_rows, rows, out + i * out_stride,
+                out_stride);
+        });
+    });
+}
+
+void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
+                                std::span<const StoredRun> runs, int n_rows, const StoredRows& rows,
+                                float* out, std::size_t out_stride) {
+    by_format(rows.format, [&](auto format) {
+        by_fours(n_sums, [&](auto heads, int i) {
+            weighted_sum_add_slice<decltype(format)::value, decltype(heads)::value>(
+                weights + i * weights_stride, weights_stride, runs, n_rows, rows,
+                out + i * out_stride, out_stride);
+        });
+    });
+}
+
+void dot_rows_for_group(const float* queries, int n_queries, std::size_t query_stride,
                         std::span<const RowRun> runs, int n_rows, std::size_t stride, int n,
                         float* out, std::size_t out_stride) {
-    by_fours(n_queries, [&](auto heads, int i) {
-        dot_rows_slice<decltype(heads)::value>(queries + i * query_stride, query_stride, runs,
-                                               n_rows, stride, n, out + i * out_stride, out_stride);
-    });
+    dot_rows_for_group(queries, n_queries, query_stride, as_stored(runs), n_rows,
+                       {NumberFormat::float32, stride * sizeof(float), n}, out, out_stride);
 }
 
 void weighted_sum_add_for_group(const float* weights, int n_sums, std::size_t weights_stride,
                                 std::span<const RowRun> runs, int n_rows, std::size_t stride,
                                 int width, float* out, std::size_t out_stride) {
-    by_fours(n_sums, [&](auto heads, int i) {
-        weighted_sum_add_slice<decltype(heads)::value>(weights + i * weights_stride, weights_stride,
-                                                       runs, n_rows, stride, width,
-                                                       out + i * out_stride, out_stride);
-    });
+    weighted_sum_add_for_group(weights, n_sums, weights_stride, as_stored(runs), n_rows,
+                               {NumberFormat::float32, stride * sizeof(float), width}, out,
+                               out_stride);
 }
 
 // ----------------------------------------------------------------- softmax

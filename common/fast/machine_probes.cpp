@@ -9,6 +9,9 @@
 #include <fstream>
 #include <string>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #if defined(__AVX512F__) || defined(__FMA__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
@@ -19,26 +22,120 @@ namespace kv {
 
 // ------------------------------------------------------------ cache sizes
 
-CacheSizes cache_sizes() {
+namespace {
+
+// Adds one level's data cache to `sizes` (instruction caches hold no data).
+void add_level(CacheSizes& sizes, int level, bool instruction, std::uint64_t bytes) {
+    if (instruction || bytes == 0) return;
+    if (level == 1) sizes.l1d = bytes;
+    if (level == 2) sizes.l2 = bytes;
+    if (level > sizes.last_level_number) {
+        sizes.last_level_number = level;
+        sizes.last_level = bytes;
+    } else if (level == sizes.last_level_number) {  // the largest of a level's caches
+        sizes.last_level = std::max(sizes.last_level, bytes);
+    }
+}
+
+}  // namespace
+
+CacheSizes cache_sizes_from_sysfs(const std::string& cpu_dir) {
     CacheSizes sizes;
     for (int index = 0; index < 8; ++index) {
-        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+        const std::string dir = cpu_dir + "/cpu0/cache/index" + std::to_string(index);
         std::ifstream level_file(dir + "/level"), type_file(dir + "/type"),
             size_file(dir + "/size");
         int level = 0;
         std::string type, size;  // size: "48K", "2048K", "266240K"
-        if (!(level_file >> level) || !(type_file >> type) || type == "Instruction") continue;
+        if (!(level_file >> level) || !(type_file >> type)) continue;
         size_file >> size;
         char* unit = nullptr;
         std::uint64_t bytes = std::strtoull(size.c_str(), &unit, 10);  // 0 if unreadable
         if (*unit == 'K' || *unit == 'k') bytes <<= 10;
         if (*unit == 'M' || *unit == 'm') bytes <<= 20;
-        if (level == 1) sizes.l1d = bytes;
-        if (level == 2) sizes.l2 = bytes;
-        if (level >= 3) sizes.last_level = std::max(sizes.last_level, bytes);
+        add_level(sizes, level, type == "Instruction", bytes);
     }
-    if (sizes.last_level == 0) sizes.last_level = sizes.l2;
+    if (sizes.reported()) sizes.source = "sysfs";
     return sizes;
+}
+
+CacheLeaf decode_cache_leaf(std::uint32_t eax, std::uint32_t ebx, std::uint32_t ecx) {
+    CacheLeaf leaf;
+    leaf.type = eax & 0x1f;
+    leaf.level = (eax >> 5) & 0x7;
+    const std::uint64_t line = (ebx & 0xfff) + 1, partitions = ((ebx >> 12) & 0x3ff) + 1,
+                        ways = ((ebx >> 22) & 0x3ff) + 1, sets = std::uint64_t(ecx) + 1;
+    leaf.bytes = leaf.type == 0 ? 0 : ways * partitions * line * sets;
+    return leaf;
+}
+
+CacheSizes cache_sizes_from_cpuid() {
+    CacheSizes sizes;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return sizes;
+    const unsigned max_leaf = a;
+    char vendor[13] = {};
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &c, 4);
+    const std::string who = vendor;
+    unsigned leaf = 0;
+    if (who == "GenuineIntel" && max_leaf >= 4) leaf = 4;
+    if (who == "AuthenticAMD" || who == "HygonGenuine") {
+        // AMD's leaf exists where the topology extensions bit (leaf
+        // 0x80000001, ECX bit 22) says so.
+        const unsigned max_extended = __get_cpuid_max(0x80000000, nullptr);
+        if (max_extended >= 0x8000001D && __get_cpuid(0x80000001, &a, &b, &c, &d) && (c >> 22 & 1))
+            leaf = 0x8000001D;
+    }
+    if (leaf == 0) return sizes;
+    for (unsigned index = 0; index < 16; ++index) {
+        if (!__get_cpuid_count(leaf, index, &a, &b, &c, &d)) break;
+        const CacheLeaf entry = decode_cache_leaf(a, b, c);
+        if (entry.type == 0) break;  // no more caches
+        add_level(sizes, int(entry.level), entry.type == 2, entry.bytes);
+    }
+    if (sizes.reported()) sizes.source = leaf == 4 ? "CPUID leaf 4" : "CPUID leaf 0x8000001D";
+#endif
+    return sizes;
+}
+
+CacheSizes cache_sizes() {
+    const char* asked = std::getenv("KV_CACHE_SIZES");
+    const std::string sources = asked ? asked : "sysfs,cpuid";
+    std::size_t from = 0;
+    while (from <= sources.size()) {
+        const std::size_t comma = std::min(sources.find(',', from), sources.size());
+        const std::string source = sources.substr(from, comma - from);
+        CacheSizes sizes;
+        if (source == "sysfs") sizes = cache_sizes_from_sysfs("/sys/devices/system/cpu");
+        if (source == "cpuid") sizes = cache_sizes_from_cpuid();
+        if (sizes.reported()) return sizes;
+        from = comma + 1;
+    }
+    return {};
+}
+
+std::string describe(const CacheSizes& caches) {
+    if (!caches.reported())
+        return "none reported (no sysfs cache folders, no CPUID cache leaves, or "
+               "KV_CACHE_SIZES=none)";
+    std::string text;
+    auto add = [&](const std::string& name, std::uint64_t bytes) {
+        if (bytes == 0) return;
+        if (!text.empty()) text += ", ";
+        text += name;
+        text += ' ';
+        text += format_bytes(bytes);
+    };
+    add("L1d", caches.l1d);
+    add("L2", caches.l2);
+    if (caches.last_level_number >= 3) add(level_name(caches.last_level_number), caches.last_level);
+    text += " (";
+    text += caches.source;
+    text += ')';
+    return text;
 }
 
 // ------------------------------------------------------------ arithmetic
@@ -184,18 +281,26 @@ ReadBandwidthProbe::ReadBandwidthProbe(std::uint64_t bytes) {
     floats_.assign(floats, 1.0f);  // filled: every page is mapped before anything is timed
 }
 
-double ReadBandwidthProbe::bytes_per_second(int repeats, std::uint64_t min_bytes) const {
-    const std::uint64_t passes = std::max<std::uint64_t>(1, min_bytes / bytes());
+std::uint64_t ReadBandwidthProbe::readable(std::uint64_t bytes) const {
+    const std::uint64_t step = kFloatsPerStep * sizeof(float);
+    return std::clamp<std::uint64_t>(bytes / step * step, step, this->bytes());
+}
+
+double ReadBandwidthProbe::read_rate(std::uint64_t bytes, int repeats,
+                                     std::uint64_t min_bytes) const {
+    const std::uint64_t read = readable(bytes);
+    const std::uint64_t passes = std::max<std::uint64_t>(1, min_bytes / read);
     volatile float sink = 0;
-    auto pass = [&] { sink = sink + sum_floats(floats_.data(), floats_.size()); };
+    auto pass = [&] { sink = sink + sum_floats(floats_.data(), read / sizeof(float)); };
     pass();  // untimed: brings a small buffer into the cache
-    return best_rate(repeats, double(passes) * double(bytes()), [&] {
+    return best_rate(repeats, double(passes) * double(read), [&] {
         for (std::uint64_t p = 0; p < passes; ++p) pass();
     });
 }
 
 std::uint64_t dram_probe_bytes(const CacheSizes& caches) {
     const std::uint64_t MiB = 1 << 20;
+    if (!caches.reported()) return 1024 * MiB;
     return std::clamp<std::uint64_t>(8 * caches.last_level, 256 * MiB, 1024 * MiB);
 }
 

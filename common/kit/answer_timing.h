@@ -1,8 +1,11 @@
 // The stopwatch for one whole answer: its total time and each step's,
-// medians over repeated runs after a warm-up (chapters 01 and 02); and the
-// sign of life a long forward pass gives on a terminal.
+// medians over repeated runs after a warm-up (chapters 01 and 02), in the
+// thread's CPU time with the thread kept on its core, as every step in the
+// book is timed (common/core/timing.h); and the sign of life a long forward
+// pass gives on a terminal.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -18,10 +21,14 @@
 namespace kv {
 
 struct AnswerTiming {
-    std::vector<int> tokens;           // the answer of the last run (every run gives the same)
-    double answer_seconds = 0;         // median time for the whole answer
-    std::vector<double> step_seconds;  // (answer_len) median time of each step
-    std::uint64_t positions = 0;       // token-positions the model processed for one answer
+    std::vector<int> tokens;            // the answer of the last run (every run gives the same)
+    double answer_seconds = 0;          // median thread CPU time for the whole answer
+    std::vector<double> step_seconds;   // (answer_len) median time of each step, from the end of
+                                        // the step before (its token chosen) to its logits
+    double fastest_answer_seconds = 0;  // the fastest of the timed answers
+    std::vector<double> fastest_step_seconds;  // (answer_len) each step's fastest, as make bench
+                                               // keeps a step's fastest (common/core/timing.h)
+    std::uint64_t positions = 0;               // token-positions the model processed for one answer
 };
 
 // While it lives, each forward pass of `model` over many tokens shows on a
@@ -55,36 +62,49 @@ class PassesShown {
     bool watching_;
 };
 
-// Warms up with one answer, then times `repeats` more and takes medians;
+// Warms up with one answer, then times `repeats` more and keeps medians and
+// the fastest;
 // on a terminal, stderr shows the run, the tokens so far and long passes.
-inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator& generate) {
+// `after_timed` (if given) runs after each timed answer, untimed: another
+// measurement taking turns with the answers, so that both see the same load.
+inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator& generate,
+                                const std::function<void()>& after_timed = {}) {
     AnswerTiming result;
     std::vector<std::vector<double>> per_step;  // (step, repeat)
     // A long prompt, or a long answer without the cache, takes minutes.
     Progress progress("timing the answer: run");
     const PassesShown passes(model, progress);
     long run = 0;
-    const std::vector<double> totals = timed_runs(repeats, [&](bool timed) {
-        auto last = Clock::now();
-        std::vector<double> steps;
-        const std::uint64_t before = model.positions_processed();
-        const std::string warm_up = timed ? "" : "(a warm-up) ";
-        progress.update(run + 1, repeats + 1, warm_up + "0 tokens");
-        result.tokens = generate([&](int, std::span<const float>) {
-            steps.push_back(seconds_since(last));
-            last = Clock::now();
-            if (progress.on_terminal())  // kept, and shown when due
-                progress.update(run + 1, repeats + 1,
-                                warm_up + std::to_string(steps.size()) + " tokens");
+    const std::vector<double> totals = timed_runs(
+        repeats,
+        [&](bool timed) {
+            double last = thread_cpu_seconds();
+            std::vector<double> steps;
+            const std::uint64_t before = model.positions_processed();
+            const std::string warm_up = timed ? "" : "(a warm-up) ";
+            progress.update(run + 1, repeats + 1, warm_up + "0 tokens");
+            result.tokens = generate([&](int, std::span<const float>) {
+                steps.push_back(thread_cpu_seconds() - last);
+                last = thread_cpu_seconds();
+                if (progress.on_terminal())  // kept, and shown when due
+                    progress.update(run + 1, repeats + 1,
+                                    warm_up + std::to_string(steps.size()) + " tokens");
+            });
+            ++run;
+            result.positions = model.positions_processed() - before;
+            if (!timed) return;
+            per_step.resize(steps.size());
+            for (std::size_t i = 0; i < steps.size(); ++i) per_step[i].push_back(steps[i]);
+        },
+        [&] {
+            if (after_timed) after_timed();
         });
-        ++run;
-        result.positions = model.positions_processed() - before;
-        if (!timed) return;
-        per_step.resize(steps.size());
-        for (std::size_t i = 0; i < steps.size(); ++i) per_step[i].push_back(steps[i]);
-    });
     result.answer_seconds = median(totals);
-    for (const auto& samples : per_step) result.step_seconds.push_back(median(samples));
+    result.fastest_answer_seconds = *std::min_element(totals.begin(), totals.end());
+    for (const auto& samples : per_step) {
+        result.step_seconds.push_back(median(samples));
+        result.fastest_step_seconds.push_back(*std::min_element(samples.begin(), samples.end()));
+    }
     return result;
 }
 

@@ -12,16 +12,12 @@
 #include <cstdio>
 #include <span>
 #include <string>
-#include <string_view>
 
 namespace kv {
 
 class Fnv1a64 {
   public:
     void add_byte(std::uint8_t byte) { state_ = (state_ ^ byte) * kPrime; }
-    void add_bytes(std::string_view bytes) {
-        for (const char c : bytes) add_byte(static_cast<std::uint8_t>(c));
-    }
     void add_floats(std::span<const float> values) {
         for (const float v : values) {
             const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);

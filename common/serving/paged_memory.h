@@ -44,7 +44,6 @@ class PagedMemory : public MemoryManager {
     int blocks_for(int positions) const { return kv::blocks_for(positions, o_.block_size); }
     int free_blocks() const { return o_.blocks - used_; }
     int used_blocks() const { return used_; }
-    int watermark_blocks() const { return watermark_blocks_; }
     int blocks_of(const Request& r) const { return blocks_for(r.held); }  // its block table's
 
     // What preemption has cost so far.

@@ -70,12 +70,8 @@ class BlockTableView final : public KVStore {
         out.clear();
         for (int first = 0; first < positions; first += B()) {
             const int b = memory_.table(id_)[std::size_t(first / B())];
-            const int n = std::min(B(), positions - first);
-            if (row_format().format == NumberFormat::float32)
-                out.push_back({pool_.keys(b, layer), pool_.values(b, layer), n});
-            else
-                out.push_back(
-                    {nullptr, nullptr, n, pool_.key_bytes(b, layer), pool_.value_bytes(b, layer)});
+            out.push_back({pool_.key_bytes(b, layer), pool_.value_bytes(b, layer),
+                           std::min(B(), positions - first)});
         }
     }
 

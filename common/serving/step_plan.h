@@ -36,13 +36,6 @@ struct StepPlan {
     std::vector<StepRow> rows;  // (sequences in the step) in the batch's join order
     bool cache = true;          // rows continue their caches, or recompute from position 0
 
-    // Every row is a sequence past its prefill: a decode step (without the
-    // cache, one that recomputes every sequence).
-    bool is_decode_step() const {
-        return std::none_of(rows.begin(), rows.end(), [](const StepRow& row) {
-            return row.request->status == RequestStatus::prefilling;
-        });
-    }
     int new_positions() const {
         int n = 0;
         for (const StepRow& row : rows) n += row.new_positions();

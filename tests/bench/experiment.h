@@ -37,33 +37,43 @@ constexpr long kPeakIterations = 1'000'000;
 // AVX-512 and 1.9 s in the SSE2 baseline build.
 constexpr double kRoundSecondsPerWorkload = 1.0;
 
-// The machine's limits, sampled beside each workload.
+// The machine's limits, sampled beside each workload. Every read is of
+// one buffer (the probe's): the DRAM probe reads all of it, a read at a
+// row's size its first that many bytes.
 struct Limits {
     Samples fma, mul_add, dram;
-    std::vector<Samples> at_size;  // a read of each row size that fits (probes' order)
+    std::vector<Samples> at_size;  // a read of each row size (probe_sizes' order)
 
     // `runs` samples of each probe, DRAM's first: it empties the caches.
-    void sample(int runs, const std::vector<ReadBandwidthProbe>& at_size_probes,
-                const ReadBandwidthProbe& dram_probe) {
+    void sample(int runs, const std::vector<std::uint64_t>& sizes, const ReadBandwidthProbe& probe,
+                std::uint64_t dram_bytes) {
+        for (int k = 0; k < runs; ++k) sample_dram(probe, dram_bytes);
+        for (int k = 0; k < runs; ++k) sample_peaks();
+        at_size.resize(sizes.size());
+        for (std::size_t p = 0; p < sizes.size(); ++p) sample_at_size(runs, p, sizes[p], probe);
+    }
+    void sample_dram(const ReadBandwidthProbe& probe, std::uint64_t dram_bytes) {
+        dram.values.push_back(probe.read_rate(dram_bytes, 1, dram_bytes));
+    }
+    void sample_peaks() {
+        fma.values.push_back(peak_fused_flops(1, kPeakIterations));
+        mul_add.values.push_back(peak_multiply_then_add_flops(1, kPeakIterations));
+    }
+    // Two passes first, not counted: after the DRAM probe, the pass after
+    // the probe's own untimed one read 11.5 to 14.1 GB/s in four tries on
+    // the Xeon of the README, most passes after it 21 to 28. Every read at
+    // a row's size gets the same two uncounted passes.
+    void sample_at_size(int runs, std::size_t p, std::uint64_t bytes,
+                        const ReadBandwidthProbe& probe) {
+        probe.read_rate(bytes, 1, bytes);
         for (int k = 0; k < runs; ++k)
-            dram.values.push_back(dram_probe.bytes_per_second(1, dram_probe.bytes()));
-        for (int k = 0; k < runs; ++k) {
-            fma.values.push_back(peak_fused_flops(1, kPeakIterations));
-            mul_add.values.push_back(peak_multiply_then_add_flops(1, kPeakIterations));
-        }
-        // Two passes first, not counted: after the DRAM probe, the pass after
-        // the probe's own untimed one read 11.5 to 14.1 GB/s in four tries on
-        // the Xeon of the README, most passes after it 21 to 28.
-        // Every read at a row's size gets the same two uncounted passes.
-        at_size.resize(at_size_probes.size());
-        for (std::size_t p = 0; p < at_size_probes.size(); ++p) {
-            const ReadBandwidthProbe& probe = at_size_probes[p];
-            probe.bytes_per_second(1, probe.bytes());
-            for (int k = 0; k < runs; ++k)
-                at_size[p].values.push_back(probe.bytes_per_second(1, probe.bytes()));
-        }
+            at_size[p].values.push_back(probe.read_rate(bytes, 1, bytes));
     }
 };
+
+// A row's limits measured again, each try a round of the row's step beside
+// the peak and the read of its size, while the row is above one of them.
+constexpr int kMeasureAgainTries = 3;
 
 // One workload's best step against the limits.
 struct Row {
@@ -73,8 +83,9 @@ struct Row {
     std::uint64_t bytes = 0;  // weights and keys and values read per step
     double seconds = 0;       // the best step
     double tokens_per_second = 0;
-    double read_at_size = 0;  // bytes per second of a read of `bytes` (0: not probed, DRAM)
-    double roof = 0;          // bytes per second of the level the bytes come from
+    double read_at_size = 0;  // bytes per second of a read of `bytes`
+    double roof = 0;          // the fastest read of `bytes` or more (memory_level.h)
+    int measured_again = 0;   // tries of kMeasureAgainTries it took (0: none needed)
     RowFractions fractions;
     bool memory_bound = false;  // bytes / roof takes longer than FLOPs / peak
     bool valid = false;         // measurement_rules.h
@@ -109,10 +120,10 @@ struct Comparisons {
 struct Results {
     int rounds = 0, repeats = 0;
     int probe_runs = 0;                      // samples of each probe beside each workload, a round
-    CacheSizes caches;                       // as Linux reports them
-    std::uint64_t dram_probe_bytes = 0;      // the DRAM probe's buffer
+    CacheSizes caches;                       // as sysfs or CPUID report them: they name levels
+    std::uint64_t dram_probe_bytes = 0;      // what the DRAM probe reads
     std::vector<std::uint64_t> probe_sizes;  // the row sizes read at their own size
-    std::vector<std::uint64_t> probe_bytes;  // those probes' buffers (rounded to whole steps)
+    std::vector<std::uint64_t> probe_bytes;  // what those reads cover (rounded to whole steps)
     Limits limits;                           // every sample of every probe
     std::vector<Samples> steps;              // each workload's best step of each round
     std::vector<Row> rows;                   // one per workload
@@ -143,8 +154,6 @@ struct Experiment {
         // ---------------------------------------------------------- the probes
         const CacheSizes caches = res.caches = cache_sizes();
         const std::vector<BenchShape> shapes = bench_shapes();
-        const ReadBandwidthProbe dram_probe(dram_probe_bytes(caches));
-        res.dram_probe_bytes = dram_probe.bytes();
 
         // ------------------------------------------------------- the workloads
         std::vector<std::unique_ptr<TimedWorkload>> workloads;
@@ -194,22 +203,18 @@ struct Experiment {
             }
         }
 
-        // A read of each row's own working set, for those that fit in the
-        // reported last level (measurement_rules.h): its roof, if faster than DRAM.
+        // A read of each row's own working set, whatever the OS reports: its
+        // roof (measurement_rules.h). One buffer serves them all and DRAM's.
         std::vector<std::uint64_t> row_bytes;
         for (const auto& w : workloads) {
             const StepCost cost = step_cost(w->config(), w->workload());
             row_bytes.push_back(static_cast<std::uint64_t>(cost.weight_bytes + cost.cache_bytes));
         }
-        const std::vector<std::uint64_t> probe_sizes =
-            last_level_probe_sizes(row_bytes, caches.last_level);
-        std::vector<ReadBandwidthProbe> at_size_probes;
-        at_size_probes.reserve(probe_sizes.size());
-        for (std::uint64_t b : probe_sizes) {
-            at_size_probes.emplace_back(b);
-            res.probe_bytes.push_back(at_size_probes.back().bytes());
-        }
-        res.probe_sizes = probe_sizes;
+        const std::vector<std::uint64_t> sizes = res.probe_sizes = probe_sizes(row_bytes);
+        const ReadBandwidthProbe probe(std::max(dram_probe_bytes(caches), sizes.back()));
+        const std::uint64_t dram_bytes = res.dram_probe_bytes =
+            probe.readable(dram_probe_bytes(caches));
+        for (std::uint64_t b : sizes) res.probe_bytes.push_back(probe.readable(b));
 
         // ------------------------------------------------- probes and workloads
         // A workload is timed `repeats` steps a round; every probe runs
@@ -231,7 +236,7 @@ struct Experiment {
                     progress.update(round * count + i, rounds * count,
                                     "(round " + std::to_string(round + 1) + ", " + w.shape + ": " +
                                         w.what + ")");
-                    limits.sample(probe_runs, at_size_probes, dram_probe);
+                    limits.sample(probe_runs, sizes, probe, dram_bytes);
                     step[i].values.push_back(
                         workloads[i]->best_step_seconds(repeats, kRoundSecondsPerWorkload));
                     for (Beside& b : besides)
@@ -240,28 +245,48 @@ struct Experiment {
                                 b.best_step(repeats, kRoundSecondsPerWorkload));
                 }
         }
-        const double peak = limits.mul_add.best();  // the kernels' own arithmetic
-        const double dram = limits.dram.best();
-        std::vector<double> at_size_best;  // the best read at each of probe_sizes
-        for (const Samples& s : limits.at_size) at_size_best.push_back(s.best());
-
         // --------------------------------------------------------- the rows
+        // Every read this run measured, for the roofs.
+        auto reads = [&] {
+            std::vector<MeasuredRead> all{{dram_bytes, limits.dram.best()}};
+            for (std::size_t p = 0; p < sizes.size(); ++p)
+                all.push_back({res.probe_bytes[p], limits.at_size[p].best()});
+            return all;
+        };
         for (int i = 0; i < count; ++i) {
             Row r;
             r.workload = workloads[i]->workload();
             r.name = r.workload.shape + ": " + r.workload.what;
             r.cost = step_cost(workloads[i]->config(), r.workload);
             r.bytes = row_bytes[i];
-            r.seconds = step[i].best();
+            const std::size_t p =
+                std::size_t(std::lower_bound(sizes.begin(), sizes.end(), r.bytes) - sizes.begin());
+            // The row against its limits as measured so far.
+            auto fractions = [&] {
+                r.seconds = step[i].best();
+                r.read_at_size = limits.at_size[p].best();
+                r.roof = measured_roof(res.probe_bytes[p], reads());
+                r.fractions.of_peak = share_of(r.cost.flops / r.seconds, limits.mul_add.best());
+                r.fractions.of_roof = share_of(double(r.bytes) / r.seconds, r.roof);
+                return valid_measurement(r.fractions);
+            };
+            // Above a limit: the limit, the read of its size and the step
+            // once more each, best of all samples, before calling it a
+            // probe failure.
+            r.measured_again =
+                measure_again_while([&] { return !fractions(); }, kMeasureAgainTries,
+                                    [&] {
+                                        limits.sample_peaks();
+                                        limits.sample_at_size(1, p, sizes[p], probe);
+                                        step[i].values.push_back(workloads[i]->best_step_seconds(
+                                            repeats, kRoundSecondsPerWorkload));
+                                    });
+            fractions();
             r.tokens_per_second =
                 r.workload.batch * (r.workload.prompt > 0 ? r.workload.prompt : 1) / r.seconds;
-            r.read_at_size = read_at_size(r.bytes, probe_sizes, at_size_best);
-            r.fractions.from_last_level =
-                reads_from_last_level(r.bytes, caches.last_level, r.read_at_size, dram);
-            r.roof = memory_roof(r.bytes, caches.last_level, r.read_at_size, dram);
-            r.fractions.of_peak = r.cost.flops / r.seconds / peak;
-            r.fractions.of_roof = double(r.bytes) / r.seconds / r.roof;
-            r.memory_bound = double(r.bytes) / r.roof > r.cost.flops / peak;
+            r.fractions.level =
+                memory_level_name(r.bytes, caches, r.read_at_size, limits.dram.best());
+            r.memory_bound = double(r.bytes) / r.roof > r.cost.flops / limits.mul_add.best();
             r.valid = valid_measurement(r.fractions);
             res.rows.push_back(r);
         }

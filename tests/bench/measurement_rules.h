@@ -1,13 +1,13 @@
 // make bench's rules, apart from its timing: how a figure's samples give
 // its value and its spread, which working-set sizes the read probe must
-// measure, where a row's bytes come from, whether a row is a measurement,
-// and whether a target is met. Pure functions of the figures,
-// so that tests/bench_rules_test.cpp can hold each rule to its word.
+// measure, whether a row is a measurement, and whether a target is met. Pure functions of the
+// figures, so that tests/bench_rules_test.cpp can hold each rule to its word.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "../../common/fast/memory_level.h"
@@ -42,22 +42,18 @@ struct Samples {
 
 // ---------------------------------------------------------------- rows
 
-// The sizes the read probe must measure: one buffer per distinct working
-// set (a row's weights and the keys and values it reads) that fits in the
-// reported last level, smallest first. A working set larger than that is
-// read from DRAM and needs no probe of its own.
-inline std::vector<std::uint64_t> last_level_probe_sizes(
-    const std::vector<std::uint64_t>& row_bytes, std::uint64_t reported_last_level) {
-    std::vector<std::uint64_t> sizes;
-    for (std::uint64_t b : row_bytes)
-        if (fits_reported_last_level(b, reported_last_level)) sizes.push_back(b);
+// The sizes the read probe must measure: one per distinct working set (a
+// row's weights and the keys and values it reads), smallest first. Every
+// row gets a read of its own size, whatever the OS reports of its caches.
+inline std::vector<std::uint64_t> probe_sizes(const std::vector<std::uint64_t>& row_bytes) {
+    std::vector<std::uint64_t> sizes = row_bytes;
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     return sizes;
 }
 
 // The read measured at `bytes` among the reads at `sizes` (rates[p] at
-// sizes[p]), 0 if that size was not read (it does not fit the cache).
+// sizes[p]), 0 if that size was not read.
 inline double read_at_size(std::uint64_t bytes, const std::vector<std::uint64_t>& sizes,
                            const std::vector<double>& rates) {
     for (std::size_t p = 0; p < sizes.size() && p < rates.size(); ++p)
@@ -65,22 +61,20 @@ inline double read_at_size(std::uint64_t bytes, const std::vector<std::uint64_t>
     return 0.0;
 }
 
-// One row's figures against the limits.
+// One row's figures against the limits (common/fast/memory_level.h).
 struct RowFractions {
-    double of_peak = 0;            // FLOP rate / the multiply-then-add peak
-    double of_roof = 0;            // byte rate / the roof of the level they come from
-    bool from_last_level = false;  // that level: the last-level cache, or DRAM
+    Share of_peak;      // FLOP rate / the multiply-then-add peak
+    Share of_roof;      // byte rate / the roof measured at the row's working set
+    std::string level;  // where those bytes come from, as the reader is told
 };
 
 // Whether a row is a measurement. No step runs faster than the machine's
-// limits, so a row above 100 % of the peak or of its roof means the limit
-// or the time was measured wrong: it is refused, not printed. There is no
-// exception: a row's roof is always the fastest this machine was seen to
-// read such a working set (a read of its own size, or DRAM's rate over the
-// DRAM probe's buffer when that was faster; memory_roof in
-// common/fast/memory_level.h), so a row above it has outrun every read.
+// limits, and each limit is the fastest this run saw the machine go (the
+// roof: a read of the row's own size or of a larger buffer; memory_level.h),
+// so a row above one, even after measuring the limit again, says the probe
+// failed: the row is shown as a probe failure, its share never printed.
 inline bool valid_measurement(const RowFractions& row) {
-    return row.of_peak <= 1.0 && row.of_roof <= 1.0;
+    return !row.of_peak.probe_failed() && !row.of_roof.probe_failed();
 }
 
 // ------------------------------------------------------------- targets
@@ -90,7 +84,7 @@ inline bool valid_measurement(const RowFractions& row) {
 enum class Against { memory_roof, peak };
 
 inline double target_fraction(const RowFractions& row, Against against) {
-    return against == Against::peak ? row.of_peak : row.of_roof;
+    return (against == Against::peak ? row.of_peak : row.of_roof).share();
 }
 
 // A target is met only by a valid row at or above the goal.

@@ -56,16 +56,10 @@ PeerStep::PeerStep(const Config& config, const Weights& weights, int context)
 }
 
 double PeerStep::best_step_seconds(int repeats, double budget_seconds) {
-    double best = 0, timed = 0;
-    for (int r = 0; r <= repeats && (r < 2 || timed < budget_seconds); ++r) {
-        const double start = thread_cpu_seconds();
-        peer_forward(model_, state_, 1, context_);
-        const double seconds = thread_cpu_seconds() - start;
-        if (r == 0) continue;  // warms up
-        timed += seconds;
-        if (best == 0 || seconds < best) best = seconds;
-    }
-    return best;
+    StepSamples samples;  // timed as the engine's steps are (common/core/timing.h)
+    return sample_round(
+        samples, repeats, budget_seconds, [] {},
+        [&] { peer_forward(model_, state_, 1, context_); });
 }
 
 }  // namespace kv::bench

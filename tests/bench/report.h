@@ -68,51 +68,65 @@ inline int report(const Results& res, const OutputOptions& out) {
     };
 
     Table table({"shape", "measurement", "step ms", "tokens/s", "GFLOP/s", "% of peak", "MiB read",
-                 "GB/s", "from", "% of roof", "bound by", "spread %"});
+                 "GB/s", "from", "roof GB/s", "% of roof", "bound by", "spread %"});
     std::vector<std::string> failed;
     std::vector<Json> failed_json;
     Json rows_json;
+    // A share, or the words that say its probe failed (never a share above 100 %).
+    auto share_cell = [](const Share& s) {
+        return s.probe_failed() ? Cell("probe failed") : Cell(100 * s.share(), 1);
+    };
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         const RowFractions& f = r.fractions;
         const double flops_rate = r.cost.flops / r.seconds;
         const double bytes_rate = double(r.bytes) / r.seconds;
-        rows_json.add_raw(r.name,
-                          Json()
-                              .add("step_seconds", r.seconds)
-                              .add("step_seconds_spread", step[i].spread())
-                              .add("step_seconds_rounds", step[i].values)
-                              .add("tokens_per_second", r.tokens_per_second)
-                              .add("flops", r.cost.flops)
-                              .add("weight_bytes", r.cost.weight_bytes)
-                              .add("cache_bytes", r.cost.cache_bytes)
-                              .add("gflops", flops_rate / 1e9)
-                              .add("fraction_of_peak", f.of_peak)
-                              .add("read_gbs", bytes_rate / 1e9)
-                              .add("working_set_bytes", r.bytes)
-                              .add("read_gbs_at_working_set", r.read_at_size / 1e9)
-                              .add("bytes_from", f.from_last_level ? "last-level cache" : "DRAM")
-                              .add("roof_gbs", r.roof / 1e9)
-                              .add("fraction_of_roof", f.of_roof)
-                              .add("memory_bound", r.memory_bound)
-                              .add("valid", r.valid)
-                              .str());
+        rows_json.add_raw(r.name, Json()
+                                      .add("step_seconds", r.seconds)
+                                      .add("step_seconds_spread", step[i].spread())
+                                      .add("step_seconds_rounds", step[i].values)
+                                      .add("tokens_per_second", r.tokens_per_second)
+                                      .add("flops", r.cost.flops)
+                                      .add("weight_bytes", r.cost.weight_bytes)
+                                      .add("cache_bytes", r.cost.cache_bytes)
+                                      .add("gflops", flops_rate / 1e9)
+                                      .add("fraction_of_peak", f.of_peak.share())
+                                      .add("read_gbs", bytes_rate / 1e9)
+                                      .add("working_set_bytes", r.bytes)
+                                      .add("read_gbs_at_working_set", r.read_at_size / 1e9)
+                                      .add("bytes_from", f.level)
+                                      .add("roof_gbs", r.roof / 1e9)
+                                      .add("fraction_of_roof", f.of_roof.share())
+                                      .add("peak_probe_failed", f.of_peak.probe_failed())
+                                      .add("roof_probe_failed", f.of_roof.probe_failed())
+                                      .add("limits_measured_again", r.measured_again)
+                                      .add("memory_bound", r.memory_bound)
+                                      .add("valid", r.valid)
+                                      .str());
         if (!r.valid) {
-            failed.push_back(r.name + ": " + percent(f.of_peak) + " % of peak arithmetic, " +
-                             percent(f.of_roof) +
-                             " % of the read bandwidth: above a measured limit, so the " +
-                             "limit or the time was measured wrong");
+            std::string what;
+            if (f.of_roof.probe_failed())
+                what = "read " + fixed(bytes_rate / 1e9, 1) + " GB/s, faster than every read of " +
+                       format_bytes(r.bytes) + " or more (best " + fixed(r.roof / 1e9, 1) +
+                       " GB/s)";
+            if (f.of_peak.probe_failed())
+                what += std::string(what.empty() ? "" : " and ") + "ran " +
+                        fixed(flops_rate / 1e9, 1) + " GFLOP/s, faster than the peak";
+            failed.push_back(r.name + ": the step " + what + ", after measuring the limits " +
+                             std::to_string(r.measured_again) +
+                             " more times: the probe, not the step, is wrong; no share is shown");
             failed_json.push_back(Json()
                                       .add("row", r.name)
-                                      .add("fraction_of_peak", f.of_peak)
-                                      .add("fraction_of_roof", f.of_roof));
-            continue;
+                                      .add("peak_probe_failed", f.of_peak.probe_failed())
+                                      .add("roof_probe_failed", f.of_roof.probe_failed())
+                                      .add("step_over_peak", f.of_peak.ratio)
+                                      .add("step_over_roof", f.of_roof.ratio));
         }
         table.add_row({r.workload.shape, r.workload.what, Cell(1e3 * r.seconds, 3),
                        Cell(r.tokens_per_second, 0), Cell(flops_rate / 1e9, 1),
-                       Cell(100 * f.of_peak, 1), Cell(double(r.bytes) / double(1 << 20), 1),
-                       Cell(bytes_rate / 1e9, 1), f.from_last_level ? "LLC" : "DRAM",
-                       Cell(100 * f.of_roof, 1), r.memory_bound ? "bandwidth" : "arithmetic",
+                       share_cell(f.of_peak), Cell(double(r.bytes) / double(1 << 20), 1),
+                       Cell(bytes_rate / 1e9, 1), f.level, Cell(r.roof / 1e9, 1),
+                       share_cell(f.of_roof), r.memory_bound ? "bandwidth" : "arithmetic",
                        Cell(100 * step[i].spread(), 1)});
     }
 
@@ -134,9 +148,9 @@ inline int report(const Results& res, const OutputOptions& out) {
     std::vector<Goal> all_goals;
     for (const Target& t : targets) {
         const Row& r = row_named(t.row);
-        const std::string of = t.against == Against::peak    ? "multiply-then-add peak"
-                               : r.fractions.from_last_level ? "LLC bandwidth at its size"
-                                                             : "DRAM bandwidth";
+        const std::string of = t.against == Against::peak
+                                   ? "multiply-then-add peak"
+                                   : "read bandwidth at its size (" + r.fractions.level + ")";
         all_goals.push_back({t.row, of, target_fraction(r.fractions, t.against), t.goal, false,
                              r.valid, target_met(r.fractions, t.against, t.goal), false});
     }
@@ -164,8 +178,10 @@ inline int report(const Results& res, const OutputOptions& out) {
         auto shown = [&](double v) {
             return g.ratio ? fixed(v, 2) + " x" : fixed(100 * v, 1) + " %";
         };
-        goals.add_row({g.name + ", of " + g.of, g.valid ? Cell(shown(g.fraction)) : Cell("failed"),
-                       (g.at_most ? "<= " : ">= ") + shown(g.goal), g.met ? "yes" : "no"});
+        goals.add_row(
+            {g.name + ", of " + g.of,
+             g.valid ? Cell(shown(g.fraction)) : Cell(g.ratio ? "failed" : "probe failed"),
+             (g.at_most ? "<= " : ">= ") + shown(g.goal), g.met ? "yes" : "no"});
         targets_json.push_back(Json()
                                    .add("row", g.name)
                                    .add("of", g.of)
@@ -178,12 +194,12 @@ inline int report(const Results& res, const OutputOptions& out) {
 
     std::vector<Json> reads_json;
     for (std::size_t p = 0; p < probe_sizes.size(); ++p)
-        reads_json.push_back(
-            Json()
-                .add("bytes", res.probe_bytes[p])
-                .add("working_set_bytes", probe_sizes[p])
-                .add("read_gbs", samples_json(limits.at_size[p], 1e9))
-                .add("faster_than_dram", read_faster_than_dram(limits.at_size[p].best(), dram)));
+        reads_json.push_back(Json()
+                                 .add("bytes", res.probe_bytes[p])
+                                 .add("working_set_bytes", probe_sizes[p])
+                                 .add("read_gbs", samples_json(limits.at_size[p], 1e9))
+                                 .add("level", memory_level_name(probe_sizes[p], caches,
+                                                                 limits.at_size[p].best(), dram)));
 
     std::vector<Json> besides_json, peers_json, plans_json;
     for (const Beside& b : res.besides)
@@ -217,6 +233,7 @@ inline int report(const Results& res, const OutputOptions& out) {
         .add("l1d_bytes", caches.l1d)
         .add("l2_bytes", caches.l2)
         .add("last_level_cache_bytes", caches.last_level)
+        .add("cache_sizes_from", caches.source)
         .add("rounds", rounds)
         .add("repeats", repeats)
         .add("probe_runs_per_workload", probe_runs)
@@ -256,17 +273,18 @@ inline int report(const Results& res, const OutputOptions& out) {
         std::printf("  read of a row's %-12s %6.1f GB/s     spread %4.1f %%  %.2f x DRAM: %s\n",
                     (format_bytes(probe_sizes[p]) + ":").c_str(), rate / 1e9,
                     100 * limits.at_size[p].spread(), rate / dram,
-                    read_faster_than_dram(rate, dram) ? "the last-level cache"
-                                                      : "DRAM (no more than 1.2 x)");
+                    memory_level_name(probe_sizes[p], caches, rate, dram).c_str());
     }
-    std::printf("  caches (cpu0, as reported):  L1d %s, L2 %s, last level %s\n",
-                format_bytes(caches.l1d).c_str(), format_bytes(caches.l2).c_str(),
-                format_bytes(caches.last_level).c_str());
+    std::printf("  caches (cpu0): %s\n", describe(caches).c_str());
     std::printf(
-        "  a row's bytes come from the LLC, at the rate read at its size, if they fit in\n"
-        "  the reported last level and that read was more than 1.2 x DRAM's; else DRAM\n\n");
+        "  a row's roof is the fastest read of its own size or larger, measured above; the\n"
+        "  reported caches only name its level: the smallest that holds it, if the read\n"
+        "  was more than 1.2 x DRAM's, else DRAM (\"%s\" where none is reported).\n"
+        "  A row above a limit has the limit measured again (up to %d times); still above,\n"
+        "  it is a probe failure, not a share.\n\n",
+        kMeasuredAtItsSize.c_str(), kMeasureAgainTries);
     table.print(std::cout);
-    for (const std::string& f : failed) std::cout << "  FAILED MEASUREMENT " << f << "\n";
+    for (const std::string& f : failed) std::cout << "  PROBE FAILURE " << f << "\n";
     std::cout << "\n";
     std::printf("Beside the rows, in the same rounds (each the fastest step of its rounds):\n");
     for (const Comparisons::Peer& p : cmp.peers)

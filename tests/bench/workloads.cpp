@@ -5,6 +5,7 @@
 #include "../../common/core/block_pool.h"
 #include "../../common/core/generation.h"
 #include "../../common/core/paged_kv_cache.h"
+#include "../../common/core/timing.h"
 #include "../../common/core/transformer.h"
 #include "../../common/fast/machine_probes.h"
 
@@ -130,18 +131,13 @@ double TimedWorkload::best_step_seconds(int repeats, double budget_seconds) {
     // Every step starts from the same cache lengths: a decode step always
     // attends over exactly `context` positions and its own.
     const int keep = workload_.prompt > 0 ? 0 : workload_.context;
-    double best = 0, timed = 0;
-    for (int r = 0; r <= repeats && (r < 2 || timed < budget_seconds); ++r) {
-        // r = 0 warms up and is not counted
-        for (auto& cache : s.caches) cache->truncate(keep);
-        const double start = thread_cpu_seconds();
-        s.model.forward(s.inputs);
-        const double seconds = thread_cpu_seconds() - start;
-        if (r == 0) continue;
-        timed += seconds;
-        if (best == 0 || seconds < best) best = seconds;
-    }
-    return best;
+    StepSamples samples;  // the book's one way to time a step (common/core/timing.h)
+    return sample_round(
+        samples, repeats, budget_seconds,
+        [&] {
+            for (auto& cache : s.caches) cache->truncate(keep);
+        },
+        [&] { s.model.forward(s.inputs); });
 }
 
 }  // namespace kv::bench

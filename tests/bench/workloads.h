@@ -58,8 +58,9 @@ class TimedWorkload {
     TimedWorkload(const Config& config, const Workload& workload);
     ~TimedWorkload();
     // The fastest of `repeats` timed steps, in this thread's CPU seconds,
-    // after one untimed step; fewer once the timed ones have taken
-    // `budget_seconds` (at least one).
+    // after one untimed step, the thread kept on its core; fewer once the
+    // timed ones have taken `budget_seconds` (at least one): one round of
+    // common/core/timing.h's sample_round, as the chapters time theirs.
     double best_step_seconds(int repeats, double budget_seconds);
     const Workload& workload() const { return workload_; }
     const Config& config() const { return config_; }
