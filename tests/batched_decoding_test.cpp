@@ -405,9 +405,9 @@ TEST_CASE("a batch whose one row chose another token is seen to differ from alon
     const Config c = test::tiny_config();
     Transformer model(c, 6);
     const auto prompts = ragged_prompts(3, 10, c.vocab_size, 6);
-    const int steps = decode_steps(1);
+    const int steps = kDecodeSteps;
     AloneReference alone(model, prompts, steps);
-    DecodeBench bench(model, prompts, 1);
+    DecodeBench bench(model, prompts, {.rounds = 1, .repeats = 1, .round_seconds = 1.0});
     bench.run({3}, [&](int step, const Matrix& logits) {
         Matrix planted = logits;
         if (step == steps / 2) {
