@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "../chapters/10_cache_number_format/answer_agreement.h"
@@ -121,19 +122,32 @@ TEST_CASE("the first differing step is where the format's own greedy answer depa
 
 namespace {
 
-// Every field of two comparisons of every format, bit for bit.
-void check_same(const FormatAnswers& got, const FormatAnswers& want) {
-    CHECK(got.tokens == want.tokens);
-    REQUIRE(got.formats.size() == want.formats.size());
+// The fields in which two comparisons of every format differ, bit for bit;
+// none: the same.
+std::vector<std::string> differences(const FormatAnswers& got, const FormatAnswers& want) {
+    std::vector<std::string> d;
+    if (got.tokens != want.tokens) d.push_back("tokens");
+    if (got.formats.size() != want.formats.size()) return d.push_back("formats"), d;
     for (std::size_t i = 0; i < got.formats.size(); ++i) {
         const Agreement &g = got.formats[i], &w = want.formats[i];
-        CHECK(g.steps == w.steps);
-        CHECK(g.identical == w.identical);
-        CHECK(g.agreeing == w.agreeing);
-        CHECK(g.largest_logit_difference == w.largest_logit_difference);
-        CHECK(g.kl_sum == w.kl_sum);
-        CHECK(g.kl_max == w.kl_max);
+        const std::string at = " of format " + std::to_string(i);
+        if (g.steps != w.steps) d.push_back("steps" + at);
+        if (g.identical != w.identical) d.push_back("identical" + at);
+        if (g.agreeing != w.agreeing) d.push_back("agreeing" + at);
+        if (g.largest_logit_difference != w.largest_logit_difference)
+            d.push_back("largest logit difference" + at);
+        if (g.kl_sum != w.kl_sum) d.push_back("kl sum" + at);
+        if (g.kl_max != w.kl_max) d.push_back("kl max" + at);
     }
+    return d;
+}
+
+void check_same(const FormatAnswers& got, const FormatAnswers& want) {
+    const std::vector<std::string> d = differences(got, want);
+    std::string fields;
+    for (const std::string& field : d) fields += " " + field;
+    INFO("differs:" << fields);
+    CHECK(d.empty());
 }
 
 // A cache of every format holding `prefix`, with room for `rest` more positions.
@@ -178,6 +192,9 @@ TEST_CASE("an answer from a copied prefix cache and its tail is the whole prompt
     }
 }
 
+// Each answer from the prefilled caches, one after another, against its
+// whole prompt from empty caches. (Not the first answer again against
+// itself: the caches are copied, so a second run of it could only agree.)
 TEST_CASE("answers from one prefix do not disturb each other or the prefix") {
     const Config c = test::tiny_config();
     Transformer model(c, 7);
@@ -186,12 +203,32 @@ TEST_CASE("answers from one prefix do not disturb each other or the prefix") {
     const std::vector<int> a = fixed_prompt(5, c.vocab_size, 8),
                            b = fixed_prompt(5, c.vocab_size, 9);
     const std::vector<NarrowKVCache> caches = prefilled(model, prefix, 5 + answer - 1);
+    const FormatAnswers whole_a = compare_formats(model, joined(prefix, a), answer, all_formats());
     const FormatAnswers first_a = compare_formats(model, caches, a, answer);
     const FormatAnswers then_b = compare_formats(model, caches, b, answer);
-    check_same(compare_formats(model, caches, a, answer), first_a);  // as if b had not run
+    const FormatAnswers a_again = compare_formats(model, caches, a, answer);
+    check_same(first_a, whole_a);
     check_same(then_b, compare_formats(model, joined(prefix, b), answer, all_formats()));
+    check_same(a_again, whole_a);  // b ran before it
     CHECK(first_a.tokens != then_b.tokens);  // two answers, not one twice
     for (const NarrowKVCache& cache : caches) CHECK(cache.length() == int(prefix.size()));
+}
+
+// A planted fault: b's prompt fed into the prefix's own caches, as an
+// engine that shared them instead of copying them would. The check above
+// then says no.
+TEST_CASE("an answer from a prefix that another answer disturbed is seen to differ") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 7);
+    const int answer = 16;
+    const std::vector<int> prefix = fixed_prompt(9, c.vocab_size, 7);
+    const std::vector<int> a = fixed_prompt(5, c.vocab_size, 8),
+                           b = fixed_prompt(5, c.vocab_size, 9);
+    std::vector<NarrowKVCache> caches = prefilled(model, prefix, 2 * (5 + answer));
+    const FormatAnswers whole_a = compare_formats(model, joined(prefix, a), answer, all_formats());
+    check_same(compare_formats(model, caches, a, answer), whole_a);  // undisturbed: the same
+    for (NarrowKVCache& cache : caches) model.forward(b, cache);
+    CHECK_FALSE(differences(compare_formats(model, caches, a, answer), whole_a).empty());
 }
 
 // The chapter's tables print totals, not single answers: adding up must

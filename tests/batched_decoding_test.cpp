@@ -398,3 +398,25 @@ TEST_CASE("the roofline is the lower of the peak and intensity times the memory 
     CHECK(batch_at_intensity(4.0, 4) == doctest::Approx(8.0));
     CHECK(batch_at_intensity(4.0, 2) == doctest::Approx(4.0));
 }
+
+// A planted fault: one row of one batched step moved to another token. The
+// comparison the chapter prints as "same tokens" then says no.
+TEST_CASE("a batch whose one row chose another token is seen to differ from alone") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 6);
+    const auto prompts = ragged_prompts(3, 10, c.vocab_size, 6);
+    const int steps = kDecodeSteps;
+    AloneReference alone(model, prompts, steps);
+    DecodeBench bench(model, prompts, {.rounds = 1, .repeats = 1, .round_seconds = 1.0});
+    bench.run({3}, [&](int step, const Matrix& logits) {
+        Matrix planted = logits;
+        if (step == steps / 2) {
+            const std::span<const float> row = logits.row_span(2);
+            const int other = (argmax(row) + 1) % c.vocab_size;
+            planted.data[std::size_t(2) * std::size_t(planted.cols) + std::size_t(other)] += 1000;
+        }
+        alone.compare(step, planted);
+    });
+    CHECK_FALSE(alone.same_tokens());
+    CHECK(alone.largest_difference() >= 999);
+}

@@ -11,6 +11,7 @@
 #include "../chapters/03_memory_arithmetic/experiment.h"
 #include "../chapters/04_batched_decoding/experiment.h"
 #include "../chapters/05_queue_simulation/experiment.h"
+#include "../chapters/08_prefix_caching/experiment.h"
 #include "../common/core/timing.h"
 #include "../common/fast/machine_probes.h"
 #include "../common/kit/chapter.h"
@@ -333,6 +334,35 @@ TEST_CASE("a refusal names the memory limit it compared against; with its share 
     CHECK(bench.find(", more than half of " + limit_text) != std::string::npos);
 }
 
+// Chapter 08 runs the real engine for its parallel samples whatever prices
+// the simulator uses: a system prompt whose eight copies cannot be held is
+// refused before any work, with the analytic cost model too (it measured
+// nothing and so once checked nothing past the weights).
+TEST_CASE("chapter 08 counts its parallel samples' memory on every cost model") {
+    const MemoryLimit have = usable_memory();
+    if (have.bytes == 0) return;
+    for (const char* cost_model : {"analytic", "measured"}) {
+        CAPTURE(cost_model);
+        ch08::Experiment e;
+        e.queue.cost_model = cost_model;
+        e.model.n_kv_heads = e.model.n_heads;  // the most bytes per position
+        e.engine_requests = 0;
+        // A context whose pool fits an eighth of the memory, so that the
+        // budget passes and the eight samples' copies do not.
+        const std::uint64_t per_token = e.model.kv_bytes_per_token();
+        const std::uint64_t positions = std::min<std::uint64_t>(have.bytes / 8 / per_token, 1 << 20);
+        if (positions < 2048) return;  // a tiny machine: the shape itself would be refused
+        e.model.max_seq = int(positions);
+        const WorkloadOptions& w = e.queue.workload;
+        e.sharing.system_prompt = e.model.max_seq - w.prompt_max - w.answer_max + 1;
+        e.queue.kv_budget_mib = (positions * per_token >> 20) + 1;
+        if (e.sample_positions() * per_token <= have.bytes / 2) return;  // the cap held it
+        const std::string why = refusal([&] { e.check(); });
+        CHECK(why.find("this model needs") != std::string::npos);
+        CHECK(why.find('\n') == std::string::npos);
+    }
+}
+
 TEST_CASE("chapter 04 counts its bandwidth probe's buffer before measuring") {
     const MemoryLimit have = usable_memory();
     if (have.bytes == 0) return;
@@ -370,12 +400,12 @@ TEST_CASE("chapter 05's --help gives --requests and --batch the range its check 
     e.add_flags(flags);
     std::ostringstream help;
     flags.print_help(help);
-    CHECK(help.str().find("requests in the queue (default 1000; 1..10000000)") !=
+    CHECK(help.str().find("requests in the queue (default 1000; 1..1000000)") !=
           std::string::npos);
     CHECK(help.str().find("most requests running at once (default 32; 1..4096)") !=
           std::string::npos);
     const char* zero_requests[] = {"t", "--requests", "0"};
-    CHECK_THROWS_WITH_AS(flags.parse(3, zero_requests), "--requests: must be in 1..10000000, got 0",
+    CHECK_THROWS_WITH_AS(flags.parse(3, zero_requests), "--requests: must be in 1..1000000, got 0",
                          UsageError);
     const char* zero_batch[] = {"t", "--batch", "0"};
     CHECK_THROWS_WITH_AS(flags.parse(3, zero_batch), "--batch: must be in 1..4096, got 0",

@@ -1,9 +1,11 @@
 // Chapter 10's queue at each width on the engine (common/lab/side_by_side.h):
 // the engine's pool stores the format it is given, its queue at float32 is
 // chapter 07's, and at a narrower width each request gets the answer that
-// width's cache gives it alone, in the order the simulator lets them in.
+// width's cache gives it alone, finishing in the order the simulator
+// finishes them.
 #include <doctest/doctest.h>
 
+#include <numeric>
 #include <span>
 #include <vector>
 
@@ -80,6 +82,29 @@ TEST_CASE("the queue at float32 on the engine's pool gives chapter 07's tokens")
     CHECK(s.engine.preemptions == want.preemptions);
     for (const Request& r : want.requests)
         CHECK(answer_of(s.engine.requests[std::size_t(r.id)]) == answer_of(r));
+}
+
+TEST_CASE("the order of finishing is a check that can fail, the order of first tokens is not") {
+    const Config c = test::tiny_config();
+    Transformer model(c, kSeed);
+    const std::vector<Request> queue = small_queue();
+    SideBySide s = run_side_by_side(model, kSeed, queue, kContinuous, kPool, analytic_step_cost(c));
+    REQUIRE(s.same_order());
+    std::vector<int> in_request_order(queue.size());
+    std::iota(in_request_order.begin(), in_request_order.end(), 0);
+    // First come, first served, the newest preempted first: first tokens in
+    // request order on both sides, whatever the steps cost. A check on them
+    // could only say yes.
+    CHECK(first_token_order(s.simulated) == in_request_order);
+    CHECK(first_token_order(s.engine) == in_request_order);
+    // The order of finishing is not request order, so it says something.
+    CHECK(finish_order(s.engine) != in_request_order);
+    // A planted fault: the engine's first and last finishers swap their times.
+    const std::vector<int> order = finish_order(s.engine);
+    Request &a = s.engine.requests[std::size_t(order[0])],
+            &b = s.engine.requests[std::size_t(order.back())];
+    std::swap(a.finished_s, b.finished_s);
+    CHECK_FALSE(s.same_order());
 }
 
 TEST_CASE("at each width the engine's queue keeps the simulator's order and each answer alone") {

@@ -267,3 +267,15 @@ TEST_CASE("the resident-memory report counts the difference in pages") {
     CHECK(shown().find("not readable here") != std::string::npos);
     CHECK(ch03::resident_findings(g).json().str().find("\"growth\": null") != std::string::npos);
 }
+
+// A planted fault: a reading whose cache says one byte more than the
+// formula. The chapter's "agree" column then says no, and so does the run.
+TEST_CASE("a reading that differs from the formula by one byte does not agree") {
+    const Config c = test::tiny_config();
+    Results r{};
+    r.readings = read_cache_while_decoding(c, 5, 3, 1);
+    REQUIRE(r.all_agree());
+    r.readings[1].cache_says += 1;
+    CHECK_FALSE(r.readings[1].agree());
+    CHECK_FALSE(r.all_agree());
+}

@@ -18,7 +18,7 @@
 #include "../common/core/kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
-#include "../common/lab/side_by_side.h"  // first_token_order
+#include "../common/lab/side_by_side.h"  // finish_order
 #include "../common/serving/prefix_cache.h"
 #include "../common/serving/prefix_sharing_memory.h"
 #include "../common/serving/scheduler.h"
@@ -329,7 +329,7 @@ TEST_CASE("the simulator decides what the engine decides with the tier") {
         CHECK(simulated.tier.reloaded == engine.tier.reloaded);
         CHECK(simulated.tier.evictions == engine.tier.evictions);
         CHECK(simulated.from_tier == engine.from_tier);
-        CHECK(first_token_order(simulated.schedule) == first_token_order(engine.schedule));
+        CHECK(finish_order(simulated.schedule) == finish_order(engine.schedule));
     }
 }
 

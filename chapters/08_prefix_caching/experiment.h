@@ -87,7 +87,34 @@ struct Setup {
         // A follow-up never runs past --max-seq.
         check_blocks(model, "--kv-budget-mib", queue.kv_budget_mib, block_size, model.max_seq,
                      true);
+        // The real engine runs whatever the cost model: the parallel samples
+        // always, the queue's first requests unless --engine-requests 0. One
+        // at a time, each with the model's weights and its widest pass.
+        const std::uint64_t queue_positions =
+            engine_requests ? std::uint64_t(blocks()) * std::uint64_t(block_size) : 0;
+        try {
+            check_model(model, std::max(queue_positions, sample_positions()),
+                        std::uint64_t(sharing.system_prompt) + std::uint64_t(w.prompt_max));
+        } catch (const UsageError& e) {
+            throw UsageError("--system-prompt " + std::to_string(sharing.system_prompt) + ": " +
+                             std::to_string(kMaxSamples) + " parallel samples of " +
+                             std::to_string(sample_prompt()) + " prompt positions each: " +
+                             e.what());
+        }
     }
+
+    // The parallel samples' prompt (S and the workload's mean prompt), and
+    // the positions their pool holds: each of kMaxSamples its own copy.
+    int sample_prompt() const {
+        const WorkloadOptions& w = queue.workload;
+        return sharing.system_prompt + (w.prompt_min + w.prompt_max) / 2;
+    }
+    std::uint64_t sample_positions() const {
+        const int positions = sample_prompt() + queue.workload.answer_len - 1;
+        return std::uint64_t(blocks_copying_the_prompt(positions, kMaxSamples, block_size)) *
+               std::uint64_t(block_size);
+    }
+    static constexpr int kMaxSamples = 8;  // parallel samples counted: n = 1 .. this
 
     int blocks() const {
         return int((queue.kv_budget_mib << 20) / BlockPool::bytes_per_block(model, block_size));
@@ -111,7 +138,6 @@ struct Results {
 };
 
 struct Experiment : Setup {
-    static constexpr int kMaxSamples = 8;       // parallel samples counted: n = 1 .. this
     static constexpr bool draws_plots = false;  // its tables say it all: no --plot-dir
 
     Results run() const {
@@ -170,7 +196,7 @@ struct Experiment : Setup {
     // n answers to one prompt of the workload's mean length after S.
     void count_parallel_samples(Results& r, Transformer& engine) const {
         const WorkloadOptions& w = queue.workload;
-        r.sample_prompt = sharing.system_prompt + (w.prompt_min + w.prompt_max) / 2;
+        r.sample_prompt = sample_prompt();
         r.sample_answer = w.answer_len;
         const std::vector<int> prompt = fixed_prompt(r.sample_prompt, model.vocab_size, seed + 8);
         const int positions = r.sample_prompt + r.sample_answer - 1;

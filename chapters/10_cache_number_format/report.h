@@ -72,7 +72,7 @@ inline Table step_table(const Results& r) {
 // The queue's first requests in the smaller pool: two rows per width.
 inline Table engine_table(const Results& r) {
     Table t({"format", "side", "blocks", "ttft p50", "ttft p99", "preemptions",
-             "first tokens in the simulator's order"});
+             "finished in the simulator's order"});
     for (const FormatResult& f : r.formats)
         for (const bool engine : {false, true}) {
             const Summary& q = engine ? f.engine : f.simulated;

@@ -22,7 +22,7 @@
 #include "../../common/kit/model_flags.h"
 #include "../../common/kit/program.h"  // Progress
 #include "../../common/lab/queue_flags.h"
-#include "../../common/lab/side_by_side.h"  // first_token_order
+#include "../../common/lab/side_by_side.h"  // finish_order
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/prefix_sharing_memory.h"
 #include "../../common/serving/scheduler.h"
@@ -204,7 +204,7 @@ struct Experiment : Setup {
                 r.first.push_back(simulate(r, all, n, mib, &simulated));
                 r.first.push_back(run_on_the_engine(r, all, n, mib, engine, engine_run));
                 r.first.back().same_order =
-                    first_token_order(simulated) == first_token_order(engine_run);
+                    finish_order(simulated) == finish_order(engine_run);
             }
             r.first.back().same_tokens = std::equal(
                 without.requests.begin(), without.requests.end(), with.requests.begin(),

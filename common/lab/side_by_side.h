@@ -4,8 +4,11 @@
 // once by the thread's CPU time (make validate keeps each step's fastest of several runs).
 //
 // With every request there at the start, who runs when is decided by
-// counts alone, never by how long a step took, so the two must give the
-// requests their first tokens in the same order.
+// counts alone, never by how long a step took, so the two must finish the
+// requests in the same order. (Not their first tokens: first come, first
+// served, with the newest preempted first, gives first tokens in request
+// order on either side, so that order could only agree. The order of
+// finishing depends on every answer's length and every preemption.)
 #pragma once
 
 #include <algorithm>
@@ -53,19 +56,25 @@ inline std::unique_ptr<PoolEngine> paged_engine(Transformer& model, std::uint64_
     return engine;
 }
 
-// The requests in the order they got their first token (ties by id).
-inline std::vector<int> first_token_order(const Schedule& s) {
+// The requests in the order of one of their times (ties by id).
+inline std::vector<int> order_by(const Schedule& s, double Request::*time) {
     std::vector<int> order(s.requests.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return s.requests[std::size_t(a)].first_token_s < s.requests[std::size_t(b)].first_token_s;
+        return s.requests[std::size_t(a)].*time < s.requests[std::size_t(b)].*time;
     });
     return order;
+}
+inline std::vector<int> first_token_order(const Schedule& s) {
+    return order_by(s, &Request::first_token_s);
+}
+inline std::vector<int> finish_order(const Schedule& s) {
+    return order_by(s, &Request::finished_s);
 }
 
 struct SideBySide {
     Schedule simulated, engine;
-    bool same_order() const { return first_token_order(simulated) == first_token_order(engine); }
+    bool same_order() const { return finish_order(simulated) == finish_order(engine); }
 };
 
 // `requests` under `policy`, prefill first, with the block manager of `o`:
