@@ -171,6 +171,7 @@ void random_passes(NumberFormat format, std::uint64_t seed) {
             if (!fits) continue;
             int writes = 0;  // each new position is written once in each layer
             for (const std::vector<int>& t : new_tokens) writes += c.n_layers * int(t.size());
+            bool pool_full = false;
             for (int k = 1; k <= writes + 1; ++k) {  // writes + 1: no failure
                 int countdown = k;
                 std::vector<FailingStore> stores;
@@ -194,14 +195,16 @@ void random_passes(NumberFormat format, std::uint64_t seed) {
                     }
                     break;
                 } catch (const std::length_error&) {
-                    ++full;  // the pool cannot hold this pass: checked as a planted failure is
-                    k = writes + 1;
+                    ++full;  // the pool cannot hold this pass: checked as a planted failure is,
+                    k = writes + 1;  // and one sequence goes after the checks below
+                    pool_full = true;
                 } catch (const std::runtime_error&) {
                     ++planted;
                 }
                 for (std::size_t i = 0; i < seqs.size(); ++i)
                     REQUIRE(seqs[i].cache->length() == lengths[i]);
             }
+            if (pool_full) seqs.erase(seqs.begin() + any(int(seqs.size())));
             // Every sequence, touched or not, continues as if decoded alone.
             for (Sequence& s : seqs) {
                 if (s.cache->length() == c.max_seq) continue;
