@@ -209,7 +209,7 @@ TEST_CASE("answers from one prefix do not disturb each other or the prefix") {
     const FormatAnswers a_again = compare_formats(model, caches, a, answer);
     check_same(first_a, whole_a);
     check_same(then_b, compare_formats(model, joined(prefix, b), answer, all_formats()));
-    check_same(a_again, whole_a);  // b ran before it
+    check_same(a_again, whole_a);            // b ran before it
     CHECK(first_a.tokens != then_b.tokens);  // two answers, not one twice
     for (const NarrowKVCache& cache : caches) CHECK(cache.length() == int(prefix.size()));
 }

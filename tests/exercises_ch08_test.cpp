@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "../chapters/08_prefix_caching/exercises.h"
-#include "../common/serving/prefix_sharing_memory.h"
 #include "../chapters/08_prefix_caching/shared_workload.h"
 #include "../common/core/block_pool.h"
+#include "../common/serving/prefix_sharing_memory.h"
 #include "../common/serving/scheduler.h"
 #include "../common/serving/step_cost.h"
 #include "tiny_models.h"

@@ -350,7 +350,8 @@ TEST_CASE("chapter 08 counts its parallel samples' memory on every cost model") 
         // A context whose pool fits an eighth of the memory, so that the
         // budget passes and the eight samples' copies do not.
         const std::uint64_t per_token = e.model.kv_bytes_per_token();
-        const std::uint64_t positions = std::min<std::uint64_t>(have.bytes / 8 / per_token, 1 << 20);
+        const std::uint64_t positions =
+            std::min<std::uint64_t>(have.bytes / 8 / per_token, 1 << 20);
         if (positions < 2048) return;  // a tiny machine: the shape itself would be refused
         e.model.max_seq = int(positions);
         const WorkloadOptions& w = e.queue.workload;
@@ -400,8 +401,7 @@ TEST_CASE("chapter 05's --help gives --requests and --batch the range its check 
     e.add_flags(flags);
     std::ostringstream help;
     flags.print_help(help);
-    CHECK(help.str().find("requests in the queue (default 1000; 1..1000000)") !=
-          std::string::npos);
+    CHECK(help.str().find("requests in the queue (default 1000; 1..1000000)") != std::string::npos);
     CHECK(help.str().find("most requests running at once (default 32; 1..4096)") !=
           std::string::npos);
     const char* zero_requests[] = {"t", "--requests", "0"};

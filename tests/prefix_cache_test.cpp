@@ -5,11 +5,11 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../common/serving/prefix_cache.h"
 #include "../common/core/block_pool.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/paged_kv_cache.h"
 #include "../common/core/transformer.h"
+#include "../common/serving/prefix_cache.h"
 #include "tiny_models.h"
 
 using namespace kv;

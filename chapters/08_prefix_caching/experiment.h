@@ -17,10 +17,10 @@
 #include "../../common/kit/model_flags.h"
 #include "../../common/lab/queue_flags.h"
 #include "../../common/serving/metrics.h"
-#include "../../common/serving/scheduler.h"
-#include "parallel_samples.h"
 #include "../../common/serving/prefix_sharing_memory.h"
+#include "../../common/serving/scheduler.h"
 #include "../../common/serving/shared_blocks_executor.h"
+#include "parallel_samples.h"
 #include "shared_workload.h"
 
 namespace kv::ch08 {
@@ -98,8 +98,8 @@ struct Setup {
         } catch (const UsageError& e) {
             throw UsageError("--system-prompt " + std::to_string(sharing.system_prompt) + ": " +
                              std::to_string(kMaxSamples) + " parallel samples of " +
-                             std::to_string(sample_prompt()) + " prompt positions each: " +
-                             e.what());
+                             std::to_string(sample_prompt()) +
+                             " prompt positions each: " + e.what());
         }
     }
 

@@ -203,8 +203,7 @@ struct Experiment : Setup {
                 Schedule simulated;
                 r.first.push_back(simulate(r, all, n, mib, &simulated));
                 r.first.push_back(run_on_the_engine(r, all, n, mib, engine, engine_run));
-                r.first.back().same_order =
-                    finish_order(simulated) == finish_order(engine_run);
+                r.first.back().same_order = finish_order(simulated) == finish_order(engine_run);
             }
             r.first.back().same_tokens = std::equal(
                 without.requests.begin(), without.requests.end(), with.requests.begin(),

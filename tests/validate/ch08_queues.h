@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "../../chapters/08_prefix_caching/experiment.h"
-#include "../../common/serving/prefix_sharing_memory.h"
-#include "../../common/serving/shared_blocks_executor.h"
 #include "../../common/core/block_pool.h"
 #include "../../common/core/transformer.h"
 #include "../../common/lab/side_by_side.h"  // paged_engine
+#include "../../common/serving/prefix_sharing_memory.h"
 #include "../../common/serving/scheduler.h"
+#include "../../common/serving/shared_blocks_executor.h"
 #include "options.h"
 #include "validation.h"
 
