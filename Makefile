@@ -34,7 +34,7 @@ COMMON_OBJ = $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard common/*/*.cpp))
 TEST_FILES = $(filter-out tests/main.cpp,$(wildcard tests/*.cpp))
 TEST_OBJ   = $(BUILD)/tests/main.o $(BUILD)/tests/one_unit.o
 
-.PHONY: all run test sanitize bench validate fuzz format format-check clean doctest $(CHAPTERS)
+.PHONY: all run test sanitize bench validate fuzz format format-check clean doctest FORCE $(CHAPTERS)
 .SECONDARY:
 all: $(CHAPTERS)
 
@@ -82,9 +82,10 @@ doctest:
 $(TEST_OBJ): ALL_FLAGS += -O0
 
 # The test files compiled as one (tests/one_unit.sh says why).
-$(BUILD)/tests/one_unit.cpp: $(TEST_FILES) tests/one_unit.sh
+$(BUILD)/tests/one_unit.cpp: FORCE
 	@mkdir -p $(@D)
-	sh tests/one_unit.sh $@ $(TEST_FILES)
+	@sh tests/one_unit.sh $@ $(TEST_FILES)
+FORCE:
 $(BUILD)/tests/one_unit.o: $(BUILD)/tests/one_unit.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(ALL_FLAGS) -c -o $@ $<

@@ -195,10 +195,12 @@ void random_passes(NumberFormat format, std::uint64_t seed) {
                     }
                     break;
                 } catch (const std::length_error&) {
+                    REQUIRE(countdown == k);  // refused before any write: the pool is full
                     ++full;  // the pool cannot hold this pass: checked as a planted failure is,
                     k = writes + 1;  // and one sequence goes after the checks below
                     pool_full = true;
                 } catch (const std::runtime_error&) {
+                    REQUIRE(countdown == 0);  // the planted failure, nothing else
                     ++planted;
                 }
                 for (std::size_t i = 0; i < seqs.size(); ++i)
@@ -224,6 +226,7 @@ void random_passes(NumberFormat format, std::uint64_t seed) {
     MESSAGE(planted, " planted failures, ", passes, " passes, ", full, " found the pool full");
     CHECK(planted > 100);  // the failures were planted, and passes ran
     CHECK(passes > 10);
+    CHECK(full > 0);  // and passes refused by a later sequence's reserve()
     seqs.clear();
     pool.set_reclaimer(nullptr);
 }

@@ -46,7 +46,9 @@ class KVStore {
     // Makes room for n more positions (a paged store takes blocks), or
     // throws, storing nothing.
     virtual void reserve(int n) = 0;
-    // Undoes the last reserve() exactly: a failed pass leaves every store as it was.
+    // Gives back what the last reserve() took: after a failed pass a store
+    // holds the positions and numbers it had (a paged store may keep a
+    // private copy of a block it shared: the same numbers, one block more).
     virtual void unreserve() { truncate(length()); }
     // Where a float32 store keeps position pos of one layer (kv_dim numbers
     // each); a narrower store has no floats there, and throws.

@@ -68,7 +68,7 @@ void Transformer::check(std::span<const SequenceInput> inputs) const {
 }
 
 // Room for every new position is taken before anything is written. If a
-// paged cache finds its pool short, the sequences before it give their
+// paged cache finds its pool short, the sequences before it give their new
 // blocks back, and the pass throws.
 void Transformer::reserve(std::span<const SequenceInput> inputs) {
     std::size_t done = 0;
@@ -82,7 +82,9 @@ void Transformer::reserve(std::span<const SequenceInput> inputs) {
 }
 
 // Whatever stops a pass after its room is taken (a number that is not
-// finite, a store that throws) gives that room back: every store as it was.
+// finite, a store that throws) gives that room back: every store keeps the
+// positions and numbers it had (a paged one may keep a private copy of a
+// block it shared, paged_kv_cache.h).
 const Matrix& Transformer::forward(std::span<const SequenceInput> inputs) {
     check(inputs);
     reserve(inputs);
@@ -116,10 +118,15 @@ const Matrix& Transformer::pass(std::span<const SequenceInput> inputs) {
         matmul(xb_, w.wq, q_, matmul_kernels);
         matmul(xb_, w.wk, k_, matmul_kernels);
         matmul(xb_, w.wv, v_, matmul_kernels);
+        // Each new key turned by RoPE to its position, then every key and
+        // value checked finite before a store rounds it (finite_numbers.h).
+        for (int r = 0; const SequenceInput& input : inputs)
+            for (int t = 0; t < static_cast<int>(input.tokens.size()); ++t)
+                rope_.apply(k_.row_span(r++), input.cache->length() + t);
+        check_keys_values(inputs, l, rows);
         // The new keys and values join each sequence's cache first, so that
         // each new token attends to itself and to the new tokens before it,
         // exactly as in a pass over the whole sequence.
-        check_keys_values(inputs, l, rows);  // finite_numbers.h
         int first_row = 0;
         for (const SequenceInput& input : inputs) {
             append_to_cache(input, first_row, l);
@@ -160,19 +167,14 @@ const Matrix& Transformer::pass(std::span<const SequenceInput> inputs) {
     return logits_;
 }
 
-// The new positions' keys, turned by RoPE to their positions, and values
-// go into the cache at length() on; forward() commits them after the last
-// layer. A narrower cache (chapter 10) rounds them here, the one place a
-// number is rounded.
+// The new positions' keys (already turned by RoPE) and values go into the
+// cache at length() on; forward() commits them after the last layer. A
+// narrower cache (chapter 10) rounds them here, the one place a number is
+// rounded.
 void Transformer::append_to_cache(const SequenceInput& input, int first_row, int layer) {
     const int start = input.cache->length();
-    KVStore& cache = *input.cache;
-    for (int t = 0; t < static_cast<int>(input.tokens.size()); ++t) {
-        const int pos = start + t;
-        const int row = first_row + t;
-        rope_.apply(k_.row_span(row), pos);
-        cache.write(layer, pos, k_.row(row), v_.row(row));
-    }
+    for (int t = 0; t < static_cast<int>(input.tokens.size()); ++t)
+        input.cache->write(layer, start + t, k_.row(first_row + t), v_.row(first_row + t));
 }
 
 // Attention for one sequence's new rows at one layer, each over the
