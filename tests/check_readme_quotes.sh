@@ -34,14 +34,17 @@
 #    - worked arithmetic written out: a figure right after "=" (or "≈")
 #      whose left side is an operation on numbers ("557 + 226 + 52 + 13 =
 #      849 us"; not "F = 557 us");
-#    - a figure named by a comment on the line just before its paragraph:
-#      `<!-- worked: FIGURES, and from what -->` for arithmetic worked from
-#      the page's figures that the paragraph does not write out, or
-#      `<!-- given: FIGURES, and whose -->` for a figure the book states but
-#      does not measure (a vendor's rating, a server's or the code's
-#      setting, a target a reader picks). Every figure in the comment is
-#      named, and each must appear in the paragraph: a comment that names a
-#      figure its paragraph no longer quotes fails.
+#    - a figure named by a comment on its own line just before the lines
+#      it covers (up to the next blank line or comment: a paragraph, a
+#      table, or the rest of a list, the comment then indented as the list
+#      items' text): `<!-- worked: FIGURES, and from what -->` for
+#      arithmetic worked from the page's figures that the text does not
+#      write out, or `<!-- given: FIGURES, and whose -->` for a figure the
+#      book states but does not measure (a vendor's rating, a server's or
+#      the code's setting, a target or an error a question supposes, the
+#      rough time a whole command takes). Every figure in the comment is
+#      named, and each must appear in the lines it covers: a comment that
+#      names a figure they no longer quote fails.
 #
 #   tests/check_readme_quotes.sh              the book's pages, from anywhere
 #   tests/check_readme_quotes.sh DIR          the pages under DIR (same layout)
@@ -197,8 +200,11 @@ NUM = r"(?P<value>\d[\d,]*(?:\.\d+)?)"
 # where a program prints it (its group `value`; another group fills the
 # name). Rows with one name are one quantity printed in several places.
 QUANTITIES = [
-    # The 48-token answer: chapter 02 measures it; chapter 06's closing table
-    # (pasted on the front page too) reads it from chapter 02's saved run.
+    # The 48-token answer: chapter 02 measures it (each time the fastest of
+    # its answers); chapter 06's closing table (pasted on the front page
+    # too) reads it from chapter 02's saved run. Chapter 01's "48-token
+    # answer without the cache: ..." is another measurement (the median of
+    # its answers), so not this quantity.
     ("48-token answer without the cache (ms)", rf"48-token answer: {NUM} ms without the cache"),
     ("48-token answer without the cache (ms)", rf"48-token answer without the cache 567 ms {NUM} ms"),
     ("48-token answer with the cache (ms)", rf"ms without the cache -> {NUM} ms with it"),
