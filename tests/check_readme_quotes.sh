@@ -192,7 +192,8 @@ import re
 import sys
 from decimal import Decimal
 
-pages = ["README.md"] + sorted(glob.glob("chapters/*/README.md")) + sorted(glob.glob("chapters/course/*.md"))
+pages = ["README.md"] + sorted(glob.glob("chapters/*/README.md")) \
+    + sorted(glob.glob("chapters/course/*.md"))
 pages = [p for i, p in enumerate(pages) if os.path.isfile(p) and p not in pages[:i]]
 
 NUM = r"(?P<value>\d[\d,]*(?:\.\d+)?)"
@@ -213,13 +214,16 @@ QUANTITIES = [
     ("cache speed-up on the 48-token answer (x)", rf"cache speed-up on one answer 14\.5 x {NUM} x"),
     # The step prices: one calibration per model shape, which every queue
     # chapter of that shape reuses.
-    ("step prices, max-seq {shape}", r"max-seq (?P<shape>\d+).*? a step = (?P<value>.*? x positions)"),
+    ("step prices, max-seq {shape}",
+     r"max-seq (?P<shape>\d+).*? a step = (?P<value>.*? x positions)"),
     # Chapter 05's queue: the median time to first token under each policy,
     # in its table and its headline; the closing table reads three of them;
     # chapter 07's queue at 16 MiB, reserving the whole context, is chapter
     # 05's continuous batching with the cache (its headline's first wait).
-    ("median wait, {policy} (s)", rf"(?P<policy>(?:serial|static|continuous), (?:no cache|cache)) {NUM} \d"),
-    ("median wait, serial, no cache (s)", rf"median time to first token, 1,000 requests: {NUM} s without"),
+    ("median wait, {policy} (s)",
+     rf"(?P<policy>(?:serial|static|continuous), (?:no cache|cache)) {NUM} \d"),
+    ("median wait, serial, no cache (s)",
+     rf"median time to first token, 1,000 requests: {NUM} s without"),
     ("median wait, serial, cache (s)", rf"s without the cache -> {NUM} s with it -> "),
     ("median wait, continuous, cache (s)", rf"-> {NUM} s with continuous batching"),
     ("median wait, serial, no cache (s)", rf"median time to first token, no cache 452 s {NUM} s"),
@@ -228,13 +232,16 @@ QUANTITIES = [
      rf"median time to first token, continuous batching 14 s {NUM} s"),
     ("median wait, continuous, cache (s)",
      rf"The queue at 16 MiB[^:]*:(?:(?!The queue at).)*? reserve the whole context simulator \d+ {NUM}"),
-    ("median wait, continuous, cache (s)", rf"paged KV cache: [^;]*; median time to first token {NUM} s ->"),
+    ("median wait, continuous, cache (s)",
+     rf"paged KV cache: [^;]*; median time to first token {NUM} s ->"),
     ("median wait: no cache / cache (x)", rf"median wait: no cache / cache 18\.8 x {NUM} x"),
     ("median wait: cache / continuous batching (x)",
      rf"median wait: cache / continuous batching 1\.7 x {NUM} x"),
     # Part II's queues, in each chapter's headline and the closing table's.
-    ("chapter 07: median wait, paged (s)", rf"paged KV cache: [^;]*; median time to first token [\d.]+ s -> {NUM} s"),
-    ("chapter 08: median wait, no prefix cache (s)", rf"prefix cache: [^;]*; median time to first token {NUM} s ->"),
+    ("chapter 07: median wait, paged (s)",
+     rf"paged KV cache: [^;]*; median time to first token [\d.]+ s -> {NUM} s"),
+    ("chapter 08: median wait, no prefix cache (s)",
+     rf"prefix cache: [^;]*; median time to first token {NUM} s ->"),
     ("chapter 08: median wait, prefix cache (s)",
      rf"prefix cache: [^;]*; median time to first token [\d.]+ s -> {NUM} s"),
     ("chapter 09: p99 time between tokens, prefill first (ms)",
@@ -245,7 +252,8 @@ QUANTITIES = [
      rf"chunked prefill \(chunk 64\): [^;]*; median time to first token {NUM} s ->"),
     ("chapter 09: median wait, chunk 64 (s)",
      rf"chunked prefill \(chunk 64\): [^;]*; median time to first token [\d.]+ s -> {NUM} s"),
-    ("chapter 11: median wait, no second tier (s)", rf"second tier: [^;]*; median time to first token {NUM} s ->"),
+    ("chapter 11: median wait, no second tier (s)",
+     rf"second tier: [^;]*; median time to first token {NUM} s ->"),
     ("chapter 11: median wait, second tier (s)",
      rf"second tier: [^;]*; median time to first token [\d.]+ s -> {NUM} s"),
 ]
