@@ -216,17 +216,6 @@ TEST_CASE("findings escape what they carry and refuse a key written twice") {
     CHECK_THROWS_AS(f.data("path", Cell(2.0, 1)), std::logic_error);
 }
 
-TEST_CASE("a group of findings prints indented and aligned and nests in the JSON") {
-    Findings inner("Memory:");
-    inner.line("a", "short", 1).line("bb", "a longer label", Cell(2.5, 1));
-    Findings f("T");
-    f.group("memory", inner).line("after", "after", "x");
-    std::ostringstream text;
-    f.print(text);
-    CHECK(text.str() == "T\n\nMemory:\n  short:          1\n  a longer label: 2.5\nafter: x\n");
-    CHECK(f.json().str() == "{\"memory\": {\"a\": 1, \"bb\": 2.5}, \"after\": \"x\"}");
-}
-
 TEST_CASE("a finding's numbers keep full precision in the JSON and print as rounded") {
     Findings f("T");
     f.line("ms", "time", Cell(1.0 / 3.0, 2)).line("n", "count", std::uint64_t(1234567));
