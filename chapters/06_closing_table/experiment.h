@@ -37,13 +37,12 @@ inline std::string chapter_writing(const std::string& chapter) {
     throw std::logic_error("no chapter writes ch" + chapter + ".json");
 }
 
-// Chapter `chapter`'s saved results from `dir`, or nothing if the file is
+// Chapter `chapter`'s saved results at `path`, or nothing if the file is
 // not there and not `required` (Part II's chapters may not have run). Any
 // fault (another chapter's file or format among them) throws, naming the
 // file; a missing required file with the hint to run `make run`.
-inline std::optional<SavedResults> read_saved(const std::string& dir, const std::string& chapter,
-                                              bool required = true) {
-    const std::string path = results_file(dir, chapter);
+inline std::optional<SavedResults> read_saved(const std::string& path, const std::string& chapter,
+                                              bool required) {
     std::string text;
     try {
         text = read_file(path, "", kMostResultBytes);
@@ -57,6 +56,9 @@ inline std::optional<SavedResults> read_saved(const std::string& dir, const std:
     SavedResults saved = SavedResults::parse(excerpt(path, kMostQuotedPath), text);
     saved.require_origin(chapter_writing(chapter));
     return saved;
+}
+inline SavedResults load_saved_results(const std::string& path, const std::string& chapter) {
+    return *read_saved(path, chapter, true);
 }
 
 // a / b, refused if it is too large to print (two finite figures can still
@@ -254,7 +256,8 @@ struct Experiment {
         std::map<std::string, double> ours;         // by key
         for (const Published& p : kPublished) {
             if (!saved.count(p.chapter))
-                saved.emplace(p.chapter, *read_saved(results_dir, p.chapter));
+                saved.emplace(p.chapter,
+                              load_saved_results(results_file(results_dir, p.chapter), p.chapter));
             // Every figure is a time or a size: finite and above zero, or
             // the ratios below would print "nan x" or "-inf x".
             r.figures.push_back(ours[p.key] = saved.at(p.chapter).positive_number(p.key) * p.scale);
@@ -263,11 +266,11 @@ struct Experiment {
             r.shapes.push_back(checked_ratio(s.what + (": " + std::string(s.slow)) + " / " + s.fast,
                                              ours[s.slow], ours[s.fast]));
         for (const Paper& paper : kPapers) {
-            const std::optional<SavedResults> file = read_saved(results_dir, paper.chapter, false);
+            const std::string path = results_file(results_dir, paper.chapter);
+            const std::optional<SavedResults> file = read_saved(path, paper.chapter, false);
             if (file)
-                r.part_two.push_back(PartTwoRun{
-                    file->text("headline"),
-                    this_run(paper, *file, visible(results_file(results_dir, paper.chapter)))});
+                r.part_two.push_back(
+                    PartTwoRun{file->text("headline"), this_run(paper, *file, visible(path))});
             else
                 r.part_two.push_back(std::nullopt);
         }

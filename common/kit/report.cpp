@@ -230,7 +230,7 @@ Cell percent_cell(double share, int decimals) {
 }
 Cell rate_cell(double bytes_per_second) {
     const double gb = bytes_per_second / 1e9;
-    return Cell(fixed(gb, gb < 1 ? 3 : gb < 10 ? 2 : 1) + " GB/s", bytes_per_second);
+    return Cell(fixed(gb, gb < 1 ? 3 : 1) + " GB/s", bytes_per_second);
 }
 Cell yes_no(bool yes) {
     return Cell::with_json(yes ? "yes" : "no", yes ? "true" : "false");

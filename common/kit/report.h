@@ -111,6 +111,9 @@ class Json {
     Json& add(const std::string& key, const std::vector<double>& values);
     Json& add(const std::string& key, const Json& object) { return add_raw(key, object.str()); }
     Json& add(const std::string& key, const Table& table) { return add_raw(key, table.to_json()); }
+    Json& add(const std::string& key, const std::vector<Json>& objects) {
+        return add_each(key, objects, [](const Json& object) { return object; });
+    }
     // An array of one object per item: add_each("queues", rows, row_json).
     template <class Items, class ToJson>
     Json& add_each(const std::string& key, const Items& items, ToJson to_json) {
