@@ -285,7 +285,7 @@ std::string ch09_text(const Raw& raw = {}) {
 std::string ch10_text(const Raw& raw = {}) {
     return with(raw, with_origin(Json(), "10_cache_number_format"),
                 {{"kv_budget_mib", "16"},
-                 {"answers", "16"},
+                 {"prompts", "16"},
                  {"conversations_float32", "60"},
                  {"conversations_16bit", "125"},
                  {"conversations_int8", "240"},

@@ -170,7 +170,7 @@ inline const Paper kPapers[] = {
      "{conversations_16bit/conversations_float32} ({conversations_16bit} / "
      "{conversations_float32}), int8: {conversations_int8/conversations_float32} "
      "({conversations_int8}); answers keeping every float32 token: bfloat16 "
-     "{identical_bfloat16}, float16 {identical_float16}, int8 {identical_int8} of {answers}"},
+     "{identical_bfloat16}, float16 {identical_float16}, int8 {identical_int8} of {prompts}"},
     {"11", "a second tier", "CachedAttention (Gao et al., USENIX ATC 2024)",
      "time to first token down by up to 87 %, prompt prefilling throughput up to 7.8 x and "
      "end-to-end inference cost down by up to 70 % for multi-turn conversations, their KV caches "

@@ -9,6 +9,7 @@
 
 #include "../../common/kit/output.h"
 #include "../../common/kit/svg_plot.h"
+#include "../../common/lab/queue_flags.h"  // step_cost_cell
 #include "experiment.h"
 
 namespace kv::ch10 {
@@ -111,6 +112,7 @@ inline int report(const Results& r, const OutputOptions& out) {
     Findings f("Chapter 10: the cache's number format");
     f.line("model", "model", r.model)
         .line("weights", "weights", outside_text(r.weights))
+        .line("step_cost", "step cost", step_cost_cell(r.pricing))
         .text("")
         .table("answers",
                concat("What it costs the answer: the queue's first ", s.prompts,
@@ -134,8 +136,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                "formula, the queue's conversations\nat once in a pool of ",
                s.queue.kv_budget_mib, " MiB (blocks of ", s.block_size,
                "), its median wait in the simulator (batch ", s.queue.batch,
-               ", the same step prices at every width, ",
-               s.queue.cost_model == "analytic" ? "counted" : "this machine's calibration", "):"),
+               ", the same step prices at every width):"),
         memory);
     if (s.long_context) {
         f.text("").table(
@@ -187,7 +188,7 @@ inline int report(const Results& r, const OutputOptions& out) {
     f.text("")
         .line("plot", "plot", outside_text(agreement_plot(r, out.plot_dir)))
         .data("kv_budget_mib", s.queue.kv_budget_mib)
-        .data("answers", s.prompts)
+        .data("prompts", s.prompts)
         .data("conversations_float32", wide.conversations)
         .data("conversations_16bit", bf.conversations)
         .data("conversations_int8", i8.conversations)
