@@ -88,8 +88,8 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
 }
 
 // One width's findings, each key opened by `prefix`: its weights, the
-// table, its memory roof against batch 1's step, the machine's ridge and
-// the kernels'.
+// table (batch 1's row is make bench's 'decode, batch 1'), its memory roof,
+// the machine's ridge and the kernels'.
 inline void add_width(Findings& f, const std::string& prefix, const WidthResult& w,
                       const Roofline& roofs) {
     const Config& c = w.config;
@@ -104,21 +104,10 @@ inline void add_width(Findings& f, const std::string& prefix, const WidthResult&
                        " read per step, and each sequence's keys and values",
                    double(c.multiplied_parameters())))
         .table(prefix + "batches", "", batch_table(w, roofs))
-        .line(prefix + "step_seconds_batch1",
-              "  batch 1's step (as make bench's 'decode, batch 1')",
-              duration_cell(first.step_seconds))
         .line(prefix + "memory_roof_bytes_per_second",
               "  memory roof (the fastest read of " + format_bytes(one.bytes) + " or more, " +
                   one.level + ")",
               rate_cell(w.memory_roof()))
-        .line(prefix + "memory_roof_share_batch1",
-              "  batch 1 reads " + rate_cell(first.arithmetic.bytes() / first.step_seconds).text +
-                  ", of the roof",
-              one.memory.probe_failed()
-                  ? Cell(concat("above it, measured ", one.measured_again,
-                                " more times: the probe failed, no share is shown"),
-                         0.0)
-                  : percent_cell(one.memory.share(), 0))
         .line(prefix + "machine_ridge_flops_per_byte",
               "  the machine's ridge: " + gflops(roofs.peak_flops) + " / " +
                   rate_cell(w.memory_roof()).text,

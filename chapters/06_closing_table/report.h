@@ -91,8 +91,7 @@ inline int report(const Results& r, const OutputOptions& out) {
             text += labelled("results", visible(path)) + "\n" +
                     labelled("headline", visible(run->headline)) + "\n" +
                     labelled("this run", run->this_run) + "\n" +
-                    labelled("published", std::string(paper.citation) + ": " + paper.published) +
-                    "\n" + labelled("differs", paper.differs);
+                    labelled("published", std::string(paper.citation) + ": " + paper.published);
         }
         f.text(text);
         part_two.add(std::string("ch") + chapter, json);

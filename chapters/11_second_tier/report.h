@@ -116,32 +116,24 @@ inline int report(const Results& r, const OutputOptions& out) {
                            (s.tier_dir.empty() ? std::string("$TMPDIR (or /tmp)") : s.tier_dir)))
         .text("")
         .table("one_request",
-               concat("One request: a prefix of P tokens, then ", Setup::kQuestion,
-                      " more. Time to first token (the thread's processor time and the disk's "
-                      "waits; median of ",
-                      Experiment::kRepeats,
-                      ", a recompute of 1,024\ntokens or more timed once) with the prefix in the "
-                      "pool, read back from the tier file warm (in the page cache)\nor cold "
-                      "(fdatasync, then posix_fadvise DONTNEED drops its pages first), or "
-                      "computed again:"),
+               concat("One request, a prefix of P tokens then ", Setup::kQuestion,
+                      " more: time to first token with the prefix in the pool, read back from the "
+                      "tier\nfile warm or cold, or computed again (median of ",
+                      Experiment::kRepeats, "; a recompute of 1,024 tokens or more timed once):"),
                sweep_table(r))
         .line("pages_cached_after_drop", "the file's pages cached after each drop (mincore)",
               l.pages_left < 0 ? Cell("not known") : Cell(std::uint64_t(l.pages_left)))
         .line("crossing", "the cold reload and the recompute cross", crossing(r))
         .text("")
         .table("arithmetic",
-               "The arithmetic, per token: a reload costs bytes / bandwidth, recomputing "
-               "operations / rate, so\nreloading wins above the break-even bandwidth B* = rate x "
-               "bytes / operations. Operations at P = " +
-                   with_commas(l.prefix) +
-                   ";\nthis model's rate is its recompute above, the H100's its "
-                   "published peak (BF16, dense):",
+               "The arithmetic, per token, at P = " + with_commas(l.prefix) +
+                   ": reloading wins above B* = rate x bytes / operations (the H100's rate its "
+                   "published\nBF16 peak):",
                arithmetic_table(r))
         .text("")
         .table("formats",
                concat("The number formats at P = ", with_commas(r.formats.front().one.prefix),
-                      ": the bytes a reload moves and the time it takes (same logits: pool,\n"
-                      "reload and recompute agree to the last bit in that format):"),
+                      ": the bytes a reload moves and the time it takes:"),
                formats)
         .text("")
         .line("workload", "the queue", describe_workload(work, make_workload(work)))
