@@ -106,9 +106,10 @@ TEST_CASE("the closing table reads each figure and derives the ratios from it") 
     CHECK(r.figures[2] == 128.0);  // KiB
     CHECK(r.figures[3] == 512.0);  // MiB
     REQUIRE(r.shapes.size() == 3);
-    CHECK(r.shapes[0] == 8.0);
-    CHECK(r.shapes[1] == 15.0);
-    CHECK(r.shapes[2] == 2.0);
+    CHECK(r.shapes[0].measured == 8.0);
+    CHECK(r.shapes[0].published == doctest::Approx(567.0 / 39.0));
+    CHECK(r.shapes[1].measured == 15.0);
+    CHECK(r.shapes[2].measured == 2.0);
     experiment.results_dir = dir.file("missing");
     CHECK_THROWS_AS(experiment.run(), std::runtime_error);
 }

@@ -93,17 +93,18 @@ inline const Published kPublished[] = {
 };
 
 // A shape that must hold whatever the machine: how many times one figure
-// is another, published and here (the keys of kPublished).
+// is another, published and here.
 struct Shape {
     const char* what;
-    const char *slow, *fast;
+    double published, measured;
 };
 
-inline const Shape kShapes[] = {
-    {"cache speed-up on one answer", "naive_answer_ms", "cached_answer_ms"},
-    {"median wait: no cache / cache", "median_ttft_no_cache_s", "median_ttft_cache_s"},
-    {"median wait: cache / continuous batching", "median_ttft_cache_s", "median_ttft_continuous_s"},
-};
+// The published figure under `key` (one of kPublished's).
+inline double published_value(const std::string& key) {
+    for (const Published& p : kPublished)
+        if (key == p.key) return p.value;
+    throw std::logic_error("no published figure " + key);
+}
 
 // ---------------------------------------------------------------- Part II
 // Chapters 07 to 11 go where servers went after the article. Each is set
@@ -212,8 +213,8 @@ struct PartTwoRun {
 };
 
 struct Results {
-    std::vector<double> figures;                      // as kPublished, in the published unit
-    std::vector<double> shapes;                       // as kShapes: this run's factors
+    std::vector<double> figures;  // as kPublished, in the published unit
+    std::vector<Shape> shapes;
     std::vector<std::optional<PartTwoRun>> part_two;  // as kPapers; empty where not run
     std::string results_dir;  // where the files were read, for the hint to run a chapter
 };
@@ -243,9 +244,15 @@ struct Experiment {
             // the ratios below would print "nan x" or "-inf x".
             r.figures.push_back(ours[p.key] = saved.at(p.chapter).positive_number(p.key) * p.scale);
         }
-        for (const Shape& s : kShapes)
-            r.shapes.push_back(checked_ratio(s.what + (": " + std::string(s.slow)) + " / " + s.fast,
-                                             ours[s.slow], ours[s.fast]));
+        auto ratio = [&](const char* what, const std::string& slow, const std::string& fast) {
+            r.shapes.push_back(
+                {what, published_value(slow) / published_value(fast),
+                 checked_ratio(what + (": " + slow) + " / " + fast, ours[slow], ours[fast])});
+        };
+        ratio("cache speed-up on one answer", "naive_answer_ms", "cached_answer_ms");
+        ratio("median wait: no cache / cache", "median_ttft_no_cache_s", "median_ttft_cache_s");
+        ratio("median wait: cache / continuous batching", "median_ttft_cache_s",
+              "median_ttft_continuous_s");
         for (const Paper& paper : kPapers) {
             const std::string path = results_file(results_dir, paper.chapter);
             const std::optional<SavedResults> file = read_saved(path, paper.chapter, false);

@@ -41,12 +41,6 @@ inline std::string labelled(const std::string& label, const std::string& text) {
     return out + line;
 }
 
-inline double published(const std::string& key) {
-    for (const Published& p : kPublished)
-        if (key == p.key) return p.value;
-    throw std::logic_error("no published figure " + key);
-}
-
 inline int report(const Results& r, const OutputOptions& out) {
     auto times = [](double ratio) { return times_cell(ratio).text; };
     Table figures({"claim", "published", "this run", "this run / published"});
@@ -59,11 +53,8 @@ inline int report(const Results& r, const OutputOptions& out) {
                          Cell(ours / p.value, 2)});
     }
     Table shapes({"shape", "published", "this run"});
-    for (std::size_t i = 0; i < r.shapes.size(); ++i) {
-        const Shape& s = kShapes[i];
-        shapes.add_row(
-            {s.what, times(published(s.slow) / published(s.fast)), times_cell(r.shapes[i])});
-    }
+    for (const Shape& s : r.shapes)
+        shapes.add_row({s.what, times(s.published), times_cell(s.measured)});
     // Part II: per chapter, its headline and figures beside its paper's,
     // or, if its file is not there, which chapter to run.
     Findings f("The book's closing table: the published figures and this run's");

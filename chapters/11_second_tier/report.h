@@ -148,6 +148,7 @@ inline int report(const Results& r, const OutputOptions& out) {
         .line("tier_write_priced", "the simulator prices a block written at",
               rate_cell(r.measured.write))
         .line("step_cost", "step cost", step_cost_cell(r.pricing))
+        .text("")
         .table("queue", "", queue_table(r))
         .text(concat("\nthe headline's waits: the simulator's, the whole queue, a tier of ",
                      s.tier_mib, " MiB; the reload: cold, at the longest P"))

@@ -152,7 +152,10 @@ void Table::print(std::ostream& out) const {
                [](std::size_t) { return false; });
     for (const auto& row : rows_)
         print_line([&](std::size_t c) { return row[c].text; },
-                   [&](std::size_t c) { return !row[c].json.empty() && row[c].json[0] != '"'; });
+                   [&](std::size_t c) {  // numbers on the right; words, yes/no on the left
+                       const char first = row[c].json.empty() ? '"' : row[c].json[0];
+                       return first == '-' || (first >= '0' && first <= '9');
+                   });
 }
 
 std::string Table::to_json() const {
