@@ -392,7 +392,7 @@ TEST_CASE("the closing table's Part II reads chapters 07 to 11 beside their pape
     CHECK(r.part_two[4]->this_run ==
           "50.0% of returning prompt tokens read back from a tier of 64 MiB instead of computed "
           "again; median time to first token, without / with the tier: 1.5 x (9.00 s / 6.00 s); "
-          "a cold reload of 4096 tokens 120.0 x faster than recomputing them (read at 1.5 GB/s)");
+          "a cold reload of 4,096 tokens 120.0 x faster than recomputing them (read at 1.5 GB/s)");
 
     const std::string text = printed(r);
     // The article's figures first, then Part II, in chapter order.
@@ -500,7 +500,9 @@ TEST_CASE("Part II refuses a value that is not finite or below zero; naming the 
          ": \"ttft_median_without_s\" = 1e999 is too large for a double"},
         {"08", "ttft_median_with_s", "-2", ": \"ttft_median_with_s\" must be above zero, got -2"},
         {"08", "memory_not_copied_bytes", "-1",
-         ": \"memory_not_copied_bytes\" must not be below zero, got -1"},
+         ": \"memory_not_copied_bytes\" must be from 0 to 1e+18, got -1"},
+        {"08", "memory_not_copied_bytes", "1e300",
+         ": \"memory_not_copied_bytes\" must be from 0 to 1e+18, got 1e300"},
         {"09", "chunk", "-64", ": \"chunk\" must not be below zero, got -64"},
         {"09", "tbt_p99_prefill_first_s", "-0.5",
          ": \"tbt_p99_prefill_first_s\" must be above zero, got -0.5"},

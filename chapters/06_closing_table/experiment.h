@@ -172,16 +172,17 @@ inline const Paper kPapers[] = {
 // A Part II figure as this_run shows it. A key's ending says its unit:
 // "_s" seconds, "_bytes" bytes, "_bytes_per_s" a rate; a key naming a
 // "share" is a fraction from 0 to 1, a "speedup" a ratio; any other is a
-// count. Every one is finite and not below zero.
+// count. Every one is finite and not below zero (bytes at most 1e18).
 inline std::string shown_figure(const SavedResults& saved, const std::string& key) {
     if (key.find("share") != std::string::npos)
         return percent_cell(saved.number_between(key, 0, 1)).text;
+    if (key.ends_with("_bytes"))
+        return format_bytes(std::uint64_t(saved.number_between(key, 0, 1e18)));
     const double v = saved.non_negative_number(key);
     if (key.ends_with("_bytes_per_s")) return rate_cell(v).text;
     if (key.ends_with("_s")) return format_duration(v);
-    if (key.ends_with("_bytes")) return format_bytes(std::uint64_t(v));
     if (key.find("speedup") != std::string::npos) return times_cell(v).text;
-    return fixed(v, v == std::floor(v) ? 0 : 1);
+    return v == std::floor(v) && v < 1e15 ? with_commas(std::uint64_t(v)) : fixed(v, 1);
 }
 
 // The paper's this_run with each "{key}" filled from `saved`, and "{a/b}"
