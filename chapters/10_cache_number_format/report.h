@@ -9,7 +9,7 @@
 
 #include "../../common/kit/output.h"
 #include "../../common/kit/svg_plot.h"
-#include "../../common/lab/queue_flags.h"  // step_cost_cell
+#include "../../common/lab/queue_flags.h"  // step_cost_json
 #include "experiment.h"
 
 namespace kv::ch10 {
@@ -112,7 +112,7 @@ inline int report(const Results& r, const OutputOptions& out) {
     Findings f("Chapter 10: the cache's number format");
     f.line("model", "model", r.model)
         .line("weights", "weights", outside_text(r.weights))
-        .line("step_cost", "step cost", step_cost_cell(r.pricing))
+        .data_raw("step_cost", step_cost_json(r.pricing).str())
         .text("")
         .table("answers",
                concat("What it costs the answer: the queue's first ", s.prompts,
@@ -136,7 +136,8 @@ inline int report(const Results& r, const OutputOptions& out) {
                "formula, the queue's conversations\nat once in a pool of ",
                s.queue.kv_budget_mib, " MiB (blocks of ", s.block_size,
                "), its median wait in the simulator (batch ", s.queue.batch,
-               ", the same step prices at every width):"),
+               ", the same step prices at every width, ",
+               s.queue.cost_model == "analytic" ? "counted" : "this machine's calibration", "):"),
         memory);
     if (s.long_context) {
         f.text("").table(
