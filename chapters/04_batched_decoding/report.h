@@ -88,8 +88,8 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
 }
 
 // One width's findings, each key opened by `prefix`: its weights, the
-// table (batch 1's row is make bench's 'decode, batch 1'), its memory roof,
-// the machine's ridge and the kernels'.
+// table (batch 1's row is make bench's 'decode, batch 1'), its memory roof
+// and batch 1's share of it, the machine's ridge and the kernels'.
 inline void add_width(Findings& f, const std::string& prefix, const WidthResult& w,
                       const Roofline& roofs) {
     const Config& c = w.config;
@@ -108,6 +108,14 @@ inline void add_width(Findings& f, const std::string& prefix, const WidthResult&
               "  memory roof (the fastest read of " + format_bytes(one.bytes) + " or more, " +
                   one.level + ")",
               rate_cell(w.memory_roof()))
+        .line(prefix + "memory_roof_share_batch1",
+              "  batch 1 reads " + rate_cell(first.arithmetic.bytes() / first.step_seconds).text +
+                  ", of the roof",
+              one.memory.probe_failed()
+                  ? Cell(concat("above it, measured ", one.measured_again,
+                                " more times: the probe failed, no share is shown"),
+                         0.0)
+                  : percent_cell(one.memory.share(), 0))
         .line(prefix + "machine_ridge_flops_per_byte",
               "  the machine's ridge: " + gflops(roofs.peak_flops) + " / " +
                   rate_cell(w.memory_roof()).text,

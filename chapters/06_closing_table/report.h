@@ -82,7 +82,8 @@ inline int report(const Results& r, const OutputOptions& out) {
             text += labelled("results", visible(path)) + "\n" +
                     labelled("headline", visible(run->headline)) + "\n" +
                     labelled("this run", run->this_run) + "\n" +
-                    labelled("published", std::string(paper.citation) + ": " + paper.published);
+                    labelled("published", std::string(paper.citation) + ": " + paper.published) +
+                    "\n" + labelled("differs", paper.differs);
         }
         f.text(text);
         part_two.add(std::string("ch") + chapter, json);
