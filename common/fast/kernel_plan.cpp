@@ -1,5 +1,7 @@
 #include "kernel_plan.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,13 +33,24 @@ std::string read_file(const std::string& path) {
 // A saved plan is state under build/, and state is input too: only a
 // regular file of at most 1 MiB is read (a FIFO would block every chapter,
 // --help included, and a huge file fill the memory); anything else reads as
-// no plan, and the shapes are measured again.
+// no plan, and the shapes are measured again. What is checked is the file
+// opened (fstat of the descriptor), so nothing can be swapped in between the
+// check and the read; opening does not wait (O_NONBLOCK: a FIFO's open would).
 std::string read_plan_file(const std::string& path) {
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(path, error) ||
-        std::filesystem::file_size(path, error) > (1u << 20) || error)
-        return "";
-    return read_file(path);
+    constexpr off_t kMost = off_t(1) << 20;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return "";
+    struct stat st {};
+    std::string text;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kMost) {
+        char buffer[4096];
+        for (ssize_t got;
+             off_t(text.size()) <= kMost && (got = ::read(fd, buffer, sizeof buffer)) > 0;)
+            text.append(buffer, std::size_t(got));
+        if (off_t(text.size()) > kMost) text.clear();  // grew while read
+    }
+    ::close(fd);
+    return text;
 }
 
 // The value of the first "name : value" line of /proc/cpuinfo, "" if none.
@@ -93,8 +106,11 @@ std::string build_instructions() {
     return s.empty() ? "scalar" : s.substr(1);
 }
 
-// The compiler, and what changes the times of the code it built: an
-// unoptimized or sanitized build runs many times slower than -O3.
+// The compiler, and what changes the times of the code it built: the
+// optimization level and sanitizers (an unoptimized or sanitized build runs
+// many times slower than -O3). GCC has no macro for the -O level or UBSan,
+// so the Makefile passes its own flags for them (KV_BUILD_FLAGS); without
+// them, what the macros tell.
 std::string compiler() {
 #if defined(__clang__)
     std::string name = "clang " __clang_version__;
@@ -103,6 +119,9 @@ std::string compiler() {
 #else
     std::string name = "unknown compiler";
 #endif
+#if defined(KV_BUILD_FLAGS)
+    if (sizeof KV_BUILD_FLAGS > 1) name += ", " KV_BUILD_FLAGS;
+#else
 #if !defined(__OPTIMIZE__)
     name += ", unoptimized";
 #endif
@@ -111,6 +130,12 @@ std::string compiler() {
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
     name += ", AddressSanitizer";
+#endif
+#endif
+#if defined(__has_feature)
+#if __has_feature(undefined_behavior_sanitizer)
+    name += ", UBSan";
+#endif
 #endif
 #endif
     return name;
@@ -326,13 +351,13 @@ Plans& plans() {
     return p;
 }
 
-// Replaces the file whole: written beside it under a name mkstemp makes
+// Replaces the file whole: written beside it under a name mkostemp makes
 // (new, unpredictable, created with O_EXCL, so a link planted there is never
-// followed), then renamed over it, so a reader never sees half a plan, even
+// followed; closed on exec), then renamed over it, so a reader never sees half a plan, even
 // with two programs saving at once. A failed write keeps the plans in memory only.
 void save(const std::string& path, const std::vector<KernelPlan>& all) {
     std::string tmp = path + ".XXXXXX";
-    const int fd = mkstemp(tmp.data());
+    const int fd = mkostemp(tmp.data(), O_CLOEXEC);
     if (fd < 0) return;
     const std::string text = plan_file_text(this_machine(), all);
     bool written = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
