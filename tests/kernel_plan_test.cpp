@@ -85,6 +85,18 @@ TEST_CASE("choose_matmul picks, for every row class, the candidate the timer say
     }
 }
 
+TEST_CASE("one row and a few rows have the same candidates in the same order") {
+    // So the one-row plan was timed at one row against the few-row plan,
+    // and a step of one row is never planned slower than a step of two.
+    const std::span<const MatmulKernel> one = matmul_kernels(RowClass::one);
+    const std::span<const MatmulKernel> few = matmul_kernels(RowClass::few);
+    REQUIRE(one.size() == few.size());
+    for (std::size_t k = 0; k < one.size(); ++k) {
+        CHECK(std::string(one[k].name) == few[k].name);
+        CHECK((one[k].run == few[k].run));
+    }
+}
+
 namespace {
 
 MatmulChoice last_of_each() {
