@@ -45,29 +45,42 @@ inline std::size_t offset_of(NumberFormat f, int k) {
     return 0;
 }
 
-// The part [first, end) of the rows a kernel walks, asked for kRowsAhead
-// rows ahead of it: within a run, and the next run's first rows once a run
-// begins, so that a paged cache's next block arrives while this one is
-// worked on (the hardware prefetcher stops at each page).
-struct Ahead {
-    std::size_t stride, first, end;
-    void row(const std::byte* r) const {
-        const std::uintptr_t line =
-            reinterpret_cast<std::uintptr_t>(r + first) & ~std::uintptr_t(63);
-        for (std::uintptr_t at = line; at < reinterpret_cast<std::uintptr_t>(r + end); at += 64)
-            __builtin_prefetch(reinterpret_cast<const void*>(at), 0, 3);
+// The part [first, end) of each row a kernel walks, asked for kRowsAhead
+// rows ahead of it, whichever run that row sits in: a paged cache's next
+// block arrives while this one is worked on (the hardware prefetcher stops
+// at each page), a row or a few at a time, as the kernel moves on.
+class Ahead {
+  public:
+    Ahead(std::span<const StoredRun> runs, std::size_t stride, std::size_t first, std::size_t end)
+        : run_(runs.data()),
+          end_(runs.data() + runs.size()),
+          stride_(stride),
+          first_(first),
+          last_(end) {
+        for (int r = 0; r <= kRowsAhead && run_ != end_; ++r) next();  // to row kRowsAhead
     }
-    // Rows j..j+count-1 of a run of m rows, kRowsAhead on.
-    void rows(const StoredRun& run, int m, int j, int count) const {
-        for (int r = j + kRowsAhead; r < j + kRowsAhead + count && r < m; ++r)
-            row(run.rows + std::size_t(r) * stride);
+    // Asks for the next `rows` rows and moves past them.
+    void fetch(int rows) {
+        for (int r = 0; r < rows && run_ != end_; ++r) {
+            const std::byte* row = run_->rows + std::size_t(at_) * stride_;
+            const auto line = reinterpret_cast<std::uintptr_t>(row + first_) & ~std::uintptr_t(63);
+            for (auto p = line; p < reinterpret_cast<std::uintptr_t>(row + last_); p += 64)
+                __builtin_prefetch(reinterpret_cast<const void*>(p), 0, 3);
+            next();
+        }
     }
-    // The first kRowsAhead rows of the run after runs[i], if any.
-    void next_run(std::span<const StoredRun> runs, std::size_t i) const {
-        if (i + 1 < runs.size())
-            for (int r = 0; r < std::min(kRowsAhead, runs[i + 1].count); ++r)
-                row(runs[i + 1].rows + std::size_t(r) * stride);
+
+  private:
+    void next() {
+        if (++at_ < run_->count) return;
+        at_ = 0;
+        while (++run_ != end_ && run_->count == 0) {
+        }
     }
+    const StoredRun* run_;
+    const StoredRun* end_;
+    std::size_t stride_, first_, last_;  // the bytes [first_, last_) of each row are fetched
+    int at_ = -1;                        // the row of *run_ fetched next
 };
 
 // R rows of x (xs floats apart) against C stored rows of w (ws bytes
@@ -111,20 +124,19 @@ void dot_rows_slice(const float* queries, std::size_t query_stride, std::span<co
                     int n_rows, const StoredRows& layout, float* out, std::size_t out_stride) {
     const std::size_t stride = layout.stride;
     const int n = layout.width;
-    const Ahead ahead{stride, 0, layout.bytes()};
+    Ahead ahead(runs, stride, 0, layout.bytes());
     int done = 0;  // keys scored, in the runs before this one
     for (std::size_t i = 0; i < runs.size() && done < n_rows; ++i) {
         const StoredRun& run = runs[i];
         const int m = std::min(run.count, n_rows - done);
-        ahead.next_run(runs, i);
         float* o = out + done;
         int j = 0;
         for (; j + kGroupKeys <= m; j += kGroupKeys) {
-            ahead.rows(run, m, j, kGroupKeys);
+            ahead.fetch(kGroupKeys);
             stored_tile<F, R, kGroupKeys>(queries, query_stride, run.rows + std::size_t(j) * stride,
                                           stride, n, o + j, out_stride);
         }
-        for (; j < m; ++j)
+        for (; j < m; ++j, ahead.fetch(1))
             stored_tile<F, R, 1>(queries, query_stride, run.rows + std::size_t(j) * stride, stride,
                                  n, o + j, out_stride);
         done += m;
@@ -142,16 +154,15 @@ inline void weighted_chunks_for_group(const float* weights, std::size_t weights_
     Lanes acc[Heads][Chunks];
     for (int h = 0; h < Heads; ++h)
         for (int c = 0; c < Chunks; ++c) acc[h][c] = load(out + h * out_stride + c * kLanes);
-    const Ahead ahead{stride, offset_of(F, d), offset_of(F, d + Chunks * kLanes)};
+    Ahead ahead(runs, stride, offset_of(F, d), offset_of(F, d + Chunks * kLanes));
     int done = 0;  // rows summed, in the runs before this one
     for (std::size_t i = 0; i < runs.size() && done < n_rows; ++i) {
         const StoredRun& run = runs[i];
         const int m = std::min(run.count, n_rows - done);
-        ahead.next_run(runs, i);
         const float* w = weights + done;
         for (int j = 0; j < m; ++j) {
             const std::byte* row = run.rows + std::size_t(j) * stride;
-            ahead.rows(run, m, j, 1);
+            ahead.fetch(1);
             Lanes v[Chunks];
             for (int c = 0; c < Chunks; ++c) v[c] = Stored<F>::lanes(row, d + c * kLanes);
             for (int h = 0; h < Heads; ++h) {
