@@ -197,17 +197,15 @@ MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget)
 
 namespace {
 
-// The rows each class is timed at.
+// The rows each class is timed at: a decode step's (a batch of 16 for many).
 std::vector<int> rows_of(RowClass c) {
     if (c == RowClass::one) return {1};
-    return c == RowClass::few ? std::vector<int>{2, kFewRowsMost} : std::vector<int>{16, 64};
+    return c == RowClass::few ? std::vector<int>{2, kFewRowsMost} : std::vector<int>{16};
 }
 
-// Weight bytes one timed run of one or a few rows reads at most: past it,
-// as many whole layers as fit (at least one), the next ones at each run, so
-// that a model larger than the cache streams from DRAM as in a decode step.
+// Weight bytes one timed run reads at most, so that a model larger than
+// the cache streams from DRAM as in a decode step.
 constexpr std::size_t kStreamBytes = std::size_t(32) << 20;
-constexpr std::size_t kManyRowsBytes = std::size_t(4) << 20;  // many rows reuse weights from L1
 
 std::size_t bytes_of(const Matrix& m) {
     return m.data.size() * sizeof(float);
@@ -225,34 +223,30 @@ CandidateTimer model_timer(const Weights& weights) {
     all.push_back(&weights.output);
     std::size_t model_bytes = 0;
     for (const Matrix* m : all) model_bytes += bytes_of(*m);
+    // The matrices of each run, in turn: the whole model, or as many whole
+    // layers as kStreamBytes holds (at least one), the next ones at each run.
+    std::vector<std::vector<const Matrix*>> runs;
+    if (model_bytes <= kStreamBytes || layers == 0) {
+        runs.push_back(all);
+    } else {
+        const std::size_t per_run = std::max<std::size_t>(1, kStreamBytes / (model_bytes / layers));
+        for (std::size_t l = 0; l + per_run <= layers; l += per_run)
+            runs.emplace_back(all.begin() + std::ptrdiff_t(l * kPerLayer),
+                              all.begin() + std::ptrdiff_t((l + per_run) * kPerLayer));
+    }
     struct Work {
-        std::vector<std::vector<const Matrix*>> runs;  // the matrices of each run, in turn
-        std::size_t next = 0;                          // the run to time next
-        std::vector<std::vector<Matrix>> x, y;         // inputs and outputs, per row count
+        std::size_t next = 0;                   // the run to time next
+        std::vector<std::vector<Matrix>> x, y;  // inputs and outputs, per row count
     };
     auto works = std::make_shared<std::map<RowClass, Work>>();
     for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
         Work& work = (*works)[c];
-        if (c == RowClass::many) {
-            std::size_t n = 0, bytes = 0;
-            while (n < all.size() && (n == 0 || bytes + bytes_of(*all[n]) <= kManyRowsBytes))
-                bytes += bytes_of(*all[n++]);
-            work.runs.emplace_back(all.begin(), all.begin() + std::ptrdiff_t(n));
-        } else if (model_bytes <= kStreamBytes || layers == 0) {
-            work.runs.push_back(all);
-        } else {
-            const std::size_t per_run =
-                std::max<std::size_t>(1, kStreamBytes / (model_bytes / layers));
-            for (std::size_t l = 0; l + per_run <= layers; l += per_run)
-                work.runs.emplace_back(all.begin() + std::ptrdiff_t(l * kPerLayer),
-                                       all.begin() + std::ptrdiff_t((l + per_run) * kPerLayer));
-        }
         // An input and an output per row count and matrix; every run has
         // the first one's shapes.
         for (int rows : rows_of(c)) {
             work.x.emplace_back();
             work.y.emplace_back();
-            for (const Matrix* m : work.runs.front()) {
+            for (const Matrix* m : runs.front()) {
                 Matrix x(rows, m->cols);
                 for (std::size_t i = 0; i < x.data.size(); ++i)
                     x.data[i] = float(int(i % 7) - 3) * 0.25f;
@@ -261,10 +255,10 @@ CandidateTimer model_timer(const Weights& weights) {
             }
         }
     }
-    return [works](RowClass c, int k) {
+    return [works, runs](RowClass c, int k) {
         Work& work = works->at(c);
-        const std::vector<const Matrix*>& run = work.runs[work.next];
-        work.next = (work.next + 1) % work.runs.size();
+        const std::vector<const Matrix*>& run = runs[work.next];
+        work.next = (work.next + 1) % runs.size();
         const MatmulKernel& kernel = matmul_kernels(c)[std::size_t(k)];
         const double start = thread_cpu_seconds();
         for (std::size_t r = 0; r < work.x.size(); ++r)
