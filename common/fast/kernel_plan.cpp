@@ -186,11 +186,12 @@ int fastest_candidate(int candidates, const std::function<double(int)>& time,
 
 MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget) {
     MatmulChoice choice;
-    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
+    for (RowClass c : {RowClass::one, RowClass::many}) {
         const std::span<const MatmulKernel> kernels = matmul_kernels(c);
         const int k = fastest_candidate(
             static_cast<int>(kernels.size()), [&](int i) { return time(c, i); }, budget);
         choice.of(c) = &kernels[std::size_t(k)];
+        if (c == RowClass::one) choice.few = &matmul_kernels(RowClass::few)[std::size_t(k)];
     }
     return choice;
 }
@@ -198,9 +199,8 @@ MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget)
 namespace {
 
 // The rows each class is timed at: a decode step's (a batch of 16 for many).
-std::vector<int> rows_of(RowClass c) {
-    if (c == RowClass::one) return {1};
-    return c == RowClass::few ? std::vector<int>{2, kFewRowsMost} : std::vector<int>{16};
+int rows_of(RowClass c) {
+    return c == RowClass::one ? 1 : 16;
 }
 
 // Weight bytes one timed run reads at most, so that a model larger than
@@ -235,24 +235,18 @@ CandidateTimer model_timer(const Weights& weights) {
                               all.begin() + std::ptrdiff_t((l + per_run) * kPerLayer));
     }
     struct Work {
-        std::size_t next = 0;                   // the run to time next
-        std::vector<std::vector<Matrix>> x, y;  // inputs and outputs, per row count
+        std::size_t next = 0;      // the run to time next
+        std::vector<Matrix> x, y;  // an input and an output per matrix of a run
     };
     auto works = std::make_shared<std::map<RowClass, Work>>();
-    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
+    for (RowClass c : {RowClass::one, RowClass::many}) {  // a few rows run one row's kernel
         Work& work = (*works)[c];
-        // An input and an output per row count and matrix; every run has
-        // the first one's shapes.
-        for (int rows : rows_of(c)) {
-            work.x.emplace_back();
-            work.y.emplace_back();
-            for (const Matrix* m : runs.front()) {
-                Matrix x(rows, m->cols);
-                for (std::size_t i = 0; i < x.data.size(); ++i)
-                    x.data[i] = float(int(i % 7) - 3) * 0.25f;
-                work.x.back().push_back(std::move(x));
-                work.y.back().emplace_back(rows, m->rows);
-            }
+        for (const Matrix* m : runs.front()) {  // every run has the first one's shapes
+            Matrix x(rows_of(c), m->cols);
+            for (std::size_t i = 0; i < x.data.size(); ++i)
+                x.data[i] = float(int(i % 7) - 3) * 0.25f;
+            work.x.push_back(std::move(x));
+            work.y.emplace_back(rows_of(c), m->rows);
         }
     }
     return [works, runs](RowClass c, int k) {
@@ -261,9 +255,7 @@ CandidateTimer model_timer(const Weights& weights) {
         work.next = (work.next + 1) % runs.size();
         const MatmulKernel& kernel = matmul_kernels(c)[std::size_t(k)];
         const double start = thread_cpu_seconds();
-        for (std::size_t r = 0; r < work.x.size(); ++r)
-            for (std::size_t i = 0; i < run.size(); ++i)
-                kernel.run(work.x[r][i], *run[i], work.y[r][i]);
+        for (std::size_t i = 0; i < run.size(); ++i) kernel.run(work.x[i], *run[i], work.y[i]);
         return thread_cpu_seconds() - start;
     };
 }

@@ -126,9 +126,8 @@ void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
 //
 // One row and a few rows have the same candidates, weights read once: whole
 // rows in memory order (the hardware prefetcher alone, or with lines asked
-// for ahead), or 8 rows side by side. So the one-row plan is the fastest at
-// one row of a set that holds the few-row plan: a step of one row is never
-// planned slower than a step of two, which does all of its work and more.
+// for ahead), or 8 rows side by side; a few rows run the one-row plan
+// (kernel_plan.h says why).
 template <RowClass C>
 constexpr std::array<MatmulKernel, 3> streams() {
     return {
