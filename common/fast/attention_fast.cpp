@@ -22,8 +22,12 @@ namespace {
 // ------------------------------------------------- a group of query heads
 
 // Up to 4 query heads (by_fours) scored together, 4 keys at a time: 16
-// accumulators, one full reduce_many block (the matrix products' tile).
-inline constexpr int kGroupKeys = 4;
+// accumulators, one full reduce_many block, in 32 registers of 16 floats.
+// A build of 16 registers of 8 or 4 floats (kParts of them to a Lanes)
+// holds 4 heads' sums of one key, and a weighted sum's outputs one kLanes
+// chunk at a time: more would wait on memory for every addition.
+inline constexpr int kGroupKeys = kParts == 1 ? 4 : 1;
+inline constexpr int kMostChunks = kParts == 1 ? 4 : 1;
 
 // Keys and values are asked for kRowsAhead positions ahead of use: between
 // two reads of a sequence's cache every weight of the model passes through
@@ -182,19 +186,21 @@ void weighted_sum_add_slice(const float* weights, std::size_t weights_stride,
     const std::size_t stride = layout.stride;
     const int width = layout.width;
     int d = 0;
-    for (; d + 4 * kLanes <= width; d += 4 * kLanes)
-        weighted_chunks_for_group<F, Heads, 4>(weights, weights_stride, runs, n_rows, d, stride,
-                                               out + d, out_stride);
-    if (d + 2 * kLanes <= width) {
-        weighted_chunks_for_group<F, Heads, 2>(weights, weights_stride, runs, n_rows, d, stride,
-                                               out + d, out_stride);
-        d += 2 * kLanes;
-    }
-    if (d + kLanes <= width) {
-        weighted_chunks_for_group<F, Heads, 1>(weights, weights_stride, runs, n_rows, d, stride,
-                                               out + d, out_stride);
-        d += kLanes;
-    }
+    for (; d + kMostChunks * kLanes <= width; d += kMostChunks * kLanes)
+        weighted_chunks_for_group<F, Heads, kMostChunks>(weights, weights_stride, runs, n_rows, d,
+                                                         stride, out + d, out_stride);
+    if constexpr (kMostChunks > 2)
+        if (d + 2 * kLanes <= width) {
+            weighted_chunks_for_group<F, Heads, 2>(weights, weights_stride, runs, n_rows, d, stride,
+                                                   out + d, out_stride);
+            d += 2 * kLanes;
+        }
+    if constexpr (kMostChunks > 1)
+        if (d + kLanes <= width) {
+            weighted_chunks_for_group<F, Heads, 1>(weights, weights_stride, runs, n_rows, d, stride,
+                                                   out + d, out_stride);
+            d += kLanes;
+        }
     if (d == width) return;
     int done = 0;
     for (const StoredRun& run : runs) {  // the last width % kLanes outputs, one at a time
