@@ -53,6 +53,10 @@ $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(ALL_FLAGS) -c -o $@ $<
 
+# A kernel plan is kept for the build it was measured in, and GCC has no
+# macro for the -O level or UBSan: this one file is told them.
+$(BUILD)/common/fast/kernel_plan.o: ALL_FLAGS += -DKV_BUILD_FLAGS='"$(filter -O% -fsanitize=%,$(CXXFLAGS) $(EXTRA))"'
+
 # Each chapter also saves its numbers as JSON; the last one, the closing
 # table, reads them back.
 # The closing table (chapter 06) reads every other chapter's results, so it

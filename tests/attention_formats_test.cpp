@@ -123,6 +123,32 @@ TEST_CASE("the group kernels read every format in place to the plain loops' last
                 }
 }
 
+TEST_CASE(
+    "a score whose products are all zeros is +0 as the plain loops' is, whatever their signs") {
+    // Keys of zeros against negative queries: every product is -0. The
+    // plain loops start each partial sum at +0, so the score is +0; a
+    // kernel that starts a sum at its first product must put the sign right.
+    for (const NumberFormat format : kFormats)
+        for (int width : {6, 16, 32, 40}) {
+            const int heads = 1, n_rows = 9;
+            const RowFormat row_format{format, heads, width};
+            std::vector<std::byte> stored(std::size_t(n_rows) * row_format.bytes());
+            const std::vector<float> zeros(std::size_t(width), 0.0f);
+            for (int r = 0; r < n_rows; ++r)
+                narrow_row_plain(row_format, zeros.data(),
+                                 stored.data() + std::size_t(r) * row_format.bytes());
+            std::vector<float> q(std::size_t(4) * width, -0.5f);
+            q[1] = 0.0f;  // and one +0 product among the -0 ones
+            const StoredRun run{stored.data(), n_rows};
+            std::vector<float> scores(std::size_t(4) * n_rows, -1.0f);
+            dot_rows_for_group(q.data(), 4, std::size_t(width), std::span(&run, 1), n_rows,
+                               {format, row_format.bytes(), width}, scores.data(),
+                               std::size_t(n_rows));
+            INFO(format_name(format) << " width " << width);
+            for (const float s : scores) CHECK(std::bit_cast<std::uint32_t>(s) == 0u);
+        }
+}
+
 TEST_CASE("widening in registers gives the plain conversions' bits for every 16-bit pattern") {
     std::vector<std::uint16_t> patterns(1 << 16);
     for (std::size_t i = 0; i < patterns.size(); ++i) patterns[i] = std::uint16_t(i);

@@ -22,20 +22,17 @@ namespace {
 // ------------------------------------------------- a group of query heads
 
 // Up to 4 query heads (by_fours) scored together, 4 keys at a time: 16
-// accumulators, one full reduce_many block (the matrix products' tile).
-inline constexpr int kGroupKeys = 4;
+// accumulators, one full reduce_many block, in 32 registers of 16 floats.
+// A build of 16 registers of 8 or 4 floats (kParts of them to a Lanes)
+// holds 4 heads' sums of one key, and a weighted sum's outputs one kLanes
+// chunk at a time: more would wait on memory for every addition.
+inline constexpr int kGroupKeys = kParts == 1 ? 4 : 1;
+inline constexpr int kMostChunks = kParts == 1 ? 4 : 1;
 
-// Keys and values are asked for 16 positions ahead of use: between two
-// reads of a sequence's cache every weight of the model passes through the
-// caches, and the hardware finds the stride of one head's rows too late.
+// Keys and values are asked for kRowsAhead positions ahead of use: between
+// two reads of a sequence's cache every weight of the model passes through
+// the caches, and the hardware finds the stride of one head's rows too late.
 inline constexpr int kRowsAhead = 16;
-
-// Asks for every cache line of the bytes [p, end).
-inline void prefetch_bytes(const std::byte* p, const std::byte* end) {
-    const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t(63);
-    for (std::uintptr_t line = first; line < reinterpret_cast<std::uintptr_t>(end); line += 64)
-        __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
-}
 
 // Bytes from a row's start to where number k's part of it begins: an int8
 // row keeps each block's scale before its numbers.
@@ -52,113 +49,100 @@ inline std::size_t offset_of(NumberFormat f, int k) {
     return 0;
 }
 
-// The rows of runs, kRowsAhead rows ahead of a kernel walking them in
-// order, whichever run they sit in: the next block of a paged cache arrives
-// while this one is worked on (the hardware prefetcher stops at each page).
-class Lookahead {
+// The part [first, end) of each row a kernel walks, asked for kRowsAhead
+// rows ahead of it, whichever run that row sits in: a paged cache's next
+// block arrives while this one is worked on (the hardware prefetcher stops
+// at each page), a row or a few at a time, as the kernel moves on.
+class Ahead {
   public:
-    // Rows of n_rows in all, the bytes [first, end) of each.
-    Lookahead(std::span<const StoredRun> runs, std::size_t stride, int n_rows, std::size_t first,
-              std::size_t end)
+    Ahead(std::span<const StoredRun> runs, std::size_t stride, std::size_t first, std::size_t end)
         : run_(runs.data()),
           end_(runs.data() + runs.size()),
           stride_(stride),
           first_(first),
-          end_byte_(end),
-          left_(n_rows) {
-        skip(kRowsAhead);
+          last_(end) {
+        for (int r = 0; r <= kRowsAhead && run_ != end_; ++r) next();  // to row kRowsAhead
     }
     // Asks for the next `rows` rows and moves past them.
     void fetch(int rows) {
-        for (int r = 0; r < rows && left_ > 0; ++r) {
+        for (int r = 0; r < rows && run_ != end_; ++r) {
             const std::byte* row = run_->rows + std::size_t(at_) * stride_;
-            prefetch_bytes(row + first_, row + end_byte_);
-            skip(1);
+            const auto line = reinterpret_cast<std::uintptr_t>(row + first_) & ~std::uintptr_t(63);
+            for (auto p = line; p < reinterpret_cast<std::uintptr_t>(row + last_); p += 64)
+                __builtin_prefetch(reinterpret_cast<const void*>(p), 0, 3);
+            next();
         }
     }
 
   private:
-    void skip(int rows) {
-        at_ += rows;
-        left_ -= rows;
-        while (run_ != end_ && at_ >= run_->count) at_ -= (run_++)->count;
-        if (run_ == end_) left_ = 0;
+    void next() {
+        if (++at_ < run_->count) return;
+        at_ = 0;
+        while (++run_ != end_ && run_->count == 0) {
+        }
     }
     const StoredRun* run_;
     const StoredRun* end_;
-    std::size_t stride_;
-    std::size_t first_, end_byte_;  // the part of each row fetched
-    int left_;                      // rows still to fetch, of the n_rows the kernel reads
-    int at_ = 0;                    // the next row to fetch: row at_ of *run_
+    std::size_t stride_, first_, last_;  // the bytes [first_, last_) of each row are fetched
+    int at_ = -1;                        // the row of *run_ fetched next
 };
 
 // R rows of x (xs floats apart) against C stored rows of w (ws bytes
-// apart): out[r * os + c] = dot(x row r, w row c widened, n). The float32
-// rows go through lanes.h's tile itself; the others through the same
-// loop, each of w's numbers widened as it is loaded.
+// apart): out[r * os + c] = dot(x row r, w row c widened, n), each of w's
+// numbers widened as it is loaded. Inlined into the walk over the keys, so
+// that the R x C sums stay in registers from the first product to the tree.
+//
+// Each lane's sum starts at its first product, not at 0 + that product:
+// the two differ only when the product is -0, and then only in the sign of
+// a zero, which the tree carries at most to a finished sum of -0 where the
+// book's is +0 (0 + x is never -0, and x + y is -0 only if both are). One
+// addition of +0 to each finished sum puts that right, instead of one per lane.
 template <NumberFormat F, int R, int C>
-inline void stored_tile(const float* x, std::size_t xs, const std::byte* w, std::size_t ws, int n,
-                        float* out, std::size_t os) {
-    if constexpr (F == NumberFormat::float32) {
-        NoPrefetch none;
-        tile<R, C>(x, xs, reinterpret_cast<const float*>(w), ws / sizeof(float), n, out, os, none);
-    } else {
-        Lanes acc[R][C];
-        for (int r = 0; r < R; ++r)
-            for (int c = 0; c < C; ++c) acc[r][c] = Lanes{};
-        int k = 0;
-        for (; k + kLanes <= n; k += kLanes) {
-            Lanes xv[R], wv[C];
-            for (int r = 0; r < R; ++r) xv[r] = load(x + r * xs + k);
-            for (int c = 0; c < C; ++c) wv[c] = Stored<F>::lanes(w + c * ws, k);
-            for (int r = 0; r < R; ++r)
-                for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
+[[gnu::always_inline]] inline void stored_tile(const float* x, std::size_t xs, const std::byte* w,
+                                               std::size_t ws, int n, float* out, std::size_t os) {
+    Lanes acc[R][C];
+    auto add = [&](int k, bool first) {
+        Lanes wv[C];
+        const bool tail = k + kLanes > n;
+        for (int c = 0; c < C; ++c)
+            wv[c] = tail ? Stored<F>::tail(w + c * ws, k, n - k) : Stored<F>::lanes(w + c * ws, k);
+        for (int r = 0; r < R; ++r) {
+            const Lanes xv = tail ? load_tail(x + r * xs + k, n - k) : load(x + r * xs + k);
+            for (int c = 0; c < C; ++c) acc[r][c] = first ? xv * wv[c] : acc[r][c] + xv * wv[c];
         }
-        if (k < n) {
-            Lanes xv[R], wv[C];
-            for (int r = 0; r < R; ++r) xv[r] = load_tail(x + r * xs + k, n - k);
-            for (int c = 0; c < C; ++c) wv[c] = Stored<F>::tail(w + c * ws, k, n - k);
-            for (int r = 0; r < R; ++r)
-                for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
-        }
-        float sums[R * C];
-        reduce_many<R * C>(&acc[0][0], sums);
-        for (int r = 0; r < R; ++r)
-            for (int c = 0; c < C; ++c) out[r * os + c] = sums[r * C + c];
-    }
+    };
+    add(0, true);
+    for (int k = kLanes; k < n; k += kLanes) add(k, false);
+    Lanes sums[(R * C + kLanes - 1) / kLanes];
+    reduce_many<R * C>(&acc[0][0], reinterpret_cast<float*>(sums));
+    for (Lanes& s : sums) s += Lanes{};
+    const float* sum = reinterpret_cast<const float*>(sums);
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) out[r * os + c] = sum[r * C + c];
 }
 
-// R queries against keys j.. of one run, C at a time; returns the next key.
-template <NumberFormat F, int R, int C>
-inline int group_key_blocks(const float* q, std::size_t query_stride, const std::byte* rows, int j,
-                            int n_rows, std::size_t stride, int n, float* out,
-                            std::size_t out_stride, Lookahead& ahead) {
-    for (; j + C <= n_rows; j += C) {
-        ahead.fetch(C);
-        stored_tile<F, R, C>(q, query_stride, rows + std::size_t(j) * stride, stride, n, out + j,
-                             out_stride);
-    }
-    return j;
-}
-
-// R queries against the first n_rows keys of the runs, run after run.
+// R queries against the first n_rows keys of the runs, run after run,
+// kGroupKeys keys at a time, then one at a time.
 template <NumberFormat F, int R>
 void dot_rows_slice(const float* queries, std::size_t query_stride, std::span<const StoredRun> runs,
                     int n_rows, const StoredRows& layout, float* out, std::size_t out_stride) {
     const std::size_t stride = layout.stride;
     const int n = layout.width;
-    Lookahead ahead(runs, stride, n_rows, 0, layout.bytes());
+    Ahead ahead(runs, stride, 0, layout.bytes());
     int done = 0;  // keys scored, in the runs before this one
-    for (const StoredRun& run : runs) {
+    for (std::size_t i = 0; i < runs.size() && done < n_rows; ++i) {
+        const StoredRun& run = runs[i];
         const int m = std::min(run.count, n_rows - done);
-        if (m <= 0) break;
         float* o = out + done;
-        int j = group_key_blocks<F, R, kGroupKeys>(queries, query_stride, run.rows, 0, m, stride, n,
-                                                   o, out_stride, ahead);
-        j = group_key_blocks<F, R, 2>(queries, query_stride, run.rows, j, m, stride, n, o,
-                                      out_stride, ahead);
-        group_key_blocks<F, R, 1>(queries, query_stride, run.rows, j, m, stride, n, o, out_stride,
-                                  ahead);
+        int j = 0;
+        for (; j + kGroupKeys <= m; j += kGroupKeys) {
+            ahead.fetch(kGroupKeys);
+            stored_tile<F, R, kGroupKeys>(queries, query_stride, run.rows + std::size_t(j) * stride,
+                                          stride, n, o + j, out_stride);
+        }
+        for (; j < m; ++j, ahead.fetch(1))
+            stored_tile<F, R, 1>(queries, query_stride, run.rows + std::size_t(j) * stride, stride,
+                                 n, o + j, out_stride);
         done += m;
     }
 }
@@ -174,11 +158,11 @@ inline void weighted_chunks_for_group(const float* weights, std::size_t weights_
     Lanes acc[Heads][Chunks];
     for (int h = 0; h < Heads; ++h)
         for (int c = 0; c < Chunks; ++c) acc[h][c] = load(out + h * out_stride + c * kLanes);
-    Lookahead ahead(runs, stride, n_rows, offset_of(F, d), offset_of(F, d + Chunks * kLanes));
+    Ahead ahead(runs, stride, offset_of(F, d), offset_of(F, d + Chunks * kLanes));
     int done = 0;  // rows summed, in the runs before this one
-    for (const StoredRun& run : runs) {
+    for (std::size_t i = 0; i < runs.size() && done < n_rows; ++i) {
+        const StoredRun& run = runs[i];
         const int m = std::min(run.count, n_rows - done);
-        if (m <= 0) break;
         const float* w = weights + done;
         for (int j = 0; j < m; ++j) {
             const std::byte* row = run.rows + std::size_t(j) * stride;
@@ -202,19 +186,21 @@ void weighted_sum_add_slice(const float* weights, std::size_t weights_stride,
     const std::size_t stride = layout.stride;
     const int width = layout.width;
     int d = 0;
-    for (; d + 4 * kLanes <= width; d += 4 * kLanes)
-        weighted_chunks_for_group<F, Heads, 4>(weights, weights_stride, runs, n_rows, d, stride,
-                                               out + d, out_stride);
-    if (d + 2 * kLanes <= width) {
-        weighted_chunks_for_group<F, Heads, 2>(weights, weights_stride, runs, n_rows, d, stride,
-                                               out + d, out_stride);
-        d += 2 * kLanes;
-    }
-    if (d + kLanes <= width) {
-        weighted_chunks_for_group<F, Heads, 1>(weights, weights_stride, runs, n_rows, d, stride,
-                                               out + d, out_stride);
-        d += kLanes;
-    }
+    for (; d + kMostChunks * kLanes <= width; d += kMostChunks * kLanes)
+        weighted_chunks_for_group<F, Heads, kMostChunks>(weights, weights_stride, runs, n_rows, d,
+                                                         stride, out + d, out_stride);
+    if constexpr (kMostChunks > 2)
+        if (d + 2 * kLanes <= width) {
+            weighted_chunks_for_group<F, Heads, 2>(weights, weights_stride, runs, n_rows, d, stride,
+                                                   out + d, out_stride);
+            d += 2 * kLanes;
+        }
+    if constexpr (kMostChunks > 1)
+        if (d + kLanes <= width) {
+            weighted_chunks_for_group<F, Heads, 1>(weights, weights_stride, runs, n_rows, d, stride,
+                                                   out + d, out_stride);
+            d += kLanes;
+        }
     if (d == width) return;
     int done = 0;
     for (const StoredRun& run : runs) {  // the last width % kLanes outputs, one at a time

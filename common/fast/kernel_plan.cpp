@@ -1,5 +1,7 @@
 #include "kernel_plan.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,13 +33,24 @@ std::string read_file(const std::string& path) {
 // A saved plan is state under build/, and state is input too: only a
 // regular file of at most 1 MiB is read (a FIFO would block every chapter,
 // --help included, and a huge file fill the memory); anything else reads as
-// no plan, and the shapes are measured again.
+// no plan, and the shapes are measured again. What is checked is the file
+// opened (fstat of the descriptor), so nothing can be swapped in between the
+// check and the read; opening does not wait (O_NONBLOCK: a FIFO's open would).
 std::string read_plan_file(const std::string& path) {
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(path, error) ||
-        std::filesystem::file_size(path, error) > (1u << 20) || error)
-        return "";
-    return read_file(path);
+    constexpr off_t kMost = off_t(1) << 20;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return "";
+    struct stat st {};
+    std::string text;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kMost) {
+        char buffer[4096];
+        for (ssize_t got;
+             off_t(text.size()) <= kMost && (got = ::read(fd, buffer, sizeof buffer)) > 0;)
+            text.append(buffer, std::size_t(got));
+        if (off_t(text.size()) > kMost) text.clear();  // grew while read
+    }
+    ::close(fd);
+    return text;
 }
 
 // The value of the first "name : value" line of /proc/cpuinfo, "" if none.
@@ -93,8 +106,11 @@ std::string build_instructions() {
     return s.empty() ? "scalar" : s.substr(1);
 }
 
-// The compiler, and what changes the times of the code it built: an
-// unoptimized or sanitized build runs many times slower than -O3.
+// The compiler, and what changes the times of the code it built: the
+// optimization level and sanitizers (an unoptimized or sanitized build runs
+// many times slower than -O3). GCC has no macro for the -O level or UBSan,
+// so the Makefile passes its own flags for them (KV_BUILD_FLAGS); without
+// them, what the macros tell.
 std::string compiler() {
 #if defined(__clang__)
     std::string name = "clang " __clang_version__;
@@ -103,6 +119,9 @@ std::string compiler() {
 #else
     std::string name = "unknown compiler";
 #endif
+#if defined(KV_BUILD_FLAGS)
+    if (sizeof KV_BUILD_FLAGS > 1) name += ", " KV_BUILD_FLAGS;
+#else
 #if !defined(__OPTIMIZE__)
     name += ", unoptimized";
 #endif
@@ -111,6 +130,12 @@ std::string compiler() {
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
     name += ", AddressSanitizer";
+#endif
+#endif
+#if defined(__has_feature)
+#if __has_feature(undefined_behavior_sanitizer)
+    name += ", UBSan";
+#endif
 #endif
 #endif
     return name;
@@ -161,28 +186,26 @@ int fastest_candidate(int candidates, const std::function<double(int)>& time,
 
 MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget) {
     MatmulChoice choice;
-    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
+    for (RowClass c : {RowClass::one, RowClass::many}) {
         const std::span<const MatmulKernel> kernels = matmul_kernels(c);
         const int k = fastest_candidate(
             static_cast<int>(kernels.size()), [&](int i) { return time(c, i); }, budget);
         choice.of(c) = &kernels[std::size_t(k)];
+        if (c == RowClass::one) choice.few = &matmul_kernels(RowClass::few)[std::size_t(k)];
     }
     return choice;
 }
 
 namespace {
 
-// The rows each class is timed at.
-std::vector<int> rows_of(RowClass c) {
-    if (c == RowClass::one) return {1};
-    return c == RowClass::few ? std::vector<int>{2, kFewRowsMost} : std::vector<int>{16, 64};
+// The rows each class is timed at: a decode step's (a batch of 16 for many).
+int rows_of(RowClass c) {
+    return c == RowClass::one ? 1 : 16;
 }
 
-// Weight bytes one timed run of one or a few rows reads at most: past it,
-// as many whole layers as fit (at least one), the next ones at each run, so
-// that a model larger than the cache streams from DRAM as in a decode step.
+// Weight bytes one timed run reads at most, so that a model larger than
+// the cache streams from DRAM as in a decode step.
 constexpr std::size_t kStreamBytes = std::size_t(32) << 20;
-constexpr std::size_t kManyRowsBytes = std::size_t(4) << 20;  // many rows reuse weights from L1
 
 std::size_t bytes_of(const Matrix& m) {
     return m.data.size() * sizeof(float);
@@ -200,51 +223,39 @@ CandidateTimer model_timer(const Weights& weights) {
     all.push_back(&weights.output);
     std::size_t model_bytes = 0;
     for (const Matrix* m : all) model_bytes += bytes_of(*m);
+    // The matrices of each run, in turn: the whole model, or as many whole
+    // layers as kStreamBytes holds (at least one), the next ones at each run.
+    std::vector<std::vector<const Matrix*>> runs;
+    if (model_bytes <= kStreamBytes || layers == 0) {
+        runs.push_back(all);
+    } else {
+        const std::size_t per_run = std::max<std::size_t>(1, kStreamBytes / (model_bytes / layers));
+        for (std::size_t l = 0; l + per_run <= layers; l += per_run)
+            runs.emplace_back(all.begin() + std::ptrdiff_t(l * kPerLayer),
+                              all.begin() + std::ptrdiff_t((l + per_run) * kPerLayer));
+    }
     struct Work {
-        std::vector<std::vector<const Matrix*>> runs;  // the matrices of each run, in turn
-        std::size_t next = 0;                          // the run to time next
-        std::vector<std::vector<Matrix>> x, y;         // inputs and outputs, per row count
+        std::size_t next = 0;      // the run to time next
+        std::vector<Matrix> x, y;  // an input and an output per matrix of a run
     };
     auto works = std::make_shared<std::map<RowClass, Work>>();
-    for (RowClass c : {RowClass::one, RowClass::few, RowClass::many}) {
+    for (RowClass c : {RowClass::one, RowClass::many}) {  // a few rows run one row's kernel
         Work& work = (*works)[c];
-        if (c == RowClass::many) {
-            std::size_t n = 0, bytes = 0;
-            while (n < all.size() && (n == 0 || bytes + bytes_of(*all[n]) <= kManyRowsBytes))
-                bytes += bytes_of(*all[n++]);
-            work.runs.emplace_back(all.begin(), all.begin() + std::ptrdiff_t(n));
-        } else if (model_bytes <= kStreamBytes || layers == 0) {
-            work.runs.push_back(all);
-        } else {
-            const std::size_t per_run =
-                std::max<std::size_t>(1, kStreamBytes / (model_bytes / layers));
-            for (std::size_t l = 0; l + per_run <= layers; l += per_run)
-                work.runs.emplace_back(all.begin() + std::ptrdiff_t(l * kPerLayer),
-                                       all.begin() + std::ptrdiff_t((l + per_run) * kPerLayer));
-        }
-        // An input and an output per row count and matrix; every run has
-        // the first one's shapes.
-        for (int rows : rows_of(c)) {
-            work.x.emplace_back();
-            work.y.emplace_back();
-            for (const Matrix* m : work.runs.front()) {
-                Matrix x(rows, m->cols);
-                for (std::size_t i = 0; i < x.data.size(); ++i)
-                    x.data[i] = float(int(i % 7) - 3) * 0.25f;
-                work.x.back().push_back(std::move(x));
-                work.y.back().emplace_back(rows, m->rows);
-            }
+        for (const Matrix* m : runs.front()) {  // every run has the first one's shapes
+            Matrix x(rows_of(c), m->cols);
+            for (std::size_t i = 0; i < x.data.size(); ++i)
+                x.data[i] = float(int(i % 7) - 3) * 0.25f;
+            work.x.push_back(std::move(x));
+            work.y.emplace_back(rows_of(c), m->rows);
         }
     }
-    return [works](RowClass c, int k) {
+    return [works, runs](RowClass c, int k) {
         Work& work = works->at(c);
-        const std::vector<const Matrix*>& run = work.runs[work.next];
-        work.next = (work.next + 1) % work.runs.size();
+        const std::vector<const Matrix*>& run = runs[work.next];
+        work.next = (work.next + 1) % runs.size();
         const MatmulKernel& kernel = matmul_kernels(c)[std::size_t(k)];
         const double start = thread_cpu_seconds();
-        for (std::size_t r = 0; r < work.x.size(); ++r)
-            for (std::size_t i = 0; i < run.size(); ++i)
-                kernel.run(work.x[r][i], *run[i], work.y[r][i]);
+        for (std::size_t i = 0; i < run.size(); ++i) kernel.run(work.x[i], *run[i], work.y[i]);
         return thread_cpu_seconds() - start;
     };
 }
@@ -326,13 +337,13 @@ Plans& plans() {
     return p;
 }
 
-// Replaces the file whole: written beside it under a name mkstemp makes
+// Replaces the file whole: written beside it under a name mkostemp makes
 // (new, unpredictable, created with O_EXCL, so a link planted there is never
-// followed), then renamed over it, so a reader never sees half a plan, even
+// followed; closed on exec), then renamed over it, so a reader never sees half a plan, even
 // with two programs saving at once. A failed write keeps the plans in memory only.
 void save(const std::string& path, const std::vector<KernelPlan>& all) {
     std::string tmp = path + ".XXXXXX";
-    const int fd = mkstemp(tmp.data());
+    const int fd = mkostemp(tmp.data(), O_CLOEXEC);
     if (fd < 0) return;
     const std::string text = plan_file_text(this_machine(), all);
     bool written = ::write(fd, text.data(), text.size()) == ssize_t(text.size());

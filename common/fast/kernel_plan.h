@@ -56,15 +56,20 @@ struct PlanBudget {
 int fastest_candidate(int candidates, const std::function<double(int)>& time,
                       const PlanBudget& budget = {});
 
-// time(row class, k): one run of matmul_kernels(row class)[k].
+// time(row class, k): one run of matmul_kernels(row class)[k]. One row and
+// many rows get the fastest of their candidates; a few rows run the one-row
+// kernel (the same candidate of their list, which is one row's): the same
+// weights streamed past with more rows of work, so a step of two rows is
+// never shorter than a step of one, whatever the timer's noise.
 using CandidateTimer = std::function<double(RowClass, int)>;
 MatmulChoice choose_matmul(const CandidateTimer& time, const PlanBudget& budget = {});
 
 // The timer the model's plan uses, in this thread's CPU time: inputs of the
-// class's row counts (1; 2 and 4; 16 and 64) times the model's own weight
-// matrices in a forward pass's order. One and a few rows walk the whole
-// model (past 32 MiB, whole layers in turn), so their weights come from
-// where a decode step finds them; many rows take the first 4 MiB.
+// class's row count (1, or 16 for many) times the model's own weight matrices
+// in a forward pass's order, walking the whole model (past 32 MiB, whole
+// layers in turn), so that the weights come from where a decode step finds
+// them: a tile that is fastest on weights in L2 can be slow on weights
+// that arrive from DRAM.
 CandidateTimer model_timer(const Weights& weights);
 
 // ------------------------------------------------------------- plan files

@@ -1,6 +1,6 @@
 // The vectors every fast kernel is written in: kLanes floats as one value,
 // the pairwise trees that finish kLanes partial sums (kernels.h's order),
-// the register tile of R rows against C rows, and prefetch hints. Shared by
+// prefetch hints, and the register tile of R rows against C rows. Shared by
 // the matrix products (matmul_fast.cpp) and attention (attention_fast.cpp).
 #pragma once
 
@@ -178,41 +178,6 @@ inline void prefetch_span(const float* p, int n) {
         __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
 }
 
-// -------------------------------------------------------------- the tile
-
-// R rows of x (xs apart) against C rows of w (ws apart): out[r * os + c] =
-// dot(x row r, w row c, n), so each number loaded from x serves C sums and
-// each from w serves R. The accumulators start from zero one by one: GCC
-// clears an `= {}` array with a rep stos on every tile.
-template <int R, int C, class Pf>
-inline void tile(const float* x, std::size_t xs, const float* w, std::size_t ws, int n, float* out,
-                 std::size_t os, Pf& pf) {
-    Lanes acc[R][C];
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) acc[r][c] = Lanes{};
-    int k = 0;
-    for (; k + kLanes <= n; k += kLanes) {
-        pf.step(k);
-        Lanes xv[R], wv[C];
-        for (int r = 0; r < R; ++r) xv[r] = load(x + r * xs + k);
-        for (int c = 0; c < C; ++c) wv[c] = load(w + c * ws + k);
-        for (int r = 0; r < R; ++r)
-            for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
-    }
-    if (k < n) {
-        pf.step(k);
-        Lanes xv[R], wv[C];
-        for (int r = 0; r < R; ++r) xv[r] = load_tail(x + r * xs + k, n - k);
-        for (int c = 0; c < C; ++c) wv[c] = load_tail(w + c * ws + k, n - k);
-        for (int r = 0; r < R; ++r)
-            for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
-    }
-    float sums[R * C];
-    reduce_many<R * C>(&acc[0][0], sums);
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) out[r * os + c] = sums[r * C + c];
-}
-
 // ------------------------------------------------- the tile, in registers
 
 // The widest vector this build has: 16 floats with AVX-512, 8 with AVX,
@@ -311,9 +276,13 @@ template <int R, int C>
     }
 }
 
-// tile() with each loaded number kept in a register and the lanes split in
-// the build's own vectors, so that R x C x kParts accumulators, R rows of x
-// and one row of w fit in the registers: the same sums, lane for lane.
+// R rows of x (xs apart) against C rows of w (ws apart): out[r * os + c] =
+// dot(x row r, w row c, n), so each number loaded from x serves C sums and
+// each from w serves R. Each loaded number is kept in a register and the
+// lanes are split in the build's own vectors, so that R x C x kParts
+// accumulators, R rows of x and one row of w fit in the registers: each sum
+// is the book's, lane for lane. The accumulators start from zero one by
+// one: GCC clears an `= {}` array with a rep stos on every tile.
 template <int R, int C, class Pf>
 inline void tile_in_registers(const float* x, std::size_t xs, const float* w, std::size_t ws, int n,
                               float* out, std::size_t os, Pf& pf) {
@@ -334,7 +303,7 @@ inline void tile_in_registers(const float* x, std::size_t xs, const float* w, st
             tile_step<R, C>(xv, w + at, ws, acc[p]);
         }
     }
-    if (k < n) {  // the tail, padded with zeros as tile() pads it
+    if (k < n) {  // the tail, padded with zeros (0 * 0 changes no sum)
         pf.step(k);
         float xt[R][kLanes], wt[C][kLanes];
         for (int r = 0; r < R; ++r) {

@@ -3,6 +3,7 @@
 // number of rows is measured on this machine (kernel_plan.h). Each trick
 // carries one sentence of why; what it measured is in tests/bench/README.md.
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "../core/kernels.h"
@@ -16,41 +17,27 @@ namespace {
 
 // ---------------------------------------------- matrix products: the streams
 
-// How a tile is computed: tile() as lanes.h writes it, or with every
-// loaded number held in a register (tile_in_registers).
-struct AsWritten {
-    template <int R, int C, class Pf>
-    static void run(const float* x, std::size_t xs, const float* w, std::size_t ws, int n,
-                    float* out, std::size_t os, Pf& pf) {
-        tile<R, C>(x, xs, w, ws, n, out, os, pf);
-    }
-};
-struct InRegisters {
-    template <int R, int C, class Pf>
-    static void run(const float* x, std::size_t xs, const float* w, std::size_t ws, int n,
-                    float* out, std::size_t os, Pf& pf) {
-        tile_in_registers<R, C>(x, xs, w, ws, n, out, os, pf);
-    }
-};
+// Every tile is tile_in_registers (lanes.h): each loaded number held in a
+// register, the lanes split in the build's own vectors.
 
 // Rows i0..i0+R-1 of x against the last weight rows from j on (fewer
 // than C): tiles of 4, 2 and 1 weight rows.
-template <class T, int R, int C>
+template <int R, int C>
 inline void leftover_columns(const Matrix& x, int i0, const Matrix& w, int j, Matrix& y) {
     NoPrefetch none;
     if constexpr (C > 1) {
         constexpr int Next = C > 4 ? 4 : C / 2;
         for (; j + Next <= w.rows; j += Next)
-            T::template run<R, Next>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j),
-                                     y.cols, none);
-        leftover_columns<T, R, Next>(x, i0, w, j, y);
+            tile_in_registers<R, Next>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j),
+                                       y.cols, none);
+        leftover_columns<R, Next>(x, i0, w, j, y);
     }
 }
 
 // Up to 4 rows of x in one pass over the weights, C weight rows at a time:
 // the weights stream past once, and C rows keep C streams of loads in
 // flight, the next C rows fetched meanwhile.
-template <int C, class T = AsWritten>
+template <int C>
 void stream(const Matrix& x, const Matrix& w, Matrix& y) {
     by_fours(x.rows, [&](auto rows, int i0) {
         constexpr int R = decltype(rows)::value;
@@ -58,20 +45,23 @@ void stream(const Matrix& x, const Matrix& w, Matrix& y) {
         for (; j + C <= w.rows; j += C) {
             RowsAhead<C> pf;
             if (j + 2 * C <= w.rows) pf = {w.row(j + C), std::size_t(w.cols)};
-            T::template run<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j), y.cols,
-                                  pf);
+            tile_in_registers<R, C>(x.row(i0), x.cols, w.row(j), w.cols, x.cols, &y.at(i0, j),
+                                    y.cols, pf);
         }
-        leftover_columns<T, R, C>(x, i0, w, j, y);
+        leftover_columns<R, C>(x, i0, w, j, y);
     });
 }
 
 // One weight row after another, as the plain peer reads them, so the
 // weights pass in memory order: one stream the hardware prefetcher follows
-// from DRAM, the line Ahead floats on asked for at each vector step.
+// from DRAM; with Ahead > 0, the line Ahead floats on is also asked for at
+// each vector step, for a core whose prefetcher does not run far enough.
 template <int Ahead>
 struct LinearAhead {
     const float* row = nullptr;
-    void step(int k) { __builtin_prefetch(row + k + Ahead, 0, 3); }
+    void step(int k) {
+        if constexpr (Ahead > 0) __builtin_prefetch(row + k + Ahead, 0, 3);
+    }
 };
 
 template <int Ahead>
@@ -89,14 +79,14 @@ void in_order(const Matrix& x, const Matrix& w, Matrix& y) {
 // ------------------------------------------------ matrix products: the tiles
 
 // Rows i.. of x (fewer than R) against weight rows j0.. as one smaller tile.
-template <class T, int C, int R>
+template <int C, int R>
 inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matrix& y, Spread& pf) {
     if constexpr (R > 0) {
         if (x.rows - i == R)
-            T::template run<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols,
-                                  pf);
+            tile_in_registers<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0),
+                                    y.cols, pf);
         else
-            leftover_rows<T, C, R - 1>(x, i, w, j0, y, pf);
+            leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
     }
 }
 
@@ -104,7 +94,7 @@ inline void leftover_rows(const Matrix& x, int i, const Matrix& w, int j0, Matri
 // weight rows stay in L1 while x streams past, so each weight is read from
 // memory once. The next C weight rows are fetched meanwhile, spread over
 // every vector step, or a new block starts by waiting for the last-level cache.
-template <class T, int R, int C>
+template <int R, int C>
 void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     Spread pf;
     pf.next = reinterpret_cast<const char*>(w.row(std::min(j0 + C, w.rows)));
@@ -114,51 +104,44 @@ void tile_columns(const Matrix& x, const Matrix& w, int j0, Matrix& y) {
     pf.per_step = steps > 0 ? static_cast<int>((lines + steps - 1) / steps) : 0;
     int i = 0;
     for (; i + R <= x.rows; i += R)
-        T::template run<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols,
-                              pf);
-    leftover_rows<T, C, R - 1>(x, i, w, j0, y, pf);
+        tile_in_registers<R, C>(x.row(i), x.cols, w.row(j0), w.cols, x.cols, &y.at(i, j0), y.cols,
+                                pf);
+    leftover_rows<C, R - 1>(x, i, w, j0, y, pf);
 }
 
-template <int R, int C, class T = AsWritten>
+template <int R, int C>
 void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
     int j = 0;
-    for (; j + C <= w.rows; j += C) tile_columns<T, R, C>(x, w, j, y);
-    for (; j < w.rows; ++j) tile_columns<T, R, 1>(x, w, j, y);
+    for (; j + C <= w.rows; j += C) tile_columns<R, C>(x, w, j, y);
+    for (; j < w.rows; ++j) tile_columns<R, 1>(x, w, j, y);
 }
 
 // ------------------------------------------------------ the candidates
 
-// Every candidate of each row class, the default (before any plan) first.
-const MatmulKernel kOneRow[] = {
-    {"stream8", RowClass::one, stream<8>},
-    {"stream4", RowClass::one, stream<4>},
-    {"regstream8", RowClass::one, stream<8, InRegisters>},
-    {"regstream4", RowClass::one, stream<4, InRegisters>},
-    {"inorder512", RowClass::one, in_order<512>},
-    {"inorder1024", RowClass::one, in_order<1024>},
-};
-const MatmulKernel kFewRows[] = {
-    {"stream8", RowClass::few, stream<8>},
-    {"stream4", RowClass::few, stream<4>},
-    {"stream2", RowClass::few, stream<2>},
-    {"regstream8", RowClass::few, stream<8, InRegisters>},
-    {"regstream4", RowClass::few, stream<4, InRegisters>},
-    {"regstream2", RowClass::few, stream<2, InRegisters>},
-    {"inorder512", RowClass::few, in_order<512>},
-};
+// Every candidate of each row class, the default (before any plan) first;
+// each was the fastest for some bench shape in the AVX-512, AVX2 or SSE2
+// build of a Zen 4, or has room to be on a core with 32 registers of 16
+// floats (tile4x6). Tiles as written, which leave the compiler to keep
+// numbers in registers, were slower in every build, so none is a candidate.
+//
+// One row and a few rows have the same candidates, weights read once: whole
+// rows in memory order (the hardware prefetcher alone, or with lines asked
+// for ahead), or 8 rows side by side; a few rows run the one-row plan
+// (kernel_plan.h says why).
+template <RowClass C>
+constexpr std::array<MatmulKernel, 3> streams() {
+    return {
+        {{"inorder", C, in_order<0>}, {"inorder512", C, in_order<512>}, {"stream8", C, stream<8>}}};
+}
+const auto kOneRow = streams<RowClass::one>();
+const auto kFewRows = streams<RowClass::few>();
+// Many rows: R x C tiles, R x C x (16 / the build's vector width) sums held
+// in registers (2 x 3: what 16 registers of 8 or 4 floats hold).
 const MatmulKernel kManyRows[] = {
     {"tile4x4", RowClass::many, tiles<4, 4>},
-    {"tile4x6", RowClass::many, tiles<4, 6>},
-    {"tile6x4", RowClass::many, tiles<6, 4>},
     {"tile2x8", RowClass::many, tiles<2, 8>},
-    {"tile2x4", RowClass::many, tiles<2, 4>},
-    {"reg4x4", RowClass::many, tiles<4, 4, InRegisters>},
-    {"reg4x6", RowClass::many, tiles<4, 6, InRegisters>},
-    {"reg3x8", RowClass::many, tiles<3, 8, InRegisters>},
-    {"reg2x8", RowClass::many, tiles<2, 8, InRegisters>},
-    {"reg2x3", RowClass::many, tiles<2, 3, InRegisters>},
-    {"reg2x2", RowClass::many, tiles<2, 2, InRegisters>},
-    {"reg1x4", RowClass::many, tiles<1, 4, InRegisters>},
+    {"tile4x6", RowClass::many, tiles<4, 6>},
+    {"tile2x3", RowClass::many, tiles<2, 3>},
 };
 
 }  // namespace
@@ -168,7 +151,7 @@ const MatmulKernel kManyRows[] = {
 float dot(const float* a, const float* b, int n) {
     float out;
     NoPrefetch none;
-    tile<1, 1>(a, 0, b, 0, n, &out, 1, none);
+    tile_in_registers<1, 1>(a, 0, b, 0, n, &out, 1, none);
     return out;
 }
 

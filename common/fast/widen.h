@@ -124,7 +124,9 @@ struct Stored<NumberFormat::float32> {
         return reinterpret_cast<const float*>(row) + k;
     }
     static Lanes lanes(const std::byte* row, int k) { return load(at(row, k)); }
-    static Lanes tail(const std::byte* row, int k, int n) { return load_tail(at(row, k), n); }
+    [[gnu::noinline]] static Lanes tail(const std::byte* row, int k, int n) {
+        return load_tail(at(row, k), n);
+    }
     static float number(const std::byte* row, int i) { return *at(row, i); }
 };
 
@@ -132,7 +134,7 @@ struct Stored<NumberFormat::float32> {
 template <Lanes (*Widen)(const std::byte*), float (*One)(std::uint16_t)>
 struct Stored16 {
     static Lanes lanes(const std::byte* row, int k) { return Widen(row + 2 * k); }
-    static Lanes tail(const std::byte* row, int k, int n) {
+    [[gnu::noinline]] static Lanes tail(const std::byte* row, int k, int n) {
         std::byte padded[2 * kLanes] = {};
         std::memcpy(padded, row + 2 * k, std::size_t(2 * n));
         return Widen(padded);
@@ -159,7 +161,7 @@ struct Stored<NumberFormat::int8> {
         const std::byte* b = block(row, k);
         return widen_int8(b + 2 + k % kInt8Block, int8_scale(b));
     }
-    static Lanes tail(const std::byte* row, int k, int n) {
+    [[gnu::noinline]] static Lanes tail(const std::byte* row, int k, int n) {
         const std::byte* b = block(row, k);
         std::byte padded[kLanes] = {};
         std::memcpy(padded, b + 2 + k % kInt8Block, std::size_t(n));
