@@ -87,14 +87,6 @@ double time_once(Transformer& model, const StepShape& s) {
     return std::max(fastest, 1e-9);
 }
 
-// The folder the program runs from (build/ for ./build/ch05), where the
-// saved prices live; "" where it cannot be found.
-std::string program_folder() {
-    std::error_code e;
-    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", e);
-    return e ? "" : exe.parent_path().string();
-}
-
 // `path` as the reader would type it from where they ran the program
 // (build/calibration/... from the book's folder), absolute from elsewhere.
 std::string as_typed(const std::string& path) {
