@@ -221,7 +221,8 @@ InputFile::~InputFile() {
     if (fd_ >= 0) ::close(fd_);
 }
 
-void InputFile::fail(const std::string& cause, int error) const {
+void InputFile::fail(const std::string& cause, int error) {
+    if (fd_ >= 0) ::close(std::exchange(fd_, -1));  // a constructor that throws is not undone
     throw FileError(label_ + ": " + cause, error);
 }
 
@@ -387,6 +388,14 @@ void write_file(const std::string& path, const std::string& text, std::string_vi
     OutputFile out(path, what);
     out.write(text);
     out.commit();
+}
+
+void write_state_file(const std::string& path, const std::string& text, std::string_view what) {
+    struct Restore {
+        RunFiles* run;
+        ~Restore() { current_run = run; }
+    } restore{std::exchange(current_run, nullptr)};
+    write_file(path, text, what);
 }
 
 // -------------------------------------------------------------- one run's files

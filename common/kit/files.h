@@ -57,7 +57,7 @@ class InputFile {
     std::string read_rest();                      // to the end (a /proc file may grow: bounded)
 
   private:
-    [[noreturn]] void fail(const std::string& cause, int error = 0) const;
+    [[noreturn]] void fail(const std::string& cause, int error = 0);
     std::size_t read_some(char* to, std::size_t n);  // 0 at the end
     int fd_ = -1;
     std::string label_;  // file_label(what, path)
@@ -88,6 +88,11 @@ class OutputFile {
 
 // `text` written to `path` whole or not at all, its folder made if needed.
 void write_file(const std::string& path, const std::string& text, std::string_view what = "");
+
+// What the book keeps between runs (a calibration), written at once, whole
+// or not at all, apart from the RunFiles in force: not one of the run's
+// outputs, it may replace what the run itself read there.
+void write_state_file(const std::string& path, const std::string& text, std::string_view what);
 
 // `text` as part of a file's name: its lowercase letters and digits, every
 // run of anything else one '-' ("dim 256, 6 layers" -> "dim-256-6-layers").
