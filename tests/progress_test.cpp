@@ -2,7 +2,13 @@
 // progress line (kit), drawn from outside the work.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <ostream>
@@ -11,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "../chapters/08_prefix_caching/experiment.h"
 #include "../common/core/generation.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/transformer.h"
@@ -168,4 +175,46 @@ TEST_CASE("progress on a terminal waits out its quiet time; so quick runs show n
         progress.update(2, 2, "note");
     }
     CHECK(out.str().empty());
+}
+
+// Chapter 08's engine work (a long system prompt prefilled, then parallel
+// samples) shows on a terminal that it runs, though no pass reports from
+// inside: a child process runs it with a pseudo-terminal as its stderr.
+TEST_CASE("chapter 08 on a terminal shows its engine work while it runs") {
+    const int terminal = posix_openpt(O_RDWR | O_NOCTTY);
+    REQUIRE(terminal >= 0);
+    REQUIRE(grantpt(terminal) == 0);
+    REQUIRE(unlockpt(terminal) == 0);
+    const std::string name = ptsname(terminal);
+    std::fflush(nullptr);
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const int err = open(name.c_str(), O_RDWR | O_NOCTTY);
+        if (err < 0 || dup2(err, STDERR_FILENO) < 0) _exit(97);
+        close(err);
+        ch08::Experiment e;
+        e.queue.cost_model = "analytic";
+        e.queue.workload.requests = 20;
+        e.model.max_seq = 1024;
+        e.sharing.system_prompt = 500;
+        e.engine_requests = 2;
+        e.check();
+        e.run();
+        _exit(0);
+    }
+    std::string shown;
+    char bytes[4096];
+    for (ssize_t got; (got = read(terminal, bytes, sizeof bytes)) > 0;) shown.append(bytes, got);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    close(terminal);
+    CHECK(WIFEXITED(status));
+    const auto took = std::chrono::steady_clock::now() - start;
+    if (took < std::chrono::seconds(2)) {
+        MESSAGE("not asked: the run ended within the quiet second progress waits out");
+        return;
+    }
+    CHECK(shown.find("on the engine: ") != std::string::npos);
 }

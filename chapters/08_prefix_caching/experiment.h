@@ -15,6 +15,7 @@
 #include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
+#include "../../common/kit/program.h"  // Progress
 #include "../../common/lab/queue_flags.h"
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/prefix_sharing_memory.h"
@@ -150,10 +151,13 @@ struct Experiment : Setup {
         r.without = simulate(r, all, false);
         r.with = simulate(r, all, true);
         Transformer engine(model, seed);
+        Progress progress("on the engine:");  // a long prefill shows, from outside, that it runs
         if (const int n = std::min(engine_requests, int(all.size())); n > 0) {
+            progress.update(1, 2, "the queue's first requests");
             const std::span<const Request> first(all.data(), std::size_t(n));
             r.first = {simulate(r, first, true), run_on_the_engine(first, engine)};
         }
+        progress.update(2, 2, "parallel samples");
         count_parallel_samples(r, engine);
         return r;
     }
