@@ -295,12 +295,12 @@ report() {  # report WHAT: a failure, with its command and stderr
 # terminal's bytes in $work.err; sets $status, and $ended to "quiet" (no new
 # byte for $quiet_seconds) or "slow" (past $most_seconds) if it was killed.
 run_on_a_terminal() {
-    local command started last_change size last_size=0 now pause=0.005
+    local command quoted started last_change size last_size=0 now pause=0.005
     printf -v command 'cd %q && exec %q' "$work" "$prog"
-    printf -v command '%s %q' "$command" "${args[@]}"
-    command+=" >$(printf %q "$work.out")"
+    printf -v quoted ' %q' "${args[@]}"
+    command+="$quoted >$(printf %q "$work.out")"
     ended=""
-    SHELL=/bin/bash script -qfec "$command" /dev/null >"$work.err" </dev/null &
+    SHELL=/bin/bash script -qfec "$command" /dev/null >"$work.err" </dev/null 2>/dev/null &
     local watched=$!
     started="$(micros)" last_change="$started"
     while kill -0 "$watched" 2>/dev/null; do
