@@ -1,5 +1,7 @@
 #include "program.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,11 +35,17 @@ Progress::Progress(std::string label, std::ostream& out, bool terminal,
                    std::chrono::milliseconds quiet)
     : label_(std::move(label)), out_(out), quiet_(quiet), start_(std::chrono::steady_clock::now()) {
     if (!terminal) return;
+    // Started with every signal blocked, which it keeps: a signal goes to
+    // the program's own thread, where RunFiles::commit can hold it back.
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &before);
     redraw_ = std::thread([this] {
         std::unique_lock lock(mutex_);
         while (!stop_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; }))
             show();
     });
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 Progress::~Progress() {
