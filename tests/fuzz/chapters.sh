@@ -25,7 +25,8 @@
 #   - a sanitizer reports anything (the run then stops, exit status 99);
 #   - it exits with a status other than 0 or 2 (a crash, an abort);
 #   - it exits 2 without exactly one line on stderr (progress lines aside);
-#   - it exits 0 with nothing on stdout;
+#   - it exits 0 with nothing on stdout, or with inf or nan in its report
+#     or its plots;
 #   - it shows nothing on its terminal for QUIET_SECONDS (20): no progress,
 #     unless the --help line of a flag drawn for it says its value may be
 #     slow; such a run is killed and counted as quiet, its command printed.
@@ -393,8 +394,10 @@ while [ "$SECONDS" -lt "$budget" ]; do
         if [ "$lines_err" = 1 ]; then exit2=$((exit2 + 1))
         else report "$ch: exit status 2 with $lines_err lines on stderr"; fi
     elif [ "$status" = 0 ]; then
-        if [ -s "$work.out" ]; then exit0=$((exit0 + 1))
-        else report "$ch: exit status 0 with nothing on stdout"; fi
+        if [ ! -s "$work.out" ]; then report "$ch: exit status 0 with nothing on stdout"
+        elif cat "$work.out" "$work"/plots/*.svg 2>/dev/null | grep -qiwE -- '-?(inf|nan)'; then
+            report "$ch: a number that is not finite in its report or plots"
+        else exit0=$((exit0 + 1)); fi
     else
         report "$ch: exit status $status"
     fi
@@ -407,5 +410,6 @@ echo "chapter fuzz: $runs runs of ${#programs[@]} programs in $SECONDS s, seed $
     "$exit0 exited 0 with a report, $exit2 exited 2 with one line, $slow slow with progress," \
     "$said_slow slow as --help says, $quiet quiet (failures), $failures failures" \
     "(runs:${each%,})"
-echo "chapter fuzz: state damaged before $planted runs (${kinds# }) ; ${kinds:+each put back after}"
+kinds="${kinds%,}"
+echo "chapter fuzz: state damaged before $planted runs (${kinds# }), each put back after"
 [ "$failures" = 0 ]
