@@ -374,13 +374,13 @@ TEST_CASE("the ridge point divides the best arithmetic rate by batch 1's weight 
     timings[0].step_seconds = 0.1;  // 10 GB/s of weights, 5 GFLOP/s
     timings[1].step_seconds = 0.1;  // 20 GFLOP/s
     timings[2].step_seconds = 0.2;  // 40 GFLOP/s
-    const ch04::Ridge r = ch04::ridge_point(timings);
+    const Ridge r = ridge_point(timings);
     CHECK(r.bytes_per_second == doctest::Approx(1e10));
     CHECK(r.flops_per_second == doctest::Approx(4e10));
     CHECK(r.at_batch == 16);
     CHECK(r.flops_per_byte() == doctest::Approx(4.0));
     CHECK(r.batch() == doctest::Approx(8.0));
-    CHECK(ch04::best_throughput(timings).batch == 16);
+    CHECK(best_throughput(timings).batch == 16);
 }
 
 TEST_CASE("the roofline is the lower of the peak and intensity times the memory roof") {

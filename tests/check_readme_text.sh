@@ -18,8 +18,13 @@
 #     the notes on the issues carry that.
 #   - A history mark: "load average", "UTC", a time of day (18:16, 9:05,
 #     18:16:02), "in an earlier run", "last session" (any case but UTC's).
-#   - A chapter README (chapters/NN_name/README.md) of fewer than 1,200 or
-#     more than 2,500 words by `wc -w` (chapter 05: 3,500).
+#   - Length, by `wc -w` (issue 39: a chapter stops when its idea is told):
+#       * a chapter README (chapters/NN_name/README.md) of fewer than 1,200
+#         or more than 2,200 words (chapter 05: 3,000; chapter 11: 2,000);
+#       * the chapter READMEs' median (the lower middle one) above 1,800;
+#       * the front page above 2,000 words outside its pasted run (the
+#         block after its `<!-- pasted run: ... -->` line);
+#       * the course kit (chapters/course/README.md) above 8,000.
 #
 #   tests/check_readme_text.sh              the book's files, from anywhere
 #   tests/check_readme_text.sh DIR          the files under DIR (same layout)
@@ -45,6 +50,11 @@ if [ "${1:-}" = "--self-test" ]; then
         echo
         echo "Every pasted run in this book comes from one build on one machine."
         echo "A million is 1000000, a large float 1e10000; deadbeef has no digit."
+        echo
+        echo "<!-- pasted run: ./build/ch06 -->"
+        echo '```text'
+        words 2500  # a long pasted run: not counted against the front page
+        echo '```'
     } >"$book/README.md"
     {
         echo "# Chapter 01"
@@ -54,7 +64,7 @@ if [ "${1:-}" = "--self-test" ]; then
         echo "logits digest: af63dc4c8601ec8c"
         echo '```'
     } >"$book/chapters/01_one/README.md"
-    { echo "# Chapter 05"; words 3000; } >"$book/chapters/05_five/README.md"
+    { echo "# Chapter 05"; words 1500; } >"$book/chapters/05_five/README.md"
     echo "1. Run it at 16 MiB; count the blocks." >"$book/chapters/01_one/EXERCISES.md"
     echo "## 1. The answer: 5,424 - 4,977 = 447." >"$book/chapters/01_one/solutions/SOLUTIONS.md"
     echo "Meeting 1: chapter 01, about 3 s." >"$book/chapters/course/README.md"
@@ -111,9 +121,22 @@ if [ "${1:-}" = "--self-test" ]; then
         "Three pairs of runs at 18:16."
     planted "'in an earlier run'" $ch "$(last $ch)" "In an earlier run it printed 7.0 x."
     planted "'last session'" README.md "$(last README.md)" "As the last session found, ..."
-    planted "a chapter README over 2,500 words" $ch "$ch: " "$(words 1300)"
-    planted "chapter 05's README over 3,500 words" chapters/05_five/README.md \
-        "chapters/05_five/README.md: " "$(words 600)"
+    planted "a chapter README over 2,200 words" $ch "$ch: " "$(words 1000)"
+    planted "chapter 05's README over 3,000 words" chapters/05_five/README.md \
+        "chapters/05_five/README.md: " "$(words 1600)"
+    planted "the front page over 2,000 words outside its pasted run" README.md "README.md: " \
+        "$(words 2000)"
+    planted "the course kit over 8,000 words" chapters/course/README.md \
+        "chapters/course/README.md: " "$(words 8000)"
+    # Every chapter within its own cap, but the median over 1,800.
+    rm -rf "$tmp/copy"
+    cp -r "$book" "$tmp/copy"
+    words 600 >>"$tmp/copy/$ch"
+    words 400 >>"$tmp/copy/$five"
+    if out="$(bash "$self" "$tmp/copy")" || ! grep -qF "median" <<<"$out"; then
+        echo "self-test FAILED: a median chapter README over 1,800 words was not caught"
+        exit 1
+    fi
     rm -rf "$tmp/copy"
     cp -r "$book" "$tmp/copy"
     printf '# Chapter 01\n\nToo short.\n' >"$tmp/copy/$ch"
@@ -122,11 +145,12 @@ if [ "${1:-}" = "--self-test" ]; then
         exit 1
     fi
     echo "README text self-test: the small book passes (a digest in a" \
-        "text block, numbers); each planted fault fails, named (a commit hash in a chapter README," \
-        "an exercise, a solution, the course kit, the bench's README and the front page, its" \
-        "pasted-runs line included; a digest in prose; a short hash in a text block; a load average," \
-        "UTC, a time of day, 'in an earlier run', 'last session'; a chapter README over 2,500" \
-        "words, chapter 05's over 3,500, one under 1,200)"
+        "text block, numbers, a pasted run on the front page); each planted fault fails, named (a" \
+        "commit hash in a chapter README, an exercise, a solution, the course kit, the bench's" \
+        "README and the front page, its pasted-runs line included; a digest in prose; a short hash" \
+        "in a text block; a load average, UTC, a time of day, 'in an earlier run', 'last session';" \
+        "a chapter README over 2,200 words, chapter 05's over 3,000, one under 1,200, a median" \
+        "over 1,800, the front page over 2,000 outside its pasted run, the course kit over 8,000)"
     exit 0
 fi
 
@@ -156,7 +180,10 @@ marks = [
     ("'in an earlier run'", re.compile(r"in an earlier run", re.I)),
     ("'last session'", re.compile(r"last session", re.I)),
 ]
-budgets = {"05": 3500}  # the rest: 2,500
+budgets = {"05": 3000, "11": 2000}  # the rest: 2,200
+most_median = 1800
+front_page_most = 2000  # outside its pasted run
+course_kit_most = 8000
 shortest = 1200
 
 failures = []
@@ -186,17 +213,50 @@ for path in files:
                 continue  # a 64-bit digest in a program's pasted output
             fail(where, f"a commit hash? '{word}' (history belongs to git and the issues' notes)")
 
+def wc_words(text):
+    return int(subprocess.run(["wc", "-w"], input=text.encode(), capture_output=True,
+                              check=True).stdout.split()[0])
+
+chapter_words = []
 for path in files:
     m = re.fullmatch(r"chapters/([0-9][0-9])_[^/]+/README\.md", path)
     if not m:
         continue
-    words = int(subprocess.run(["wc", "-w"], stdin=open(path, "rb"), capture_output=True,
-                               text=True, check=True).stdout.split()[0])
-    most = budgets.get(m.group(1), 2500)
+    words = wc_words(open(path, encoding="utf-8", errors="replace").read())
+    chapter_words.append(words)
+    most = budgets.get(m.group(1), 2200)
     if words > most:
         fail(path, f"{words:,} words by wc -w, over the chapter's budget of {most:,}")
     elif words < shortest:
         fail(path, f"{words:,} words by wc -w, under a chapter's {shortest:,}")
+if chapter_words:
+    middle = sorted(chapter_words)[(len(chapter_words) - 1) // 2]  # the lower middle
+    if middle > most_median:
+        fail("chapters/*/README.md", f"median {middle:,} words by wc -w, over {most_median:,}")
+
+# The front page without its pasted run: the fenced block after the marker.
+if os.path.isfile("README.md"):
+    kept, state = [], "prose"  # "prose", "marked" (after the marker) or "pasted"
+    for line in open("README.md", encoding="utf-8", errors="replace").read().split("\n"):
+        fence = line.strip().startswith("```")
+        if state == "pasted":
+            state = "prose" if fence else state
+            continue
+        if state == "marked" and fence:
+            state = "pasted"
+            continue
+        if line.strip().startswith("<!-- pasted run:"):
+            state = "marked"
+        kept.append(line)
+    words = wc_words("\n".join(kept))
+    if words > front_page_most:
+        fail("README.md", f"{words:,} words by wc -w outside its pasted run, over {front_page_most:,}")
+
+kit = "chapters/course/README.md"
+if os.path.isfile(kit):
+    words = wc_words(open(kit, encoding="utf-8", errors="replace").read())
+    if words > course_kit_most:
+        fail(kit, f"{words:,} words by wc -w, over the course kit's {course_kit_most:,}")
 
 for line in failures:
     print(line)

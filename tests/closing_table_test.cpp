@@ -1,6 +1,7 @@
 // The closing table reads back the chapters' JSON: what report.h writes,
 // saved_results.h must read, nested values and all; Part II's chapters are
-// read when their files are there, and said to be missing when not.
+// read by their keys when their files are there, and said to be missing
+// when not.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -101,9 +102,9 @@ TEST_CASE("the closing table reads each figure and derives the ratios from it") 
     experiment.results_dir = dir.file("");
     const ch06::Results r = experiment.run();
     REQUIRE(r.figures.size() == std::size(ch06::kPublished));
-    CHECK(r.figures[0].measured == 400.0);
-    CHECK(r.figures[2].measured == 128.0);  // KiB
-    CHECK(r.figures[3].measured == 512.0);  // MiB
+    CHECK(r.figures[0] == 400.0);
+    CHECK(r.figures[2] == 128.0);  // KiB
+    CHECK(r.figures[3] == 512.0);  // MiB
     REQUIRE(r.shapes.size() == 3);
     CHECK(r.shapes[0].measured == 8.0);
     CHECK(r.shapes[0].published == doctest::Approx(567.0 / 39.0));
@@ -221,7 +222,9 @@ TEST_CASE("saved results read a top-level table's rows and strings") {
     const SavedResults r = SavedResults::parse("r.json", text);
     REQUIRE(r.rows("fit").size() == 2);
     CHECK(r.rows("fit")[0].text("memory") == "reserve the whole context");
-    CHECK_FALSE(r.rows("fit")[0].has_number("block size"));  // "-"
+    CHECK_THROWS_WITH_AS(r.rows("fit")[0].number("block size"),
+                         "r.json: \"fit\" row 1: \"block size\" is not a number",
+                         std::runtime_error);  // "-"
     CHECK(r.rows("fit")[1].number("block size") == 16.0);
     CHECK(r.rows("fit")[1].number("unused (%)") == 10.0);
     CHECK(r.text("headline") == "a \"quoted\" line");
@@ -255,8 +258,8 @@ std::string ch07_text(const Raw& raw = {}) {
                  {"block_size", "16"},
                  {"conversations_reserved", "20"},
                  {"conversations_paged", "50"},
-                 {"unused_reserved", "0.6"},
-                 {"unused_paged", "0.08"},
+                 {"reserved_held_share", "0.4"},
+                 {"paged_held_share", "0.92"},
                  {"headline", "\"paged KV cache: the seventh headline\""}});
 }
 
@@ -271,8 +274,8 @@ std::string ch08_text(const Raw& raw = {}) {
 
 std::string ch09_text(const Raw& raw = {}) {
     return with(raw, with_origin(Json(), "09_chunked_prefill"),
-                {{"chunk", "64"},
-                 {"headline_workload", "\"512-token prompts, prefill first -> chunked 64\""},
+                {{"long_prompt", "512"},
+                 {"chunk", "64"},
                  {"tbt_p99_prefill_first_s", "0.5"},
                  {"tbt_p99_chunked_s", "0.025"},
                  {"ttft_median_prefill_first_s", "80"},
@@ -281,29 +284,21 @@ std::string ch09_text(const Raw& raw = {}) {
 }
 
 std::string ch10_text(const Raw& raw = {}) {
-    // Rows in another order than the report's, so that reading by position shows.
-    const std::string memory =
-        "[{\"format\": \"int8\", \"conversations\": 240},"
-        "{\"format\": \"float32\", \"conversations\": 60},"
-        "{\"format\": \"bfloat16\", \"conversations\": 125},"
-        "{\"format\": \"float16\", \"conversations\": 126}]";
-    const std::string answers =
-        "[{\"format\": \"float32\", \"answers\": 16, \"identical\": 16},"
-        "{\"format\": \"bfloat16\", \"answers\": 16, \"identical\": 13},"
-        "{\"format\": \"float16\", \"answers\": 16, \"identical\": 15},"
-        "{\"format\": \"int8\", \"answers\": 16, \"identical\": 9}]";
     return with(raw, with_origin(Json(), "10_cache_number_format"),
                 {{"kv_budget_mib", "16"},
-                 {"headline_side", "\"simulator\""},
-                 {"answers", answers},
-                 {"memory", memory},
+                 {"prompts", "16"},
+                 {"conversations_float32", "60"},
+                 {"conversations_16bit", "125"},
+                 {"conversations_int8", "240"},
+                 {"identical_bfloat16", "13"},
+                 {"identical_float16", "15"},
+                 {"identical_int8", "0"},
                  {"headline", "\"cache number format: the tenth headline\""}});
 }
 
 std::string ch11_text(const Raw& raw = {}) {
     return with(raw, with_origin(Json(), "11_second_tier"),
                 {{"tier_mib", "64"},
-                 {"headline_side", "\"simulator\""},
                  {"returning_share_reloaded", "0.5"},
                  {"ttft_median_without_s", "9"},
                  {"ttft_median_with_s", "6"},
@@ -380,25 +375,24 @@ TEST_CASE("the closing table's Part II reads chapters 07 to 11 beside their pape
     write_results(dir);
     const ch06::Results r = run_in(dir);
     REQUIRE(r.part_two.size() == 5);
-    REQUIRE(r.part_two[0]);
-    REQUIRE(r.part_two[1]);
-    REQUIRE(r.part_two[2]);
-    REQUIRE(r.part_two[3]);
-    REQUIRE(r.part_two[4]);
-    CHECK(r.part_two[4]->figures.at("ttft_gain") == 1.5);  // 9 / 6
-    const std::map<std::string, double>& f = r.part_two[3]->figures;
-    CHECK(f.at("conversations_float32") == 60.0);  // by name, not position
-    CHECK(f.at("conversations_16bit") == 125.0);
-    CHECK(f.at("identical_int8") == 9.0);
-    CHECK(f.at("answers") == 16.0);
-    const std::map<std::string, double>& p = r.part_two[0]->figures;
-    CHECK(p.at("filled_reserved_pct") == 40.0);  // 100 - the reserved row's 60 % unused
-    CHECK(p.at("filled_paged_pct") == 92.0);     // the row at block size 16, not 1 or 128
-    CHECK(p.at("conversations_gain") == 2.5);    // 50 / 20
-    CHECK(r.part_two[1]->figures.at("prompt_share_from_cache") == 0.75);
-    CHECK(r.part_two[1]->figures.at("ttft_gain") == 2.5);                   // 40 / 16
-    CHECK(r.part_two[2]->figures.at("tbt_gain") == doctest::Approx(20.0));  // 0.5 / 0.025
-    CHECK(r.part_two[2]->workload == "512-token prompts, prefill first -> chunked 64");
+    for (const auto& run : r.part_two) REQUIRE(run);
+    CHECK(r.part_two[0]->headline == "paged KV cache: the seventh headline");
+    CHECK(r.part_two[0]->this_run ==
+          "40.0% of the positions reserved for whole contexts held a token (paged in blocks of 16: "
+          "92.0%); conversations that fit in 16 MiB, paged / reserved: 2.5 x (50 / 20)");
+    CHECK(r.part_two[1]->this_run ==
+          "75.0% of prompt tokens served from the cache; median time to first token, without / "
+          "with the cache: 2.5 x (40.0 s / 16.0 s); 2 MiB of KV cache not copied");
+    CHECK(r.part_two[2]->this_run ==
+          "512-token prompts, chunks of 64: p99 time between tokens, prefill first / chunked: "
+          "20.0 x (500.0 ms -> 25.0 ms); median time to first token 80.0 s -> 84.0 s");
+    CHECK(r.part_two[3]->this_run ==
+          "conversations that fit in 16 MiB, 16-bit / float32: 2.1 x (125 / 60), int8: 4.0 x "
+          "(240); answers keeping every float32 token: bfloat16 13, float16 15, int8 0 of 16");
+    CHECK(r.part_two[4]->this_run ==
+          "50.0% of returning prompt tokens read back from a tier of 64 MiB instead of computed "
+          "again; median time to first token, without / with the tier: 1.5 x (9.00 s / 6.00 s); "
+          "a cold reload of 4,096 tokens 120.0 x faster than recomputing them (read at 1.5 GB/s)");
 
     const std::string text = printed(r);
     // The article's figures first, then Part II, in chapter order.
@@ -427,35 +421,13 @@ TEST_CASE("the closing table's Part II reads chapters 07 to 11 beside their pape
     // The section wraps its lines: compare with the breaks made spaces.
     const std::string one_line = unwrapped(text);
     for (const char* expected :
-         {"paged KV cache: the seventh headline",
-          "prefix cache: the eighth headline",
-          "chunked prefill: the ninth headline",
-          "40.0 % of the positions reserved",
-          "blocks of 16: 92.0 %",
-          "paged / reserved: 2.5 x (50 / 20)",
-          "75.0 % of prompt tokens served from the cache",
-          "2 MiB of KV cache not copied",
-          "prefill first / chunked: 20.0 x",
-          "20.4 % to 38.2 %",
-          "Kwon et al., SOSP 2023",
-          "up to 6.4 x",
-          "50 % to 99 %",
-          "Zheng et al., NeurIPS 2024",
-          "Agrawal et al., OSDI 2024",
-          "2.6 x the load of vLLM",
-          "cache number format: the tenth headline",
-          "16-bit / float32: 2.1 x (125 / 60)",
-          "int8: 4.0 x (240)",
-          "bfloat16 13, float16 15, int8 9 of 16",
-          "approximately double the amount of space",
-          "Liu et al., ICML 2024",
-          "second tier: the eleventh headline",
-          "50.0 % of returning prompt tokens read back from a tier of 64 MiB",
-          "without / with the tier: 1.5 x (9.00 s / 6.00 s), 33.3 % less",
-          "a cold reload of 4096 tokens 120.0 x faster",
-          "read at 1.50 GB/s",
-          "Gao et al., USENIX ATC 2024",
-          "up to 87 %"}) {
+         {"paged KV cache: the seventh headline", "prefix cache: the eighth headline",
+          "chunked prefill: the ninth headline", "blocks of 16: 92.0%); conversations",
+          "20.4 % to 38.2 %", "Kwon et al., SOSP 2023", "up to 6.4 x", "50 % to 99 %",
+          "Zheng et al., NeurIPS 2024", "Agrawal et al., OSDI 2024", "2.6 x the load of vLLM",
+          "cache number format: the tenth headline", "approximately double the amount of space",
+          "Liu et al., ICML 2024", "second tier: the eleventh headline",
+          "Gao et al., USENIX ATC 2024", "up to 87 %"}) {
         INFO(expected);
         CHECK(one_line.find(expected) != std::string::npos);
     }
@@ -468,7 +440,7 @@ TEST_CASE("the closing table's Part II reads chapters 07 to 11 beside their pape
     }
     const std::string json = printed(r, true);
     CHECK(json.find("\"part_two\": {\"ch07\": {\"results\": ") != std::string::npos);
-    CHECK(json.find("\"filled_reserved_pct\": 40") != std::string::npos);
+    CHECK(json.find("\"this_run\": \"40.0% of the positions reserved") != std::string::npos);
     CHECK(json.find("\"found\": false") == std::string::npos);
 }
 
@@ -516,7 +488,7 @@ TEST_CASE("Part II refuses a value that is not finite or below zero; naming the 
     };
     const Bad bad[] = {
         {"07", "conversations_reserved", "-3",
-         ": \"conversations_reserved\" must be above zero, got -3"},
+         ": \"conversations_reserved\" must be above zero, got -3"},  // a ratio's: above zero
         {"07", "conversations_paged", "0", ": \"conversations_paged\" must be above zero, got 0"},
         {"07", "kv_budget_mib", "1e999", ": \"kv_budget_mib\" = 1e999 is too large for a double"},
         {"07", "headline", "12", ": \"headline\" is not a string"},
@@ -528,27 +500,27 @@ TEST_CASE("Part II refuses a value that is not finite or below zero; naming the 
          ": \"ttft_median_without_s\" = 1e999 is too large for a double"},
         {"08", "ttft_median_with_s", "-2", ": \"ttft_median_with_s\" must be above zero, got -2"},
         {"08", "memory_not_copied_bytes", "-1",
-         ": \"memory_not_copied_bytes\" must not be below zero, got -1"},
-        {"09", "chunk", "-64", ": \"chunk\" must be above zero, got -64"},
+         ": \"memory_not_copied_bytes\" must be from 0 to 1e+18, got -1"},
+        {"08", "memory_not_copied_bytes", "1e300",
+         ": \"memory_not_copied_bytes\" must be from 0 to 1e+18, got 1e300"},
+        {"09", "chunk", "-64", ": \"chunk\" must not be below zero, got -64"},
         {"09", "tbt_p99_prefill_first_s", "-0.5",
          ": \"tbt_p99_prefill_first_s\" must be above zero, got -0.5"},
         {"09", "tbt_p99_chunked_s", "1e999",
          ": \"tbt_p99_chunked_s\" = 1e999 is too large for a double"},
-        {"09", "ttft_median_prefill_first_s", "0",
-         ": \"ttft_median_prefill_first_s\" must be above zero, got 0"},
+        {"09", "ttft_median_prefill_first_s", "-1",
+         ": \"ttft_median_prefill_first_s\" must not be below zero, got -1"},
         {"09", "ttft_median_chunked_s", "-84",
-         ": \"ttft_median_chunked_s\" must be above zero, got -84"},
-        {"10", "kv_budget_mib", "0", ": \"kv_budget_mib\" must be above zero, got 0"},
+         ": \"ttft_median_chunked_s\" must not be below zero, got -84"},
+        {"09", "long_prompt", "\"512\"", ": \"long_prompt\" is not a number"},
+        {"10", "kv_budget_mib", "-1", ": \"kv_budget_mib\" must not be below zero, got -1"},
         {"10", "headline", "10", ": \"headline\" is not a string"},
-        {"10", "memory", "[{\"format\": \"int8\", \"conversations\": 240}]",
-         ": \"memory\" has no row \"float32\""},
-        {"10", "answers",
-         "[{\"format\": \"float32\", \"answers\": 16, \"identical\": 16},"
-         "{\"format\": \"bfloat16\", \"answers\": 16, \"identical\": 17}]",
-         ": \"answers\" row 2: \"identical\" must be from 0 to 16, got 17"},
+        {"10", "conversations_float32", "0",
+         ": \"conversations_float32\" must be above zero, got 0"},
+        {"10", "identical_int8", "-1", ": \"identical_int8\" must not be below zero, got -1"},
         {"11", "returning_share_reloaded", "1.2",
          ": \"returning_share_reloaded\" must be from 0 to 1, got 1.2"},
-        {"11", "reload_speedup", "0", ": \"reload_speedup\" must be above zero, got 0"},
+        {"11", "reload_speedup", "-1", ": \"reload_speedup\" must not be below zero, got -1"},
     };
     for (const Bad& b : bad) {
         const test::TempDir dir;
@@ -571,13 +543,13 @@ TEST_CASE("Part II refuses a value that is not finite or below zero; naming the 
         write_file(dir.file("ch09.json"), ch09_text({{"tbt_p99_chunked_s", "NaN"}}));
         CHECK(run_error(dir).find(dir.file("ch09.json") + " is not a JSON object") == 0);
     }
-    // The unused shares, each a fraction from 0 to 1.
-    for (const char* unused : {"-0.1", "1.2", "1e999"}) {
+    // The held shares, each a fraction from 0 to 1.
+    for (const char* held : {"-0.1", "1.2", "1e999"}) {
         const test::TempDir dir;
         write_results(dir);
-        write_file(dir.file("ch07.json"), ch07_text({{"unused_paged", unused}}));
-        INFO(unused);
-        CHECK(run_error(dir).find(dir.file("ch07.json") + ": \"unused_paged\"") == 0);
+        write_file(dir.file("ch07.json"), ch07_text({{"paged_held_share", held}}));
+        INFO(held);
+        CHECK(run_error(dir).find(dir.file("ch07.json") + ": \"paged_held_share\"") == 0);
     }
     // A missing key, and a ratio past the doubles, named too.
     {

@@ -247,25 +247,28 @@ TEST_CASE("resident memory is read in whole pages and a filled cache is priced")
 TEST_CASE("the resident-memory report counts the difference in pages") {
     // The README's line: 48 MiB allocated, resident memory grew 2 pages more.
     ResidentGrowth g{16384, 50331648, 50331648, 50339840, 4096};
+    auto findings = [&] {
+        Findings f("T");
+        ch03::add_resident(f, g);
+        return f;
+    };
     auto shown = [&] {
         std::ostringstream out;
-        ch03::resident_findings(g).print(out);
+        findings().print(out);
         return out.str();
     };
-    CHECK(shown().find("\ndifference: ") != std::string::npos);
+    CHECK(shown().find("\n  difference: ") != std::string::npos);
     CHECK(shown().find(" +8,192 bytes = 2 pages of 4,096 bytes (0.016% of the cache)\n") !=
           std::string::npos);
     // The JSON carries the counts as numbers, from the same list.
-    CHECK(ch03::resident_findings(g).json().str().find("\"difference\": 8192") !=
-          std::string::npos);
+    CHECK(findings().json().str().find("\"difference\": 8192") != std::string::npos);
     // Less than allocated (pages the allocator already held), and part of a page.
     g.growth = 50331648 - 2048;
     CHECK(shown().find("-2,048 bytes = 0.5 pages") != std::string::npos);
-    CHECK(ch03::resident_findings(g).json().str().find("\"difference\": -2048") !=
-          std::string::npos);
+    CHECK(findings().json().str().find("\"difference\": -2048") != std::string::npos);
     g.growth.reset();
     CHECK(shown().find("not readable here") != std::string::npos);
-    CHECK(ch03::resident_findings(g).json().str().find("\"growth\": null") != std::string::npos);
+    CHECK(findings().json().str().find("\"growth\": null") != std::string::npos);
 }
 
 // A planted fault: a reading whose cache says one byte more than the

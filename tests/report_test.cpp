@@ -216,17 +216,6 @@ TEST_CASE("findings escape what they carry and refuse a key written twice") {
     CHECK_THROWS_AS(f.data("path", Cell(2.0, 1)), std::logic_error);
 }
 
-TEST_CASE("a group of findings prints indented and aligned and nests in the JSON") {
-    Findings inner("Memory:");
-    inner.line("a", "short", 1).line("bb", "a longer label", Cell(2.5, 1));
-    Findings f("T");
-    f.group("memory", inner).line("after", "after", "x");
-    std::ostringstream text;
-    f.print(text);
-    CHECK(text.str() == "T\n\nMemory:\n  short:          1\n  a longer label: 2.5\nafter: x\n");
-    CHECK(f.json().str() == "{\"memory\": {\"a\": 1, \"bb\": 2.5}, \"after\": \"x\"}");
-}
-
 TEST_CASE("a finding's numbers keep full precision in the JSON and print as rounded") {
     Findings f("T");
     f.line("ms", "time", Cell(1.0 / 3.0, 2)).line("n", "count", std::uint64_t(1234567));
@@ -234,4 +223,21 @@ TEST_CASE("a finding's numbers keep full precision in the JSON and print as roun
     f.print(text);
     CHECK(text.str() == "T\n\ntime: 0.33\ncount: 1,234,567\n");
     CHECK(f.json().str() == "{\"ms\": 0.3333333333333333, \"n\": 1234567}");
+}
+
+TEST_CASE("the cells every chapter shows print for people and keep the number in JSON") {
+    CHECK(duration_cell(0.0123).text == "12.3 ms");
+    CHECK(duration_cell(0.0123).json == "0.0123");
+    CHECK(times_cell(5.26).text == "5.3 x");
+    CHECK(percent_cell(0.75).text == "75.0%");
+    CHECK(percent_cell(0.75).json == "0.75");
+    CHECK(rate_cell(26.84e9).text == "26.8 GB/s");
+    CHECK(rate_cell(0.88e9).text == "0.880 GB/s");
+    CHECK(yes_no(true).text == "yes");
+    CHECK(yes_no(false).json == "false");
+    CHECK(bytes_cell(3 << 20).text == "3 MiB");
+    CHECK(bytes_cell(3 << 20).json == "3145728");
+    // concat: text as it is, whole numbers in decimal.
+    CHECK(concat("batch ", 8, " of ", std::uint64_t(64), ", ", std::string("dim"), " ", -3) ==
+          "batch 8 of 64, dim -3");
 }

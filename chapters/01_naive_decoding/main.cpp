@@ -1,8 +1,7 @@
-// Chapter 01: naive decoding. Generates one answer by recomputing the whole
-// sequence for every new token, and shows what that costs. The lesson is
+// Chapter 01: naive decoding. One answer, the whole sequence recomputed for
+// every new token, and what that costs. The lesson is
 // common/core/naive_decoding.h.
 #include "../../common/kit/chapter.h"
-#include "experiment.h"
 #include "report.h"
 
 int main(int argc, char** argv) {

@@ -1,29 +1,20 @@
-// What chapter 01 prints: the step table, the token-positions against the
-// formula (naive_positions), the step plot and the headline, as one list of
-// findings (text, or JSON with --json).
+// What chapter 01 prints: the step table and plot, the token-positions
+// against the formula (naive_positions) and the headline.
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 #include "../../common/kit/output.h"
-#include "../../common/kit/report.h"
 #include "../../common/kit/step_report.h"
 #include "experiment.h"
 
 namespace kv::ch01 {
 
-// Writes the plot, then the findings. Returns the exit status.
 inline int report(const Results& r, const OutputOptions& out) {
     const Config& config = r.loaded.model.config();
-    const int p = static_cast<int>(r.loaded.prompt.size()), n = r.answer_len;
+    const int p = int(r.loaded.prompt.size()), n = r.answer_len;
     const std::vector<StepTimes> naive = {{"time", "naive step", r.naive.step_seconds}};
-    const std::string plot_path =
-        step_plot("Naive decoding: every step recomputes the whole sequence", p, naive)
-            .write(out.plot_dir + "/01_naive_step_time.svg");
-    const std::uint64_t predicted = naive_positions(p, n);
-    const std::uint64_t weights = config.parameter_count();
-
+    const std::uint64_t predicted = naive_positions(p, n), weights = config.parameter_count();
     Findings f("Chapter 01: naive decoding");
     f.line("model", "model", config.describe());
     if (r.from_checkpoint) f.line("weights", "weights", outside_text(r.loaded.weights));
@@ -44,7 +35,10 @@ inline int report(const Results& r, const OutputOptions& out) {
                        (predicted == r.naive.positions ? " (matches)" : " (DOES NOT MATCH)"),
                    double(predicted)))
         .data("tokens", r.naive.tokens)
-        .line("plot", "plot", outside_text(plot_path));
+        .line("plot", "plot",
+              outside_text(
+                  step_plot("Naive decoding: every step recomputes the whole sequence", p, naive)
+                      .write(out.plot_dir + "/01_naive_step_time.svg")));
     if (r.loaded.tokenizer)
         f.line("prompt_text", "prompt text", r.loaded.prompt_text())
             .line("answer_text", "answer text", r.loaded.answer_text(r.naive.tokens));

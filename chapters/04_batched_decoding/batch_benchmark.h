@@ -42,6 +42,34 @@ struct BatchTiming {
     double tokens_per_second() const { return batch / step_seconds; }
 };
 
+// The batch size with the most tokens per second.
+inline const BatchTiming& best_throughput(const std::vector<BatchTiming>& timings) {
+    return *std::ranges::max_element(timings, {}, &BatchTiming::tokens_per_second);
+}
+
+// Where these kernels stop waiting for weights: the roofline's ridge with
+// their own measured rates (batch 1's weight stream, the best arithmetic of
+// any batch) in place of the machine's. At B/2 FLOPs per byte, the batch
+// there is about twice the ratio.
+struct Ridge {
+    double bytes_per_second = 0;  // weights streamed at batch 1
+    double flops_per_second = 0;  // the best arithmetic rate of any batch
+    int at_batch = 0;             // the batch that reached it
+
+    double flops_per_byte() const { return flops_per_second / bytes_per_second; }
+    double batch() const { return 2 * flops_per_byte(); }
+};
+
+inline Ridge ridge_point(const std::vector<BatchTiming>& timings) {
+    Ridge ridge;
+    ridge.bytes_per_second = timings.front().arithmetic.weight_bytes / timings.front().step_seconds;
+    for (const BatchTiming& t : timings) {
+        const double rate = t.arithmetic.flops() / t.step_seconds;
+        if (rate > ridge.flops_per_second) ridge.flops_per_second = rate, ridge.at_batch = t.batch;
+    }
+    return ridge;
+}
+
 // Sees the logits of every decode step (row i: sequence i), untimed; told
 // as each round of the bench begins (0, 1, ... rounds - 1); and after each
 // batch's timed steps in a round (its index in the sizes), for a probe to

@@ -1,21 +1,16 @@
-// What chapter 04 prints: a table row per batch size for each width, its
-// roofs and ridges, the check against decoding alone, the throughput and
-// roofline plots and the headline, as one list of findings (text, or JSON
-// with --json).
+// What chapter 04 prints: for each width a row per batch size, its roofs
+// and ridges; the check against decoding alone; the throughput and
+// roofline plots and the headline.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <iostream>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "../../common/fast/machine_probes.h"
 #include "../../common/fast/memory_level.h"
 #include "../../common/kit/output.h"
-#include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
 #include "arithmetic_intensity.h"
 #include "batch_benchmark.h"
@@ -29,72 +24,30 @@ inline Cell share_cell(const Share& s) {
     return s.probe_failed() ? Cell("probe failed") : Cell(100 * s.share(), 0);
 }
 
+inline std::string gflops(double flops_per_second) {  // "116.1 GFLOP/s"
+    return fixed(flops_per_second / 1e9, 1) + " GFLOP/s";
+}
+
 // One row per batch size; "roof GFLOP/s" is what the roofline allows at the
 // row's intensity with the batch's own memory roof.
 inline Table batch_table(const WidthResult& w, const Roofline& roofs) {
     Table table({"batch", "step (ms)", "tokens/s", "speed-up per token", "GFLOP per step",
                  "FLOPs/byte", "GFLOP/s", "% of peak", "roof GFLOP/s", "MiB read", "GB/s read",
                  "roof GB/s", "% of roof"});
-    const double base = w.timings.front().seconds_per_token();
     for (std::size_t k = 0; k < w.timings.size(); ++k) {
         const BatchTiming& t = w.timings[k];
         const StepArithmetic& a = t.arithmetic;
         const BatchRoof& r = w.roofs.at(k);
-        table.add_row(
-            {t.batch, Cell(t.step_seconds * 1e3, 3), Cell(t.tokens_per_second(), 0),
-             Cell(base / t.seconds_per_token(), 2), Cell(a.flops() / 1e9, 3),
-             Cell(a.flops_per_byte(), 1), Cell(a.flops() / t.step_seconds / 1e9, 1),
-             share_cell(r.arithmetic), Cell(roofs.attainable(a.flops_per_byte(), r.roof) / 1e9, 1),
-             Cell(a.bytes() / double(1 << 20), 1), Cell(a.bytes() / t.step_seconds / 1e9, 1),
-             Cell(r.roof / 1e9, 1), share_cell(r.memory)});
+        table.add_row({t.batch, Cell(t.step_seconds * 1e3, 3), Cell(t.tokens_per_second(), 0),
+                       Cell(w.timings.front().seconds_per_token() / t.seconds_per_token(), 2),
+                       Cell(a.flops() / 1e9, 3), Cell(a.flops_per_byte(), 1),
+                       Cell(a.flops() / t.step_seconds / 1e9, 1), share_cell(r.arithmetic),
+                       Cell(roofs.attainable(a.flops_per_byte(), r.roof) / 1e9, 1),
+                       Cell(a.bytes() / double(1 << 20), 1),
+                       Cell(a.bytes() / t.step_seconds / 1e9, 1), Cell(r.roof / 1e9, 1),
+                       share_cell(r.memory)});
     }
     return table;
-}
-
-// The batch size with the most tokens per second.
-inline const BatchTiming& best_throughput(const std::vector<BatchTiming>& timings) {
-    return *std::max_element(timings.begin(), timings.end(), [](const auto& a, const auto& b) {
-        return a.tokens_per_second() < b.tokens_per_second();
-    });
-}
-
-// Where these kernels stop waiting for weights: the roofline's ridge with
-// their own measured rates (batch 1's weight stream, the best arithmetic of
-// any batch) in place of the machine's. At B/2 FLOPs per byte, the batch
-// there is about twice the ratio.
-struct Ridge {
-    double bytes_per_second = 0;  // weights streamed at batch 1
-    double flops_per_second = 0;  // the best arithmetic rate of any batch
-    int at_batch = 0;             // the batch that reached it
-
-    double flops_per_byte() const { return flops_per_second / bytes_per_second; }
-    double batch() const { return 2 * flops_per_byte(); }
-};
-
-inline Ridge ridge_point(const std::vector<BatchTiming>& timings) {
-    Ridge ridge;
-    ridge.bytes_per_second = timings.front().arithmetic.weight_bytes / timings.front().step_seconds;
-    for (const BatchTiming& t : timings) {
-        const double rate = t.arithmetic.flops() / t.step_seconds;
-        if (rate > ridge.flops_per_second) ridge.flops_per_second = rate, ridge.at_batch = t.batch;
-    }
-    return ridge;
-}
-
-// Tokens per second against batch size, one line per width.
-inline SvgPlot throughput_plot(const std::vector<WidthResult>& widths) {
-    SvgPlot plot("Decode throughput against batch size", "batch size (sequences)",
-                 "tokens per second");
-    plot.set_log2_x(true);
-    for (const WidthResult& w : widths) {
-        std::vector<double> xs, ys;
-        for (const BatchTiming& t : w.timings) {
-            xs.push_back(t.batch);
-            ys.push_back(t.tokens_per_second());
-        }
-        plot.add_series("dim " + std::to_string(w.config.dim), xs, ys);
-    }
-    return plot;
 }
 
 // The roofline on log-log axes from this run's numbers: the peak dashed,
@@ -113,13 +66,12 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
         for (const BatchTiming& t : w.timings)
             lowest = std::min(lowest, t.arithmetic.flops_per_byte());
     auto roof = [&](const std::string& name, double bytes_per_second) {
-        plot.add_series(name + ": " + fixed(bytes_per_second / 1e9, 1) + " GB/s",
+        plot.add_series(name + ": " + rate_cell(bytes_per_second).text,
                         {lowest, roofs.ridge(bytes_per_second)},
                         {lowest * bytes_per_second / 1e9, roofs.peak_flops / 1e9});
     };
     for (const WidthResult& w : widths)
-        roof("dim " + std::to_string(w.config.dim) + " roof (" + w.roofs.front().level + ")",
-             w.memory_roof());
+        roof(concat("dim ", w.config.dim, " roof (", w.roofs.front().level, ")"), w.memory_roof());
     roof("DRAM", roofs.dram_bytes_per_second);
     for (const WidthResult& w : widths) {
         std::vector<double> xs, ys;
@@ -129,74 +81,49 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
             xs.push_back(t.arithmetic.flops_per_byte());
             ys.push_back(t.arithmetic.flops() / t.step_seconds / 1e9);
         }
-        plot.add_series("dim " + std::to_string(w.config.dim) + ", attained", xs, ys);
+        plot.add_series(concat("dim ", w.config.dim, ", attained"), xs, ys);
     }
-    plot.add_hline("peak: " + fixed(roofs.peak_flops / 1e9, 1) + " GFLOP/s",
-                   roofs.peak_flops / 1e9);
+    plot.add_hline("peak: " + gflops(roofs.peak_flops), roofs.peak_flops / 1e9);
     return plot;
 }
 
-// "1.2 GB/s": a rate in bytes per second as a person reads it, bytes/s in JSON.
-inline Cell gigabytes_per_second(double bytes_per_second) {
-    return Cell(fixed(bytes_per_second / 1e9, 1) + " GB/s", bytes_per_second);
-}
-
-// "yes" or "NO", true or false in JSON.
-inline Cell yes_no(bool yes) {
-    Cell cell(yes ? "yes" : "NO");
-    cell.json = yes ? "true" : "false";
-    return cell;
-}
-
-// One width's findings, each key starting with `prefix`: its weights, the
-// table, its memory roof against batch 1's step, the machine's ridge and
-// the kernels'.
+// One width's findings, each key opened by `prefix`: its weights, the
+// table (batch 1's row is make bench's 'decode, batch 1'), its memory roof
+// and batch 1's share of it, the machine's ridge and the kernels'.
 inline void add_width(Findings& f, const std::string& prefix, const WidthResult& w,
                       const Roofline& roofs) {
     const Config& c = w.config;
     const BatchRoof& one = w.roofs.front();
-    const BatchTiming& first = w.timings.front();
-    const BatchTiming& best = best_throughput(w.timings);
+    const BatchTiming &first = w.timings.front(), &best = best_throughput(w.timings);
     const Ridge k = ridge_point(w.timings);
     const double machine_ridge = roofs.ridge(w.memory_roof());
-    const double batch1_rate = first.arithmetic.bytes() / first.step_seconds;
-    if (!prefix.empty()) f.data(prefix + "model", Cell(c.describe()));  // the demo's heads the list
     f.text("")
-        .line(prefix + "multiplied_weights",
-              "dim " + std::to_string(c.dim) + ", ffn " + std::to_string(c.ffn_dim),
+        .line(prefix + "multiplied_weights", concat("dim ", c.dim, ", ffn ", c.ffn_dim),
               Cell(with_commas(c.multiplied_parameters()) + " multiplied weights, " +
                        format_bytes(weight_bytes_per_step(c)) +
                        " read per step, and each sequence's keys and values",
                    double(c.multiplied_parameters())))
-        .data(prefix + "weight_bytes_per_step", Cell(weight_bytes_per_step(c)))
         .table(prefix + "batches", "", batch_table(w, roofs))
-        .line(prefix + "step_seconds_batch1",
-              "  batch 1's step (as make bench's 'decode, batch 1')",
-              Cell(format_duration(first.step_seconds), first.step_seconds))
         .line(prefix + "memory_roof_bytes_per_second",
               "  memory roof (the fastest read of " + format_bytes(one.bytes) + " or more, " +
                   one.level + ")",
-              gigabytes_per_second(w.memory_roof()))
-        .data(prefix + "working_set_bytes_batch1", Cell(one.bytes))
-        .data(prefix + "read_bytes_per_second_at_working_set", Cell(one.read_at_size, 0))
-        .data(prefix + "memory_roof", Cell(one.level))
+              rate_cell(w.memory_roof()))
         .line(prefix + "memory_roof_share_batch1",
-              "  batch 1 reads " + fixed(batch1_rate / 1e9, 1) + " GB/s, of the roof",
+              "  batch 1 reads " + rate_cell(first.arithmetic.bytes() / first.step_seconds).text +
+                  ", of the roof",
               one.memory.probe_failed()
-                  ? Cell("above it, measured " + std::to_string(one.measured_again) +
-                             " more times: the probe failed, no share is shown",
+                  ? Cell(concat("above it, measured ", one.measured_again,
+                                " more times: the probe failed, no share is shown"),
                          0.0)
-                  : Cell(fixed(100 * one.memory.share(), 0) + "%", one.memory.share()))
-        .data(prefix + "memory_roof_probe_failed_batch1", yes_no(one.memory.probe_failed()))
+                  : percent_cell(one.memory.share(), 0))
         .line(prefix + "machine_ridge_flops_per_byte",
-              "  the machine's ridge: " + fixed(roofs.peak_flops / 1e9, 1) + " GFLOP/s / " +
-                  fixed(w.memory_roof() / 1e9, 1) + " GB/s",
+              "  the machine's ridge: " + gflops(roofs.peak_flops) + " / " +
+                  rate_cell(w.memory_roof()).text,
               Cell(fixed(machine_ridge, 1) + " FLOPs per byte, about batch " +
                        fixed(batch_at_intensity(machine_ridge, 4), 0),
                    machine_ridge))
         .line(prefix + "kernels_best_flops_per_second", "  these kernels attain at most",
-              Cell(fixed(k.flops_per_second / 1e9, 1) + " GFLOP/s (batch " +
-                       std::to_string(k.at_batch) + ", " +
+              Cell(gflops(k.flops_per_second) + " (batch " + std::to_string(k.at_batch) + ", " +
                        fixed(100 * k.flops_per_second / roofs.peak_flops, 0) + "% of the peak)",
                    k.flops_per_second))
         .line(prefix + "ridge_flops_per_byte", "  their line meets batch 1's rate at",
@@ -206,75 +133,74 @@ inline void add_width(Findings& f, const std::string& prefix, const WidthResult&
         .text("  below it a step waits for weights, above it for arithmetic.")
         .data(prefix + "tokens_per_second_batch1", Cell(first.tokens_per_second(), 0))
         .data(prefix + "tokens_per_second_best", Cell(best.tokens_per_second(), 0))
-        .data(prefix + "best_batch", Cell(best.batch));
+        .data(prefix + "best_batch", best.batch);
     for (std::size_t b = 0; b < w.roofs.size(); ++b)
         if (w.roofs[b].memory.probe_failed() || w.roofs[b].arithmetic.probe_failed())
-            f.text("  PROBE FAILURE batch " + std::to_string(w.timings[b].batch) +
-                   ": its step ran above a limit measured " +
-                   std::to_string(w.roofs[b].measured_again) +
-                   " more times; the probe, not the step, is wrong");
+            f.text(concat("  PROBE FAILURE batch ", w.timings[b].batch,
+                          ": its step ran above a limit measured ", w.roofs[b].measured_again,
+                          " more times; the probe, not the step, is wrong"));
 }
 
-// Writes the plots, then the findings. Returns 1 if a batched step chose
-// another token than the sequence alone.
+// Returns 1 if a batched step chose another token than the sequence alone.
 inline int report(const Results& r, const OutputOptions& out) {
     const LoadedModel& loaded = r.loaded;
-    const AloneReference& alone = r.alone;
-    const std::string plot_path =
-        throughput_plot(r.widths).write(out.plot_dir + "/04_tokens_per_second.svg");
-    const std::string roofline_path =
-        roofline_plot(r.widths, r.roofs).write(out.plot_dir + "/04_roofline.svg");
-    const double difference = alone.largest_difference();
+    const double difference = r.alone.largest_difference();
+    SvgPlot throughput("Decode throughput against batch size", "batch size (sequences)",
+                       "tokens per second");
+    throughput.set_log2_x(true);
+    std::string headline = "tokens per second, batch 1 -> best batch:";
+    for (const WidthResult& w : r.widths) {
+        std::vector<double> xs, ys;
+        for (const BatchTiming& t : w.timings) {
+            xs.push_back(t.batch);
+            ys.push_back(t.tokens_per_second());
+        }
+        throughput.add_series(concat("dim ", w.config.dim), xs, ys);
+        const double one = w.timings.front().tokens_per_second(),
+                     best = best_throughput(w.timings).tokens_per_second();
+        headline += concat(&w == &r.widths[0] ? "" : ";", " dim ", w.config.dim, ": ",
+                           with_commas(std::llround(one)), " -> ", with_commas(std::llround(best)),
+                           " at batch ", best_throughput(w.timings).batch, " (",
+                           fixed(best / one, 1), " x)");
+    }
 
     Findings f("Chapter 04: batched decoding");
     f.line("model", "model", loaded.model.config().describe())
         .line("weights", "weights", outside_text(loaded.weights))
         .line("max_batch", "batches of 1, 2, 4, ... up to", r.max_batch)
         .line("longest_prompt", "longest prompt (each drawn from 1..it)", r.prompt_len)
-        .line("mean_prompt", "  mean prompt over all " + std::to_string(r.max_batch),
-              Cell(r.mean_prompt, 1))
+        .line("mean_prompt", concat("  mean prompt over all ", r.max_batch), Cell(r.mean_prompt, 1))
         .line("repeats",
-              "timed steps per batch in each of " +
-                  std::to_string(batch_sampling(r.repeats).rounds) +
-                  " rounds (the fastest kept, as make bench)",
+              concat("timed steps per batch in each of ", batch_sampling(r.repeats).rounds,
+                     " rounds (the fastest kept, as make bench)"),
               r.repeats)
         .line("peak_flops", "peak, multiply then add",
-              Cell(fixed(r.roofs.peak_flops / 1e9, 1) + " GFLOP/s", r.roofs.peak_flops))
+              Cell(gflops(r.roofs.peak_flops), r.roofs.peak_flops))
         .line("dram_bytes_per_second",
               "read from DRAM (over " + format_bytes(r.dram_probe_bytes) + ")",
-              gigabytes_per_second(r.roofs.dram_bytes_per_second))
-        .data("dram_probe_bytes", Cell(r.dram_probe_bytes))
-        .line("cache_sizes", "caches (cpu0; they only name levels)", describe(r.caches))
-        .data("last_level_cache_bytes", Cell(r.caches.last_level))
-        .data("cache_sizes_from", Cell(r.caches.source));
+              rate_cell(r.roofs.dram_bytes_per_second))
+        .line("cache_sizes", "caches (cpu0; they only name levels)", describe(r.caches));
     add_width(f, "", r.widths[0], r.roofs);  // the demo model
     if (r.widths.size() > 1) add_width(f, "wide_", r.widths[1], r.roofs);
     f.text("")
         .line("sequence_steps_compared",
               "batched vs alone (chapter 02's decode_step), sequence-steps compared",
-              Cell(std::uint64_t(alone.rows_compared())))
-        .line("same_tokens", "same tokens", yes_no(alone.same_tokens()))
+              Cell(std::uint64_t(r.alone.rows_compared())))
+        .line("same_tokens", "same tokens", yes_no(r.alone.same_tokens()))
         .line("max_logit_difference", "largest logit difference",
               Cell(difference == 0 ? "0 (identical to the last bit)" : json_number(difference),
                    difference))
-        .line("plot", "plot", outside_text(plot_path))
-        .line("roofline_plot", "roofline plot", outside_text(roofline_path));
+        .line("plot", "plot",
+              outside_text(throughput.write(out.plot_dir + "/04_tokens_per_second.svg")))
+        .line("roofline_plot", "roofline plot",
+              outside_text(
+                  roofline_plot(r.widths, r.roofs).write(out.plot_dir + "/04_roofline.svg")));
     if (loaded.tokenizer)
         f.line("prompt_text", "sequence 0, prompt", loaded.prompt_text())
             .line("answer_text", "sequence 0, answer (the same alone and in every batch)",
-                  loaded.answer_text(alone.answer(0)));
-    std::string headline = "tokens per second, batch 1 -> best batch:";
-    for (const WidthResult& w : r.widths) {
-        const BatchTiming& best = best_throughput(w.timings);
-        const double one = w.timings.front().tokens_per_second();
-        headline += std::string(&w == &r.widths[0] ? "" : ";") + " dim " +
-                    std::to_string(w.config.dim) + ": " + with_commas(std::llround(one)) + " -> " +
-                    with_commas(std::llround(best.tokens_per_second())) + " at batch " +
-                    std::to_string(best.batch) + " (" + fixed(best.tokens_per_second() / one, 1) +
-                    " x)";
-    }
+                  loaded.answer_text(r.alone.answer(0)));
     emit(out, f.headline(headline));
-    return alone.same_tokens() ? 0 : 1;
+    return r.alone.same_tokens() ? 0 : 1;
 }
 
 }  // namespace kv::ch04

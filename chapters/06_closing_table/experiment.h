@@ -11,18 +11,22 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "../../common/kit/files.h"
 #include "../../common/kit/flags.h"
-#include "../../common/kit/report.h"  // excerpt, visible, fixed
+#include "../../common/kit/report.h"
 #include "../../common/kit/saved_results.h"
 
 namespace kv::ch06 {
 
 // A results file is a few kilobytes; anything past this is not one.
 inline constexpr std::uint64_t kMostResultBytes = 16 << 20;
+
+// "<dir>/chNN.json", as the report names it.
+inline std::string results_file(const std::string& dir, const std::string& chapter) {
+    return dir + "/ch" + chapter + ".json";
+}
 
 // The chapter that writes "chNN.json", as its JSON names it: "02" -> "02_kv_cache".
 inline std::string chapter_writing(const std::string& chapter) {
@@ -33,12 +37,12 @@ inline std::string chapter_writing(const std::string& chapter) {
     throw std::logic_error("no chapter writes ch" + chapter + ".json");
 }
 
-// A chapter's saved results, or nothing if the file is not there and not
-// `required` (Part II's chapters may not have run). Any fault (another
-// chapter's file or format among them) throws, naming the file; a missing
-// required file with the hint to run `make run`.
-inline std::optional<SavedResults> read_saved(const std::string& path, bool required,
-                                              const std::string& chapter) {
+// Chapter `chapter`'s saved results at `path`, or nothing if the file is
+// not there and not `required` (Part II's chapters may not have run). Any
+// fault (another chapter's file or format among them) throws, naming the
+// file; a missing required file with the hint to run `make run`.
+inline std::optional<SavedResults> read_saved(const std::string& path, const std::string& chapter,
+                                              bool required) {
     std::string text;
     try {
         text = read_file(path, "", kMostResultBytes);
@@ -54,7 +58,7 @@ inline std::optional<SavedResults> read_saved(const std::string& path, bool requ
     return saved;
 }
 inline SavedResults load_saved_results(const std::string& path, const std::string& chapter) {
-    return *read_saved(path, true, chapter);
+    return *read_saved(path, chapter, true);
 }
 
 // a / b, refused if it is too large to print (two finite figures can still
@@ -88,12 +92,6 @@ inline const Published kPublished[] = {
      1},
 };
 
-// One published figure and ours.
-struct Figure {
-    const Published& published;
-    double measured;  // in the published unit
-};
-
 // A shape that must hold whatever the machine: how many times one figure
 // is another, published and here.
 struct Shape {
@@ -101,121 +99,25 @@ struct Shape {
     double published, measured;
 };
 
+// The published figure under `key` (one of kPublished's).
+inline double published_value(const std::string& key) {
+    for (const Published& p : kPublished)
+        if (key == p.key) return p.value;
+    throw std::logic_error("no published figure " + key);
+}
+
 // ---------------------------------------------------------------- Part II
-// What a Part II chapter saved: its headline, and the figures that stand
-// beside its paper's, by JSON key.
-struct PartTwoRun {
-    std::string headline;
-    std::map<std::string, double> figures;
-    std::string workload;  // chapter 09's: the workload of its headline
-};
-
-// The row of `table` whose `column` says `name`.
-inline SavedResults row_named(const SavedResults& saved, const std::string& file, const char* table,
-                              const char* column, const std::string& name) {
-    for (const SavedResults& row : saved.rows(table))
-        if (row.has(column) && row.text(column) == name) return row;
-    throw std::runtime_error(file + ": \"" + table + "\" has no row \"" + name + "\"");
-}
-
-// saved[a] / saved[b], each above zero.
-inline double ratio_of(const SavedResults& saved, const std::string& file, const std::string& a,
-                       const std::string& b) {
-    return checked_ratio(file + ": " + a + " / " + b, saved.positive_number(a),
-                         saved.positive_number(b));
-}
-
-inline PartTwoRun part_two_run(const SavedResults& saved, std::map<std::string, double> figures) {
-    return {saved.text("headline"), std::move(figures), {}};
-}
-
-// Chapter 07: how much of the reserved memory held a token, and how many
-// more conversations fit paged.
-inline PartTwoRun read_paged(const SavedResults& ch07, const std::string& file) {
-    auto filled = [&](const char* key) { return 100 * (1 - ch07.number_between(key, 0, 1)); };
-    return part_two_run(ch07,
-                        {{"kv_budget_mib", ch07.positive_number("kv_budget_mib")},
-                         {"conversations_reserved", ch07.positive_number("conversations_reserved")},
-                         {"conversations_paged", ch07.positive_number("conversations_paged")},
-                         {"conversations_gain",
-                          ratio_of(ch07, file, "conversations_paged", "conversations_reserved")},
-                         {"filled_reserved_pct", filled("unused_reserved")},
-                         {"block_size", ch07.positive_number("block_size")},
-                         {"filled_paged_pct", filled("unused_paged")}});
-}
-
-// Chapter 08: the share of prompt tokens the cache served, the median wait
-// without and with it, and the memory sharing did not copy (zero where no
-// two requests shared a block).
-inline PartTwoRun read_sharing(const SavedResults& ch08, const std::string& file) {
-    return part_two_run(
-        ch08, {{"prompt_share_from_cache", ch08.number_between("prompt_share_from_cache", 0, 1)},
-               {"ttft_median_without_s", ch08.positive_number("ttft_median_without_s")},
-               {"ttft_median_with_s", ch08.positive_number("ttft_median_with_s")},
-               {"ttft_gain", ratio_of(ch08, file, "ttft_median_without_s", "ttft_median_with_s")},
-               {"memory_not_copied_bytes", ch08.non_negative_number("memory_not_copied_bytes")}});
-}
-
-// Chapter 09: the p99 time between tokens and the median wait, prefill
-// first and chunked.
-inline PartTwoRun read_chunking(const SavedResults& ch09, const std::string& file) {
-    PartTwoRun r = part_two_run(
-        ch09, {{"chunk", ch09.positive_number("chunk")},
-               {"tbt_p99_prefill_first_s", ch09.positive_number("tbt_p99_prefill_first_s")},
-               {"tbt_p99_chunked_s", ch09.positive_number("tbt_p99_chunked_s")},
-               {"tbt_gain", ratio_of(ch09, file, "tbt_p99_prefill_first_s", "tbt_p99_chunked_s")},
-               {"ttft_median_prefill_first_s", ch09.positive_number("ttft_median_prefill_first_s")},
-               {"ttft_median_chunked_s", ch09.positive_number("ttft_median_chunked_s")}});
-    r.workload = ch09.text("headline_workload");
-    return r;
-}
-
-// Chapter 10: the conversations its pool held at each width, and how many
-// of its answers kept every float32 token (its tables' rows, by format).
-inline PartTwoRun read_format(const SavedResults& ch10, const std::string& file) {
-    auto row = [&](const char* table, const char* format) {
-        return row_named(ch10, file, table, "format", format);
-    };
-    const double answers = row("answers", "float32").positive_number("answers");
-    auto fit = [&](const char* f) { return row("memory", f).positive_number("conversations"); };
-    auto same = [&](const char* f) {
-        return row("answers", f).number_between("identical", 0, answers);
-    };
-    return part_two_run(ch10, {{"kv_budget_mib", ch10.positive_number("kv_budget_mib")},
-                               {"conversations_float32", fit("float32")},
-                               {"conversations_16bit", fit("bfloat16")},
-                               {"conversations_int8", fit("int8")},
-                               {"answers", answers},
-                               {"identical_bfloat16", same("bfloat16")},
-                               {"identical_float16", same("float16")},
-                               {"identical_int8", same("int8")}});
-}
-
-// Chapter 11: the share of returning prompt tokens read back from the
-// second tier, the median wait without and with it, and how much faster a
-// cold reload was than recomputing the longest prefix.
-inline PartTwoRun read_second_tier(const SavedResults& ch11, const std::string& file) {
-    return part_two_run(
-        ch11, {{"tier_mib", ch11.positive_number("tier_mib")},
-               {"returning_share_reloaded", ch11.number_between("returning_share_reloaded", 0, 1)},
-               {"ttft_median_without_s", ch11.positive_number("ttft_median_without_s")},
-               {"ttft_median_with_s", ch11.positive_number("ttft_median_with_s")},
-               {"ttft_gain", ratio_of(ch11, file, "ttft_median_without_s", "ttft_median_with_s")},
-               {"reload_prefix", ch11.positive_number("reload_prefix")},
-               {"reload_speedup", ch11.positive_number("reload_speedup")},
-               {"read_cold_bytes_per_s", ch11.positive_number("read_cold_bytes_per_s")}});
-}
-
 // Chapters 07 to 11 go where servers went after the article. Each is set
-// beside the figures its paper (or a server's documentation) reports, with the setup they came
-// from; they are not the same measure as ours, and the report says how they differ.
+// beside the figures its paper (or a server's documentation) reports, with
+// the setup they came from; they are not the same measure as ours, and the
+// report says how they differ.
 struct Paper {
     const char* chapter;    // "07"
     const char* title;      // the chapter's subject
     const char* citation;   // the paper
     const char* published;  // its figures, each with its setup in parentheses
     const char* differs;    // what our figure measures that theirs does not
-    PartTwoRun (*read)(const SavedResults&, const std::string&);
+    const char* this_run;   // this run's figures: "{key}" is the saved number, "{a/b}" a / b
 };
 
 inline const Paper kPapers[] = {
@@ -228,7 +130,10 @@ inline const Paper kPapers[] = {
      "own prompt and answer lengths, a budget in MiB), theirs the GPU memory of real servers on "
      "their traces; and ours stops at how many more conversations fit, where theirs measures the "
      "throughput that the larger batches buy",
-     read_paged},
+     "{reserved_held_share} of the positions reserved for whole contexts held a token (paged in "
+     "blocks of {block_size}: {paged_held_share}); conversations that fit in {kv_budget_mib} MiB, "
+     "paged / reserved: {conversations_paged/conversations_reserved} ({conversations_paged} / "
+     "{conversations_reserved})"},
     {"08", "sharing the cache", "SGLang / RadixAttention (Zheng et al., NeurIPS 2024)",
      "up to 6.4 x the throughput of state-of-the-art systems, with cache hit rates from 50 % to "
      "99 % across its benchmarks (Llama-2-7B on an A10G; agent, reasoning, few-shot, JSON, RAG "
@@ -236,14 +141,20 @@ inline const Paper kPapers[] = {
      "our share is of the prompt tokens of chapter 08's one workload (requests that open with a "
      "shared system prompt), theirs a hit rate in each of their benchmarks; and our gain is the "
      "median wait in one queue of requests arriving at once, theirs throughput",
-     read_sharing},
+     "{prompt_share_from_cache} of prompt tokens served from the cache; median time to first "
+     "token, without / with the cache: {ttft_median_without_s/ttft_median_with_s} "
+     "({ttft_median_without_s} / {ttft_median_with_s}); {memory_not_copied_bytes} of KV cache not "
+     "copied"},
     {"09", "steps that mix prefill and decode", "Sarathi-Serve (Agrawal et al., OSDI 2024)",
      "chunked prefills with stall-free batching serve 2.6 x the load of vLLM within a P99 "
      "time-between-tokens target (Mistral-7B on one A100; up to 3.7 x for Yi-34B on two A100s)",
      "they hold the p99 target and measure the load served; we hold the load (one queue of "
      "requests arriving at once) and measure the p99 time between tokens, and the median wait "
      "the chunks cost or save",
-     read_chunking},
+     "{long_prompt}-token prompts, chunks of {chunk}: p99 time between tokens, prefill first / "
+     "chunked: {tbt_p99_prefill_first_s/tbt_p99_chunked_s} ({tbt_p99_prefill_first_s} -> "
+     "{tbt_p99_chunked_s}); median time to first token {ttft_median_prefill_first_s} -> "
+     "{ttft_median_chunked_s}"},
     {"10", "the cache's number format",
      "vLLM's documentation (Quantized KV Cache, v0.11.2); KIVI (Liu et al., ICML 2024)",
      "an FP8 cache allows \"approximately double the amount of space for KV cache allocation\", "
@@ -256,7 +167,11 @@ inline const Paper kPapers[] = {
      "tokens that stay float32's, where theirs narrow 16-bit caches of trained models and score "
      "tasks; our wait is the simulator's at the same step prices for every width (this engine "
      "widens each number before float32 kernels), theirs comes from GPU kernels",
-     read_format},
+     "conversations that fit in {kv_budget_mib} MiB, 16-bit / float32: "
+     "{conversations_16bit/conversations_float32} ({conversations_16bit} / "
+     "{conversations_float32}), int8: {conversations_int8/conversations_float32} "
+     "({conversations_int8}); answers keeping every float32 token: bfloat16 "
+     "{identical_bfloat16}, float16 {identical_float16}, int8 {identical_int8} of {prompts}"},
     {"11", "a second tier", "CachedAttention (Gao et al., USENIX ATC 2024)",
      "time to first token down by up to 87 %, prompt prefilling throughput up to 7.8 x and "
      "end-to-end inference cost down by up to 70 % for multi-turn conversations, their KV caches "
@@ -266,20 +181,63 @@ inline const Paper kPapers[] = {
      "one queue arriving at once and priced at the bandwidth this run measured; theirs overlaps "
      "the loading with a GPU's computation layer by layer and saves asynchronously, on trained "
      "models and real conversations, and 87 % is its best case",
-     read_second_tier},
+     "{returning_share_reloaded} of returning prompt tokens read back from a tier of {tier_mib} "
+     "MiB instead of computed again; median time to first token, without / with the tier: "
+     "{ttft_median_without_s/ttft_median_with_s} ({ttft_median_without_s} / "
+     "{ttft_median_with_s}); a cold reload of {reload_prefix} tokens {reload_speedup} faster than "
+     "recomputing them (read at {read_cold_bytes_per_s})"},
+};
+
+// A Part II figure as this_run shows it. A key's ending says its unit:
+// "_s" seconds, "_bytes" bytes, "_bytes_per_s" a rate; a key naming a
+// "share" is a fraction from 0 to 1, a "speedup" a ratio; any other is a
+// count. Every one is finite and not below zero (bytes at most 1e18).
+inline std::string shown_figure(const SavedResults& saved, const std::string& key) {
+    if (key.find("share") != std::string::npos)
+        return percent_cell(saved.number_between(key, 0, 1)).text;
+    if (key.ends_with("_bytes"))
+        return format_bytes(std::uint64_t(saved.number_between(key, 0, 1e18)));
+    const double v = saved.non_negative_number(key);
+    if (key.ends_with("_bytes_per_s")) return rate_cell(v).text;
+    if (key.ends_with("_s")) return format_duration(v);
+    if (key.find("speedup") != std::string::npos) return times_cell(v).text;
+    return v == std::floor(v) && v < 1e15 ? with_commas(std::uint64_t(v)) : fixed(v, 1);
+}
+
+// The paper's this_run with each "{key}" filled from `saved`, and "{a/b}"
+// with a / b (each above zero).
+inline std::string this_run(const Paper& paper, const SavedResults& saved,
+                            const std::string& file) {
+    std::string out, text = paper.this_run;
+    for (std::size_t at = 0, open; (open = text.find('{', at)) != std::string::npos;
+         at = text.find('}', open) + 1) {
+        out += text.substr(at, open - at);
+        const std::string key = text.substr(open + 1, text.find('}', open) - open - 1);
+        const std::size_t slash = key.find('/');
+        if (slash == std::string::npos) {
+            out += shown_figure(saved, key);
+            continue;
+        }
+        const std::string a = key.substr(0, slash), b = key.substr(slash + 1);
+        out += times_cell(checked_ratio(file + ": " + a + " / " + b, saved.positive_number(a),
+                                        saved.positive_number(b)))
+                   .text;
+    }
+    return out + text.substr(text.rfind('}') + 1);
+}
+
+// What a Part II chapter's file held: its headline and this run's figures.
+struct PartTwoRun {
+    std::string headline;
+    std::string this_run;
 };
 
 struct Results {
-    std::vector<Figure> figures;  // in the order of kPublished
+    std::vector<double> figures;  // as kPublished, in the published unit
     std::vector<Shape> shapes;
     std::vector<std::optional<PartTwoRun>> part_two;  // as kPapers; empty where not run
     std::string results_dir;  // where the files were read, for the hint to run a chapter
 };
-
-// "<dir>/chNN.json", as the report names it.
-inline std::string results_file(const std::string& dir, const std::string& chapter) {
-    return dir + "/ch" + chapter + ".json";
-}
 
 struct Experiment {
     std::string results_dir = "build/results";  // where `make run` saved the chapters' JSON
@@ -294,36 +252,35 @@ struct Experiment {
 
     // Each chapter's file is read once.
     Results run() const {
-        std::map<std::string, SavedResults> saved;
-        std::map<std::string, double> published, ours;  // by key in a chapter's JSON
         Results r;
+        r.results_dir = results_dir;
+        std::map<std::string, SavedResults> saved;  // by chapter
+        std::map<std::string, double> ours;         // by key
         for (const Published& p : kPublished) {
             if (!saved.count(p.chapter))
                 saved.emplace(p.chapter,
                               load_saved_results(results_file(results_dir, p.chapter), p.chapter));
             // Every figure is a time or a size: finite and above zero, or
             // the ratios below would print "nan x" or "-inf x".
-            const double measured = saved.at(p.chapter).positive_number(p.key) * p.scale;
-            published[p.key] = p.value;
-            ours[p.key] = measured;
-            r.figures.push_back({p, measured});
+            r.figures.push_back(ours[p.key] = saved.at(p.chapter).positive_number(p.key) * p.scale);
         }
         auto ratio = [&](const char* what, const std::string& slow, const std::string& fast) {
             r.shapes.push_back(
-                {what, published[slow] / published[fast],
+                {what, published_value(slow) / published_value(fast),
                  checked_ratio(what + (": " + slow) + " / " + fast, ours[slow], ours[fast])});
         };
         ratio("cache speed-up on one answer", "naive_answer_ms", "cached_answer_ms");
         ratio("median wait: no cache / cache", "median_ttft_no_cache_s", "median_ttft_cache_s");
         ratio("median wait: cache / continuous batching", "median_ttft_cache_s",
               "median_ttft_continuous_s");
-
-        r.results_dir = results_dir;
         for (const Paper& paper : kPapers) {
             const std::string path = results_file(results_dir, paper.chapter);
-            const std::optional<SavedResults> file = read_saved(path, false, paper.chapter);
-            r.part_two.push_back(file ? std::optional(paper.read(*file, visible(path)))
-                                      : std::nullopt);
+            const std::optional<SavedResults> file = read_saved(path, paper.chapter, false);
+            if (file)
+                r.part_two.push_back(
+                    PartTwoRun{file->text("headline"), this_run(paper, *file, visible(path))});
+            else
+                r.part_two.push_back(std::nullopt);
         }
         return r;
     }

@@ -10,11 +10,11 @@
 
 namespace kv::exercises {
 
-// Exercise 3: vLLM's token budget (max_num_batched_tokens) counts every
-// token of a step, decode rows included. Fill a step with at most `budget`
-// tokens in all: first a decode row for each request answering, in join
-// order, while the budget lasts; then prompt tokens, the oldest prompt
-// first, a chunk of it if it does not fit, in what is left.
+// Exercise 3: a token budget that counts every token of a step, decode rows
+// included (vLLM's max_num_batched_tokens), filled decode first as
+// Sarathi-Serve's stall-free batching does: a decode row for each request
+// answering, in join order, while the budget lasts; then prompt tokens, the
+// oldest prompt first, a chunk of it if it does not fit, in what is left.
 class TokenBudget : public StepComposition {
   public:
     explicit TokenBudget(int budget) : budget_(budget) {}

@@ -1,7 +1,6 @@
 // What chapter 10 prints: what each format costs the answer and buys in
 // memory, in the queue and in a step's time, the article's cache at 16
-// bits, a plot of memory against agreement, and the headline, as one list
-// of findings (text, or JSON with --json).
+// bits, a plot of memory against agreement, and the headline.
 #pragma once
 
 #include <cmath>
@@ -9,8 +8,8 @@
 #include <vector>
 
 #include "../../common/kit/output.h"
-#include "../../common/kit/report.h"
 #include "../../common/kit/svg_plot.h"
+#include "../../common/lab/queue_flags.h"  // step_cost_json
 #include "experiment.h"
 
 namespace kv::ch10 {
@@ -23,9 +22,6 @@ inline std::string bits_of(NumberFormat f) {  // per number, scales included
 // A measured value printed with its unit (the README check then knows it varies).
 inline Cell timed(double value, const char* unit, int decimals = 2) {
     return Cell(fixed(value, decimals) + unit, value);
-}
-inline Cell bytes(std::uint64_t b) {
-    return Cell(format_bytes(b), double(b));
 }
 
 inline Table answer_table(const Results& r, bool long_context) {
@@ -40,17 +36,6 @@ inline Table answer_table(const Results& r, bool long_context) {
     return t;
 }
 
-inline Table memory_table(const Results& r) {
-    Table t({"format", "bytes/token (formula)", "contiguous cache", "paged pool", "conversations",
-             "x float32", "ttft p50"});
-    const double wide = r.at(NumberFormat::float32).conversations;
-    for (const FormatResult& f : r.formats)
-        t.add_row({format_name(f.format), f.bytes.formula, f.bytes.contiguous, f.bytes.paged,
-                   f.conversations, Cell(f.conversations / wide, 2),
-                   timed(f.queue.ttft_median, " s")});
-    return t;
-}
-
 // The long context's decode steps: the bytes each reads, its time, and the
 // two rates that bound it.
 inline Table step_table(const Results& r) {
@@ -60,46 +45,14 @@ inline Table step_table(const Results& r) {
              "kernels, rows in L1/L2", "memory", "limit"});
     const FormatResult& wide = r.at(NumberFormat::float32);
     for (const FormatResult& f : r.formats)
-        t.add_row({format_name(f.format), bytes(f.reads_one.weights), bytes(f.reads_one.cache),
-                   timed(1e3 * f.step_one_s, " ms"), timed(f.step_one_s / wide.step_one_s, " x"),
-                   bytes(f.reads_batch.cache), timed(1e3 * f.step_batch_s, " ms"),
+        t.add_row({format_name(f.format), bytes_cell(f.reads_one.weights),
+                   bytes_cell(f.reads_one.cache), timed(1e3 * f.step_one_s, " ms"),
+                   timed(f.step_one_s / wide.step_one_s, " x"), bytes_cell(f.reads_batch.cache),
+                   timed(1e3 * f.step_batch_s, " ms"),
                    timed(f.step_batch_s / wide.step_batch_s, " x"),
                    timed(f.kernel_bytes_per_s / 1e9, " GB/s", 1),
                    timed(f.read_bytes_per_s / 1e9, " GB/s", 1), limit_name(f.limit(kBatch))});
     return t;
-}
-
-// The queue's first requests in the smaller pool: two rows per width.
-inline Table engine_table(const Results& r) {
-    Table t({"format", "side", "blocks", "ttft p50", "ttft p99", "preemptions",
-             "finished in the simulator's order"});
-    for (const FormatResult& f : r.formats)
-        for (const bool engine : {false, true}) {
-            const Summary& q = engine ? f.engine : f.simulated;
-            t.add_row({format_name(f.format), engine ? "engine" : "simulator", f.engine_blocks,
-                       timed(q.ttft_median, " s"), timed(q.ttft_p99, " s"), q.preemptions,
-                       engine ? Cell(f.same_order ? "yes" : "no") : Cell("-")});
-        }
-    return t;
-}
-
-// Memory per token against the share of greedy tokens agreeing with float32.
-inline std::string agreement_plot(const Results& r, const std::string& dir) {
-    SvgPlot plot("The cache's number format: memory against the answer", "bytes of cache per token",
-                 "greedy tokens agreeing with float32 (%)");
-    for (const bool long_context : {false, true}) {
-        if (long_context && r.setup.long_context == 0) continue;
-        std::vector<double> x, y;
-        for (const FormatResult& f : r.formats) {
-            x.push_back(double(f.bytes.formula));
-            y.push_back(100 * (long_context ? f.long_context : f.demo).agreement());
-        }
-        plot.add_series(long_context
-                            ? with_commas(std::uint64_t(r.setup.long_context)) + " positions"
-                            : "the queue's first " + std::to_string(r.setup.prompts),
-                        x, y);
-    }
-    return plot.write(dir + "/10_memory_against_agreement.svg");
 }
 
 // A narrower format's step against the book's expectation (step_reads.h),
@@ -118,36 +71,53 @@ inline std::string short_of_target(const Results& r, const FormatResult& f, int 
            " ms: the " + limit_name(f.limit(batch)) + " set the pace";
 }
 
-inline std::string headline(const Results& r) {
-    const FormatResult &wide = r.at(NumberFormat::float32), &bf = r.at(NumberFormat::bfloat16),
-                       &f16 = r.at(NumberFormat::float16), &i8 = r.at(NumberFormat::int8);
-    auto times = [&](const FormatResult& f) {
-        return fixed(double(f.conversations) / wide.conversations, 1) + " x";
-    };
-    auto same = [&](const FormatResult& f) { return std::to_string(f.demo.identical); };
-    const std::string of = std::to_string(r.setup.prompts);
-    return "cache number format: 16-bit holds " + times(bf) + " the conversations of float32 in " +
-           std::to_string(r.setup.queue.kv_budget_mib) + " MiB; greedy tokens identical to " +
-           "float32 for " + same(bf) + " (bfloat16) and " + same(f16) + " (float16) of " + of +
-           " answers; 8-bit: " + times(i8) + ", " + same(i8) + " of " + of;
+// Memory per token against the share of greedy tokens agreeing with float32.
+inline std::string agreement_plot(const Results& r, const std::string& dir) {
+    SvgPlot plot("The cache's number format: memory against the answer", "bytes of cache per token",
+                 "greedy tokens agreeing with float32 (%)");
+    for (const bool long_context : {false, true}) {
+        if (long_context && r.setup.long_context == 0) continue;
+        std::vector<double> x, y;
+        for (const FormatResult& f : r.formats) {
+            x.push_back(double(f.bytes.formula));
+            y.push_back(100 * (long_context ? f.long_context : f.demo).agreement());
+        }
+        plot.add_series(long_context ? with_commas(r.setup.long_context) + " positions"
+                                     : concat("the queue's first ", r.setup.prompts),
+                        x, y);
+    }
+    return plot.write(dir + "/10_memory_against_agreement.svg");
 }
 
-// Writes the plot, then the findings. Returns the exit status.
 inline int report(const Results& r, const OutputOptions& out) {
     const Setup& s = r.setup;
-    const std::string positions = with_commas(std::uint64_t(s.long_context));
+    const std::string positions = with_commas(s.long_context);
+    const FormatResult& wide = r.at(NumberFormat::float32);
+    Table memory({"format", "bytes/token (formula)", "contiguous cache", "paged pool",
+                  "conversations", "x float32", "ttft p50"});
+    Table engine({"format", "side", "blocks", "ttft p50", "ttft p99", "preemptions",
+                  "finished in the simulator's order"});
+    for (const FormatResult& f : r.formats) {
+        memory.add_row({format_name(f.format), f.bytes.formula, f.bytes.contiguous, f.bytes.paged,
+                        f.conversations, Cell(double(f.conversations) / wide.conversations, 2),
+                        timed(f.queue.ttft_median, " s")});
+        for (const bool on_engine : {false, true}) {
+            const Summary& q = on_engine ? f.engine : f.simulated;
+            engine.add_row({format_name(f.format), on_engine ? "engine" : "simulator",
+                            f.engine_blocks, timed(q.ttft_median, " s"), timed(q.ttft_p99, " s"),
+                            q.preemptions, on_engine ? yes_no(f.same_order) : Cell("-")});
+        }
+    }
+
     Findings f("Chapter 10: the cache's number format");
     f.line("model", "model", r.model)
         .line("weights", "weights", outside_text(r.weights))
-        .data("prompts", s.prompts)
-        .data("long_context", s.long_context)
-        .data("long_prompts", s.long_prompts)
-        .data("long_tail", s.long_tail)
+        .data_raw("step_cost", step_cost_json(r.pricing).str())
         .text("")
         .table("answers",
-               "What it costs the answer: the queue's first " + std::to_string(s.prompts) +
-                   " requests answered greedily in float32, the same tokens fed to a cache of\n"
-                   "each format (KL: of float32's next-token distribution from the format's):",
+               concat("What it costs the answer: the queue's first ", s.prompts,
+                      " requests answered greedily in float32, the same tokens fed to a cache of\n"
+                      "each format (KL: of float32's next-token distribution from the format's):"),
                answer_table(r, false));
     if (r.has_text)
         f.line("prompt_text", "the first request as text", outside_text(r.prompt_text))
@@ -155,31 +125,27 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (s.long_context)
         f.text("").table(
             "long_answers",
-            "The same at " + positions + " positions: " + std::to_string(s.long_prompts) +
-                " answers over one shared " + with_commas(std::uint64_t(s.long_prefix())) +
-                "-token prefix, each after its own " + std::to_string(s.long_tail) +
-                " tokens (--long-prompts, --long-tail), so not independent prompts:",
+            concat("The same at ", positions, " positions: ", s.long_prompts,
+                   " answers over one shared ", with_commas(s.long_prefix()),
+                   "-token prefix, each after its own ", s.long_tail,
+                   " tokens (--long-prompts, --long-tail), so not independent prompts:"),
             answer_table(r, true));
-    f.text("")
-        .table("memory",
-               "What it buys in memory: bytes per token held by the engine against chapter 03's "
-               "formula, the queue's conversations\nat once in a pool of " +
-                   std::to_string(s.queue.kv_budget_mib) + " MiB (blocks of " +
-                   std::to_string(s.block_size) + "), its median wait in the simulator (batch " +
-                   std::to_string(s.queue.batch) + ", the same step prices at every width, " +
-                   (s.queue.cost_model == "analytic" ? "counted" : "this machine's calibration") +
-                   "):",
-               memory_table(r))
-        .data("kv_budget_mib", s.queue.kv_budget_mib)
-        .data("batch", s.queue.batch)
-        .data("step_cost_source", r.pricing.cost.source);
+    f.text("").table(
+        "memory",
+        concat("What it buys in memory: bytes per token held by the engine against chapter 03's "
+               "formula, the queue's conversations\nat once in a pool of ",
+               s.queue.kv_budget_mib, " MiB (blocks of ", s.block_size,
+               "), its median wait in the simulator (batch ", s.queue.batch,
+               ", the same step prices at every width, ",
+               s.queue.cost_model == "analytic" ? "counted" : "this machine's calibration", "):"),
+        memory);
     if (s.long_context) {
         f.text("").table(
             "steps",
-            "What it buys in time: a decode step of 1 and of " + std::to_string(kBatch) +
-                " sequences at " + positions +
-                " positions (median thread CPU time, one core), its bytes,\nand the rates "
-                "of its two floors: the kernels' with the rows in L1/L2, memory's:",
+            concat("What it buys in time: a decode step of 1 and of ", kBatch, " sequences at ",
+                   positions,
+                   " positions (median thread CPU time, one core), its bytes,\nand the rates of "
+                   "its two floors: the kernels' with the rows in L1/L2, memory's:"),
             step_table(r));
         for (const FormatResult& format : r.formats)
             for (const int batch : {1, kBatch})
@@ -190,39 +156,51 @@ inline int report(const Results& r, const OutputOptions& out) {
     if (r.engine_requests)
         f.text("").table(
             "engine_queue",
-            "The queue's first " + std::to_string(r.engine_requests) +
-                " requests in a "
-                "pool of " +
-                std::to_string(s.engine_budget_mib) +
-                " MiB, on the simulator (the same prices) and on the engine, whose pool\n"
-                "holds each width (its steps timed once by the thread's CPU time):",
-            engine_table(r));
-    f.data("engine_requests", r.engine_requests).data("engine_budget_mib", s.engine_budget_mib);
+            concat("The queue's first ", r.engine_requests, " requests in a pool of ",
+                   s.engine_budget_mib,
+                   " MiB, on the simulator (the same prices) and on the engine, whose pool\n"
+                   "holds each width (its steps timed once by the thread's CPU time):"),
+            engine);
     if (s.long_context) {
         const ResidentCache& a = r.article_16;
         const Config article = article_shape();
         const double pages =
             a.growth ? double(*a.growth - std::int64_t(a.formula)) / a.page_size : 0;
-        f.text("")
-            .data("article_formula_bytes", bytes(a.formula))
-            .data("article_allocated_bytes", bytes(a.allocated))
-            .line("article_resident_growth_bytes",
-                  "The article's cache (" + std::to_string(article.n_layers) + " layers, " +
-                      std::to_string(article.n_kv_heads) + " KV heads, head size " +
-                      std::to_string(article.head_size()) + ") at 16 bits for " + positions +
-                      " positions: formula " + format_bytes(a.formula) + ", allocated " +
-                      format_bytes(a.allocated) + ", resident memory grew by",
-                  a.growth ? Cell(with_commas(std::uint64_t(std::max<std::int64_t>(*a.growth, 0))) +
-                                      " bytes: the formula " + (pages < 0 ? "- " : "+ ") +
-                                      fixed(std::fabs(pages), 0) + " pages of " +
-                                      format_bytes(a.page_size),
-                                  double(*a.growth))
-                           : Cell("(not measurable here)", -1.0));
+        f.text("").line(
+            "article_resident_growth_bytes",
+            concat("The article's cache (", article.n_layers, " layers, ", article.n_kv_heads,
+                   " KV heads, head size ", article.head_size(), ") at 16 bits for ", positions,
+                   " positions: formula ", format_bytes(a.formula), ", allocated ",
+                   format_bytes(a.allocated), ", resident memory grew by"),
+            a.growth
+                ? Cell(concat(with_commas(std::max<std::int64_t>(*a.growth, 0)),
+                              " bytes: the formula ", pages < 0 ? "- " : "+ ",
+                              fixed(std::fabs(pages), 0), " pages of ", format_bytes(a.page_size)),
+                       double(*a.growth))
+                : Cell("(not measurable here)", -1.0));
     }
+    // The headline's figures, each saved under its own key for chapter 06.
+    const FormatResult &bf = r.at(NumberFormat::bfloat16), &f16 = r.at(NumberFormat::float16),
+                       &i8 = r.at(NumberFormat::int8);
+    auto fit_gain = [&](const FormatResult& x) {
+        return fixed(double(x.conversations) / wide.conversations, 1) + " x";
+    };
+    const std::string of = std::to_string(s.prompts);
     f.text("")
         .line("plot", "plot", outside_text(agreement_plot(r, out.plot_dir)))
-        .data("headline_side", Cell("simulator"))
-        .headline(headline(r));
+        .data("kv_budget_mib", s.queue.kv_budget_mib)
+        .data("prompts", s.prompts)
+        .data("conversations_float32", wide.conversations)
+        .data("conversations_16bit", bf.conversations)
+        .data("conversations_int8", i8.conversations)
+        .data("identical_bfloat16", bf.demo.identical)
+        .data("identical_float16", f16.demo.identical)
+        .data("identical_int8", i8.demo.identical)
+        .headline(concat("cache number format: 16-bit holds ", fit_gain(bf),
+                         " the conversations of float32 in ", s.queue.kv_budget_mib,
+                         " MiB; greedy tokens identical to float32 for ", bf.demo.identical,
+                         " (bfloat16) and ", f16.demo.identical, " (float16) of ", of,
+                         " answers; 8-bit: ", fit_gain(i8), ", ", i8.demo.identical, " of ", of));
     emit(out, f);
     return 0;
 }

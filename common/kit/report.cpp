@@ -32,13 +32,16 @@ std::size_t utf8_sequence(const std::string& s, std::size_t i) {
     return n;
 }
 
-// "[a, b, c]": each item's text, `separator` between.
+// "[a, b, c]": each item's text.
 template <class Items, class Text>
-std::string json_array(const Items& items, const char* separator, Text text) {
+std::string json_array(const Items& items, Text text) {
     std::string out = "[";
-    for (std::size_t i = 0; i < items.size(); ++i)
-        out.append(i ? separator : "").append(text(items[i]));
+    for (std::size_t i = 0; i < items.size(); ++i) out.append(i ? ", " : "").append(text(items[i]));
     return out + "]";
+}
+
+std::string ints(const std::vector<int>& values) {
+    return json_array(values, [](int v) { return std::to_string(v); });
 }
 
 std::string hex_byte(const char* prefix, unsigned char byte) {
@@ -135,32 +138,28 @@ void Table::print(std::ostream& out) const {
         width[c] = columns_[c].size();
         for (const auto& row : rows_) width[c] = std::max(width[c], row[c].text.size());
     }
-    auto pad = [&](const std::string& s, std::size_t c, bool right) {
-        const std::string space(width[c] - s.size(), ' ');
-        return right ? space + s : s + space;
+    // One line of cells, each padded (numbers on the right), without trailing spaces.
+    auto print_line = [&](auto cell_text, auto is_number) {
+        std::string line;
+        for (std::size_t c = 0; c < columns_.size(); ++c) {
+            const std::string s = cell_text(c), space(width[c] - s.size(), ' ');
+            line += "  " + (is_number(c) ? space + s : s + space);
+        }
+        out << line.erase(line.find_last_not_of(' ') + 1) << "\n";
     };
-    auto is_number = [](const Cell& cell) { return !cell.json.empty() && cell.json[0] != '"'; };
-    // Each line is built whole, then printed without its trailing spaces.
-    auto print_line = [&](std::string line) {
-        line.erase(line.find_last_not_of(' ') + 1);
-        out << line << "\n";
-    };
-    std::string line;
-    for (std::size_t c = 0; c < columns_.size(); ++c) line += "  " + pad(columns_[c], c, c > 0);
-    print_line(line);
-    line.clear();
-    for (std::size_t c = 0; c < columns_.size(); ++c) line += "  " + std::string(width[c], '-');
-    print_line(line);
-    for (const auto& row : rows_) {
-        line.clear();
-        for (std::size_t c = 0; c < columns_.size(); ++c)
-            line += "  " + pad(row[c].text, c, is_number(row[c]));
-        print_line(line);
-    }
+    print_line([&](std::size_t c) { return columns_[c]; }, [](std::size_t c) { return c > 0; });
+    print_line([&](std::size_t c) { return std::string(width[c], '-'); },
+               [](std::size_t) { return false; });
+    for (const auto& row : rows_)
+        print_line([&](std::size_t c) { return row[c].text; },
+                   [&](std::size_t c) {  // numbers on the right; words, yes/no on the left
+                       const char first = row[c].json.empty() ? '"' : row[c].json[0];
+                       return first == '-' || (first >= '0' && first <= '9');
+                   });
 }
 
 std::string Table::to_json() const {
-    return json_array(rows_, ", ", [&](const std::vector<Cell>& row) {
+    return json_array(rows_, [&](const std::vector<Cell>& row) {
         std::string out = "{";
         for (std::size_t c = 0; c < columns_.size(); ++c)
             out += (c ? ", " : "") + json_quote(columns_[c]) + ": " + row[c].json;
@@ -170,41 +169,26 @@ std::string Table::to_json() const {
 
 // -------------------------------------------------------------------- json
 
-Json& Json::add_raw(const std::string& key, const std::string& json) {
-    fields_.emplace_back(key, json);
-    return *this;
-}
-
-Json& Json::add_first(const std::string& key, const std::string& json) {
-    std::erase_if(fields_, [&](const auto& field) { return field.first == key; });
-    fields_.emplace(fields_.begin(), key, json);
-    return *this;
-}
-
-Json with_origin(const Json& results, const std::string& chapter) {
-    Json json = results;
-    json.add_first(kResultsChapterKey, json_quote(chapter));
-    json.add_first(kResultsFormatKey, std::to_string(kResultsFormat));
-    return json;
-}
-
-Json& Json::add(const std::string& key, const std::vector<Json>& objects) {
-    return add_raw(key, json_array(objects, ",", [](const Json& object) { return object.str(); }));
-}
-
 Json& Json::add(const std::string& key, const std::vector<int>& values) {
-    return add_raw(key, json_array(values, ", ", [](int v) { return std::to_string(v); }));
+    return add_raw(key, ints(values));
 }
 
 Json& Json::add(const std::string& key, const std::vector<double>& values) {
-    return add_raw(key, json_array(values, ", ", json_number));
+    return add_raw(key, json_array(values, json_number));
 }
 
 std::string Json::str() const {
     std::string out = "{";
-    for (std::size_t i = 0; i < fields_.size(); ++i)
-        out += (i ? ", " : "") + json_quote(fields_[i].first) + ": " + fields_[i].second;
+    for (const auto& [key, value] : fields)
+        out += (out.size() > 1 ? ", " : "") + json_quote(key) + ": " + value;
     return out + "}";
+}
+
+Json with_origin(const Json& results, const std::string& chapter) {
+    Json json = Json().add(kResultsFormatKey, kResultsFormat).add(kResultsChapterKey, chapter);
+    for (const auto& field : results.fields)
+        if (field.first != kResultsChapterKey) json.fields.push_back(field);
+    return json;
 }
 
 // -------------------------------------------------------------- formatting
@@ -227,109 +211,81 @@ std::string with_commas(std::uint64_t n) {
 std::string format_bytes(std::uint64_t bytes) {
     const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     int u = 0;
-    double value = static_cast<double>(bytes);
-    while (value >= 1024.0 && u < 6) {
-        value /= 1024.0;
-        ++u;
-    }
+    while (u < 6 && bytes >> (10 * (u + 1)) > 0) ++u;
     if (u == 0) return std::to_string(bytes) + " bytes";
     // Exact multiples print as whole numbers: "128 KiB", not "128.00 KiB".
     const std::uint64_t unit = std::uint64_t(1) << (10 * u);
     if (bytes % unit == 0) return std::to_string(bytes / unit) + " " + units[u];
-    return fixed(value, 2) + " " + units[u];
+    return fixed(double(bytes) / double(unit), 2) + " " + units[u];
 }
-
-// ---------------------------------------------------------------- findings
 
 Cell bytes_cell(std::uint64_t bytes) {
     return Cell::with_json(format_bytes(bytes), std::to_string(bytes));
 }
+Cell duration_cell(double seconds) {
+    return Cell(format_duration(seconds), seconds);
+}
+Cell times_cell(double ratio, int decimals) {
+    return Cell(fixed(ratio, decimals) + " x", ratio);
+}
+Cell percent_cell(double share, int decimals) {
+    return Cell(fixed(100 * share, decimals) + "%", share);
+}
+Cell rate_cell(double bytes_per_second) {
+    const double gb = bytes_per_second / 1e9;
+    return Cell(fixed(gb, gb < 1 ? 3 : 1) + " GB/s", bytes_per_second);
+}
+Cell yes_no(bool yes) {
+    return Cell::with_json(yes ? "yes" : "no", yes ? "true" : "false");
+}
+Cell outside_text(const std::string& s) {
+    Cell cell(s);
+    cell.text = visible(s);
+    return cell;
+}
 
-Findings& Findings::add(Item item) {
-    if (!item.key.empty() &&
-        std::any_of(items_.begin(), items_.end(), [&](const Item& i) { return i.key == item.key; }))
-        throw std::logic_error("findings: the key \"" + item.key + "\" is written twice");
-    items_.push_back(std::move(item));
+// ---------------------------------------------------------------- findings
+
+Findings& Findings::add(const std::string& key, const std::string& text, const std::string& json,
+                        bool printed) {
+    if (!key.empty() &&
+        std::any_of(items_.begin(), items_.end(), [&](const Item& i) { return i.key == key; }))
+        throw std::logic_error("findings: the key \"" + key + "\" is written twice");
+    items_.push_back({key, text, json, printed});
     return *this;
 }
 
 Findings& Findings::line(const std::string& key, const std::string& label, const Cell& value) {
-    return add({Kind::line, key, label, value.text, value.json, std::nullopt});
+    return add(key, label + ": " + value.text, value.json);
 }
 
 Findings& Findings::table(const std::string& key, const std::string& caption, const Table& t) {
-    return add({Kind::table, key, caption, "", t.to_json(), t});
-}
-
-Findings& Findings::group(const std::string& key, const Findings& lines) {
-    std::ostringstream shown;
-    lines.print_items(shown, "  ", true);
-    return add({Kind::group, key, lines.title_, shown.str(), lines.json().str(), std::nullopt});
-}
-
-Findings& Findings::text(const std::string& words) {
-    return add({Kind::text, "", words, "", "", std::nullopt});
-}
-
-Findings& Findings::data(const std::string& key, const Json& object) {
-    return data_raw(key, object.str());
+    std::ostringstream text;
+    if (!caption.empty()) text << caption << "\n";
+    t.print(text);
+    std::string shown = text.str();
+    shown.pop_back();
+    return add(key, shown, t.to_json());
 }
 
 Findings& Findings::data(const std::string& key, const std::vector<int>& values) {
-    return data_raw(key, json_array(values, ", ", [](int v) { return std::to_string(v); }));
+    return data_raw(key, ints(values));
 }
 
 Findings& Findings::data_raw(const std::string& key, const std::string& json) {
-    return add({Kind::data, key, "", "", json, std::nullopt});
-}
-
-Findings& Findings::headline(const std::string& words) {
-    headline_ = words;
-    return *this;
-}
-
-void Findings::print_items(std::ostream& out, const std::string& indent, bool align) const {
-    std::size_t width = 0;
-    for (const Item& item : items_)
-        if (item.kind == Kind::line && align) width = std::max(width, item.words.size());
-    std::ostringstream text;
-    for (const Item& item : items_) switch (item.kind) {
-            case Kind::line:
-                text << item.words << ":"
-                     << std::string(width + 1 - std::min(width, item.words.size()), ' ')
-                     << item.shown << "\n";
-                break;
-            case Kind::table:
-                if (!item.words.empty()) text << item.words << "\n";
-                item.table->print(text);
-                break;
-            case Kind::group:
-                if (!item.words.empty()) text << item.words << "\n";
-                text << item.shown;
-                break;
-            case Kind::text:
-                text << item.words << "\n";
-                break;
-            case Kind::data:
-                break;
-        }
-    // Every line indented, a value's own continuation lines too; blank lines stay blank.
-    std::istringstream lines(text.str());
-    for (std::string line; std::getline(lines, line);)
-        out << (line.empty() ? "" : indent) << line << "\n";
+    return add(key, "", json, false);
 }
 
 void Findings::print(std::ostream& out) const {
     out << title_ << "\n\n";
-    print_items(out, "", false);
-    if (!headline_.empty()) out << "\n" << headline_ << "\n";
+    for (const Item& item : items_)
+        if (item.printed) out << item.text << "\n";
 }
 
 Json Findings::json() const {
     Json json;
     for (const Item& item : items_)
-        if (item.kind != Kind::text) json.add_raw(item.key, item.json);
-    if (!headline_.empty()) json.add("headline", headline_);
+        if (!item.key.empty()) json.add_raw(item.key, item.json);
     return json;
 }
 

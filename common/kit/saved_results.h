@@ -1,20 +1,21 @@
-// Reading back what the chapters saved with --save-json: one JSON object
-// (RFC 8259, checked whole; NaN, 0x10, +5, .5 and text after the object
-// are refused) read as flat keys. Every number and string is kept under
-// its path: "headline", and in a table (an array of objects, as report.h
-// writes a Table) "fit.2.unused (%)"; rows() reads a table's rows back.
+// Reading back what a program saved with --save-json: one JSON object
+// (RFC 8259, checked whole: NaN, 0x10, +5, .5 and text after the object
+// are refused) read as flat keys. Every number and string is kept under its
+// path: "headline", or in a table (an array of objects, as a Table is
+// written) "probes.2.seconds"; rows() reads a table's rows back. Every
+// error names the file (and the key), quoting at most a few dozen
+// characters of what it found.
 #pragma once
 
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "report.h"  // excerpt, kResultsFormat
+#include "report.h"  // excerpt, json_number, kResultsFormat
 
 namespace kv {
 
@@ -27,22 +28,21 @@ class SavedResults {
     static SavedResults parse(const std::string& path, std::string_view text) {
         SavedResults r;
         r.path_ = path;
-        Parser p{r, text, 0, {}};
-        p.space();
-        if (p.peek() != '{') p.fail("expected '{'");
+        Parser p{r, text};
+        if (p.skip_space() != '{') p.fail("expected '{'");
         p.value("", 0);
-        p.space();
+        p.skip_space();
         if (p.pos != text.size()) p.fail("text after the object");
         return r;
     }
 
-    // The number under `key`; throws if it is absent, not a number, or too
-    // large for a double.
+    // The number under `key`; throws if it is absent, not a number, too
+    // large for a double, or outside what the caller allows.
     double number(const std::string& key) const {
-        const std::string& text = field(key, Kind::number, " is not a number");
-        const double v = std::strtod(text.c_str(), nullptr);
+        const double v = std::strtod(field(key, 'n', "a number").c_str(), nullptr);
         if (!std::isfinite(v))
-            throw error(": \"" + key + "\" = " + excerpt(text) + " is too large for a double");
+            throw error(": \"" + key + "\" = " + excerpt(values_.at(key).text) +
+                        " is too large for a double");
         return v;
     }
     double positive_number(const std::string& key) const {  // a time, a size
@@ -54,61 +54,54 @@ class SavedResults {
     double number_between(const std::string& key, double low, double high) const {
         const double v = number(key);
         return checked(key, v >= low && v <= high,
-                       "must be from " + shown(low) + " to " + shown(high));
+                       "must be from " + json_number(low) + " to " + json_number(high));
     }
     // The string under `key`, escapes decoded (\uXXXX kept as written).
-    const std::string& text(const std::string& key) const {
-        return field(key, Kind::string, " is not a string");
-    }
+    const std::string& text(const std::string& key) const { return field(key, 's', "a string"); }
     bool has(const std::string& key) const { return values_.count(key) > 0; }
-    bool has_number(const std::string& key) const {
-        return has(key) && values_.at(key).kind == Kind::number;
-    }
 
     // The rows of the table under `key`, each read by its columns; a row's
     // errors name the file, the table and the row ("r.json: \"fit\" row 2").
     std::vector<SavedResults> rows(const std::string& key) const {
-        field(key, Kind::rows, " is not a table of rows");
+        field(key, 'r', "a table of rows");
         std::vector<SavedResults> rows;
-        for (int i = 0; has(key + "." + std::to_string(i)); ++i) {
-            SavedResults row;
+        for (std::size_t i = 0; has(key + "." + std::to_string(i)); ++i) {
+            SavedResults& row = rows.emplace_back();
             row.path_ = path_ + ": \"" + key + "\" row " + std::to_string(i + 1);
             const std::string prefix = key + "." + std::to_string(i) + ".";
             for (auto it = values_.lower_bound(prefix);
                  it != values_.end() && it->first.starts_with(prefix); ++it)
                 row.values_.emplace(it->first.substr(prefix.size()), it->second);
-            rows.push_back(std::move(row));
         }
         return rows;
     }
 
     // Checks where the file came from (report.h, with_origin): its
     // "results_format" must be kResultsFormat and its "chapter" `chapter`,
-    // or it would be read with another chapter's keys. The error says what the file says.
+    // or it would be read with another chapter's keys.
     void require_origin(const std::string& chapter) const {
-        auto is = [&](const char* key, Kind kind, const std::string& text) {
-            return has(key) && values_.at(key).kind == kind && values_.at(key).text == text;
-        };
-        if (is(kResultsFormatKey, Kind::number, std::to_string(kResultsFormat)) &&
-            is(kResultsChapterKey, Kind::string, chapter))
-            return;
         auto says = [&](const std::string& key) {
             if (!has(key)) return "no \"" + key + "\"";
             const Value& v = values_.at(key);
-            return "\"" + key + "\": " +
-                   (v.kind == Kind::string   ? "\"" + excerpt(v.text) + "\""
-                    : v.kind == Kind::number ? excerpt(v.text)
-                                             : std::string("not a number or a string"));
+            const std::string shown = v.kind == 's'   ? "\"" + excerpt(v.text) + "\""
+                                      : v.kind == 'n' ? excerpt(v.text)
+                                                      : "not a number or a string";
+            return "\"" + key + "\": " + shown;
         };
+        auto is = [&](const char* key, char kind, const std::string& text) {
+            return has(key) && values_.at(key).kind == kind && values_.at(key).text == text;
+        };
+        if (is(kResultsFormatKey, 'n', std::to_string(kResultsFormat)) &&
+            is(kResultsChapterKey, 's', chapter))
+            return;
         throw error(": written as " + says(kResultsFormatKey) + ", " + says(kResultsChapterKey) +
                     "; expected chapter \"" + chapter + "\" in results format " +
                     std::to_string(kResultsFormat));
     }
 
   private:
-    enum class Kind { number, string, rows, other };  // rows: an array of objects only
     struct Value {
-        Kind kind;
+        char kind;         // 'n' number, 's' string, 'r' an array of objects (rows), 'o' other
         std::string text;  // a number as written, or a string decoded
     };
     std::string path_;                     // the file, or a row of one of its tables
@@ -117,77 +110,83 @@ class SavedResults {
     std::runtime_error error(const std::string& what) const {
         return std::runtime_error(path_ + what);
     }
-    const std::string& field(const std::string& key, Kind kind, const char* otherwise) const {
+    const std::string& field(const std::string& key, char kind, const char* what) const {
         const auto it = values_.find(key);
         if (it == values_.end()) throw error(" has no \"" + key + "\"");
-        if (it->second.kind != kind) throw error(": \"" + key + "\"" + otherwise);
+        if (it->second.kind != kind) throw error(": \"" + key + "\" is not " + what);
         return it->second.text;
     }
     double checked(const std::string& key, bool ok, const std::string& rule) const {
         if (!ok)
             throw error(": \"" + key + "\" " + rule + ", got " + excerpt(values_.at(key).text));
-        return std::strtod(values_.at(key).text.c_str(), nullptr);
-    }
-    static std::string shown(double v) {  // "0", "100", "0.5"
-        std::ostringstream s;
-        s << v;
-        return s.str();
+        return number(key);
     }
 
-    // JSON's grammar, each value kept under its path (top-level keys as they are).
+    // JSON's grammar, each value kept under its path.
     struct Parser {
         SavedResults& r;
         std::string_view text;
         std::size_t pos = 0;
+        static constexpr std::size_t npos = std::string_view::npos;
 
-        // Reads the value at pos; returns its kind.
-        Kind value(const std::string& path, int depth) {
-            const char c = peek();
+        char at(std::size_t i) const { return i < text.size() ? text[i] : '\0'; }
+        char skip_space() {
+            while (pos < text.size() && std::string_view(" \t\n\r").find(text[pos]) != npos) ++pos;
+            return at(pos);
+        }
+        [[noreturn]] void fail(const std::string& what) const {
+            throw std::runtime_error(r.path_ + " is not a JSON object: " + what + " at byte " +
+                                     std::to_string(pos));
+        }
+        void expect(char c) {
+            if (skip_space() != c) fail(std::string("expected '") + c + "'");
+            ++pos;
+        }
+
+        // Reads the value at pos (spaces before it skipped) and keeps it under `path`.
+        void value(const std::string& path, int depth) {
+            const char c = skip_space();
+            Value v{'o', ""};
             if (c == '{' || c == '[') {
                 if (depth >= kDeepest)
                     fail("nested more than " + std::to_string(kDeepest) + " deep");
                 ++pos;
-                space();
                 const char close = c == '{' ? '}' : ']';
-                bool all_objects = true;
-                for (int i = 0; peek() != close; ++i) {
+                bool rows = c == '[';  // until an item is not an object
+                for (int i = 0; skip_space() != close; ++i) {
+                    if (i > 0) expect(',');
                     std::string key = std::to_string(i);
                     if (c == '{') {
+                        if (skip_space() != '"') fail("expected a key");
                         key = string();
-                        space();
                         expect(':');
-                        space();
                     }
                     const std::string inner = path.empty() ? key : path + "." + key;
                     if (r.values_.count(inner))
                         fail("the key \"" + excerpt(key) + "\" appears twice");
-                    all_objects = all_objects && peek() == '{';
-                    const Kind kind = value(inner, depth + 1);
-                    r.values_.emplace(
-                        inner,
-                        Value{kind, kind == Kind::number || kind == Kind::string ? last : ""});
-                    space();
-                    if (peek() != ',') break;
-                    ++pos;
-                    space();
-                    if (peek() == close) fail("expected a value");
+                    rows = rows && skip_space() == '{';
+                    value(inner, depth + 1);
                 }
-                expect(close);
-                return c == '[' && all_objects ? Kind::rows : Kind::other;
+                ++pos;
+                if (rows) v.kind = 'r';
+            } else if (c == '"') {
+                v = {'s', string()};
+            } else if (c == '-' || (c >= '0' && c <= '9')) {
+                v = {'n', number()};
+            } else {
+                const std::size_t start = pos;
+                for (std::string_view word : {"true", "false", "null"})
+                    if (text.substr(pos, word.size()) == word) pos += word.size();
+                if (pos == start) fail("expected a JSON value");
             }
-            if (c == '"') return last = string(), Kind::string;
-            if (c == '-' || digit(c)) return last = number(), Kind::number;
-            for (std::string_view word : {"true", "false", "null"})
-                if (text.substr(pos, word.size()) == word) return pos += word.size(), Kind::other;
-            fail("expected a JSON value");
+            if (!path.empty()) r.values_.emplace(path, std::move(v));
         }
-        std::string last;  // the last number's or string's text
 
         std::string number() {
             const std::size_t start = pos;
-            auto digits = [&](const char* what) {
-                if (!digit(at(pos))) fail(std::string("expected a digit") + what);
-                while (digit(at(pos))) ++pos;
+            auto digits = [&](const char* where) {
+                if (at(pos) < '0' || at(pos) > '9') fail(std::string("expected a digit") + where);
+                while (at(pos) >= '0' && at(pos) <= '9') ++pos;
             };
             if (at(pos) == '-') ++pos;
             if (at(pos) == '0')
@@ -200,58 +199,36 @@ class SavedResults {
                 if (at(pos) == '+' || at(pos) == '-') ++pos;
                 digits(" in the exponent");
             }
-            if (const char after = at(pos);
-                after && std::string_view(",}] \t\n\r").find(after) == std::string_view::npos)
+            if (pos < text.size() && std::string_view(",}] \t\n\r").find(text[pos]) == npos)
                 fail("not a JSON number");
             return std::string(text.substr(start, pos - start));
         }
 
         std::string string() {
-            expect('"');
+            ++pos;  // the opening quote
             std::string out;
-            for (char c; (c = peek()) != '"';) {
-                ++pos;
+            for (char c; (c = at(pos)) != '"'; ++pos) {
+                if (pos >= text.size()) fail("unexpected end");
                 if (static_cast<unsigned char>(c) < 0x20)
                     fail("a control character inside a string");
                 if (c != '\\') {
                     out += c;
                     continue;
                 }
-                const std::string_view escapes = "\"\\/bfnrt", meanings = "\"\\/\b\f\n\r\t";
-                const char e = peek();
-                if (const std::size_t i = escapes.find(e); i != std::string_view::npos) {
-                    out += meanings[i];
-                    ++pos;
-                } else if (e == 'u') {
-                    for (std::size_t i = 1; i <= 4; ++i)
-                        if (!std::isxdigit(static_cast<unsigned char>(at(pos + i))))
-                            fail("expected four hex digits after \\u");
-                    out.append(text.substr(pos - 1, 6));
-                    pos += 5;
-                } else {
-                    fail("an unknown escape in a string");
+                const std::size_t escape = std::string_view("\"\\/bfnrtu").find(at(++pos));
+                if (escape == npos) fail("an unknown escape in a string");
+                if (at(pos) != 'u') {
+                    out += "\"\\/\b\f\n\r\t"[escape];
+                    continue;
                 }
+                for (std::size_t i = 1; i <= 4; ++i)
+                    if (!std::isxdigit(static_cast<unsigned char>(at(pos + i))))
+                        fail("expected four hex digits after \\u");
+                out.append(text.substr(pos - 1, 6));
+                pos += 4;
             }
             ++pos;
             return out;
-        }
-
-        static bool digit(char c) { return c >= '0' && c <= '9'; }
-        char at(std::size_t i) const { return i < text.size() ? text[i] : '\0'; }
-        char peek() const {
-            if (pos >= text.size()) fail("unexpected end");
-            return text[pos];
-        }
-        void expect(char c) {
-            if (peek() != c) fail(std::string("expected '") + c + "'");
-            ++pos;
-        }
-        void space() {
-            while (at(pos) == ' ' || at(pos) == '\t' || at(pos) == '\n' || at(pos) == '\r') ++pos;
-        }
-        [[noreturn]] void fail(const std::string& what) const {
-            throw std::runtime_error(r.path_ + " is not a JSON object: " + what + " at byte " +
-                                     std::to_string(pos));
         }
     };
 };

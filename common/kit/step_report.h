@@ -15,7 +15,7 @@ namespace kv {
 struct StepTimes {
     std::string column;                  // its columns in the table: "naive", "naive (ms)"
     std::string legend;                  // its line in the plot
-    const std::vector<double>& seconds;  // (answer_len) median time of each step
+    const std::vector<double>& seconds;  // (answer_len) the time of each step
 };
 
 // About six rows and the last: each step's sequence length, then every
@@ -25,7 +25,7 @@ inline Table step_table(int prompt_len, const std::vector<StepTimes>& methods) {
     for (const StepTimes& m : methods) columns.push_back(m.column);
     for (const StepTimes& m : methods) columns.push_back(m.column + " (ms)");
     Table table(columns);
-    const int steps = static_cast<int>(methods.front().seconds.size());
+    const int steps = int(methods.front().seconds.size());
     for (int s = 0; s < steps; ++s) {
         if (s % std::max(1, steps / 6) != 0 && s != steps - 1) continue;
         std::vector<Cell> row = {s, prompt_len + s};
