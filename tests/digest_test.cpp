@@ -26,11 +26,9 @@ std::string digest_of(const std::vector<float>& values) {
 
 TEST_CASE("FNV-1a 64 gives the published test vectors") {
     Fnv1a64 empty;
-    CHECK(empty.value() == 0xcbf29ce484222325ull);  // nothing hashed: the offset basis
-    CHECK(empty.hex() == "cbf29ce484222325");
+    CHECK(empty.hex() == "cbf29ce484222325");  // nothing hashed: the offset basis
     Fnv1a64 a;
     a.add_byte('a');
-    CHECK(a.value() == 0xaf63dc4c8601ec8cull);
     CHECK(a.hex() == "af63dc4c8601ec8c");
     Fnv1a64 foobar;
     for (const char c : std::string_view("foobar")) foobar.add_byte(std::uint8_t(c));

@@ -322,6 +322,79 @@ TEST_CASE("a run that fails before its end replaces none of its old files") {
     CHECK(files_beside(dir).empty());
 }
 
+// `./build/ch02 --save-json results.json >&-` (or `> /dev/full`): the
+// report cannot be printed, so the run fails, and it fails before it
+// replaces the JSON or the plots an earlier run left.
+TEST_CASE("a run whose standard output is closed or full replaces none of its old files") {
+    for (const bool closed : {true, false}) {
+        CAPTURE(closed);
+        const TempDir dir;
+        const std::string json = dir.file("results.json"), err = dir.file("err.txt");
+        write_bytes(json, "old json");
+        write_file(dir.file("plots/02_step_time.svg"), "<svg>earlier</svg>");
+        write_bytes(err, "");
+        Child child([&](const std::function<void()>&) {
+            const int to_err = open(err.c_str(), O_WRONLY | O_APPEND),
+                      full = open("/dev/full", O_WRONLY);
+            dup2(to_err, STDERR_FILENO);
+            if (closed)
+                close(STDOUT_FILENO);
+            else
+                dup2(full, STDOUT_FILENO);
+            close(to_err);
+            close(full);
+            std::vector<std::string> args = {"--save-json", json, "--plot-dir", dir.file("plots")};
+            args.insert(args.end(), kQuickCh02.begin(), kQuickCh02.end());
+            std::vector<const char*> argv = {"ch02"};
+            for (const std::string& a : args) argv.push_back(a.c_str());
+            ch02::Experiment experiment;
+            return run_chapter(int(argv.size()), argv.data(), "ch02", "a test run", experiment,
+                               ch02::report);
+        });
+        const int status = child.wait();
+        REQUIRE(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 2);
+        const std::string said = contents(err);
+        CHECK(lines(said) == 1);
+        CHECK(said.find(closed ? "ch02: standard output is closed"
+                               : "ch02: cannot write standard output") == 0);
+        CHECK(contents(json) == "old json");
+        CHECK(contents(dir.file("plots/02_step_time.svg")) == "<svg>earlier</svg>");
+        CHECK(files_beside(dir).empty());
+    }
+}
+
+// SIGKILL leaves no chance to clean up: the file beside the target stays,
+// named with its writer's pid, until the next write to that folder finds
+// that pid gone. Files of a live writer, and names not of that pattern, stay.
+TEST_CASE("a killed writer's file beside its target is removed by the next write to the folder") {
+    const TempDir dir;
+    const std::string target = dir.file("model.bin");
+    write_bytes(target, "the old model\n");
+    Child child([&](const std::function<void()>& ready) {
+        OutputFile out(target, "--save-checkpoint");
+        out.write(std::string(1 << 20, 'x'));
+        ready();
+        return 0;
+    });
+    REQUIRE(child.wait_ready());
+    REQUIRE(kill(child.pid(), SIGKILL) == 0);
+    child.wait();
+    const std::vector<std::string> left = files_beside(dir);
+    REQUIRE(left.size() == 1);
+    CHECK(left[0].rfind(".kv-part-" + std::to_string(child.pid()) + "-", 0) == 0);
+    const std::vector<std::string> kept = {".kv-part-" + std::to_string(getpid()) + "-abcdef",
+                                           ".kv-part-abcdef", ".kv-part-1-abcdef",
+                                           ".kv-part-" + std::to_string(child.pid()) + "-abc"};
+    for (const std::string& name : kept) write_bytes(dir.file(name), "not a leftover");
+    write_file(dir.file("results.json"), "{}\n", "--save-json");
+    std::vector<std::string> now = files_beside(dir), want = kept;
+    std::sort(now.begin(), now.end());
+    std::sort(want.begin(), want.end());
+    CHECK(now == want);
+    CHECK(contents(target) == "the old model\n");
+}
+
 TEST_CASE("a signal before a run's end leaves every old file and removes every new one") {
     const TempDir dir;
     const std::string plot = dir.file("plot.svg"), json = dir.file("results.json");

@@ -1,18 +1,26 @@
-// Signs of life from long work: the forward pass's observer (core), the
-// progress line (kit) and the two joined (PassesShown).
+// Signs of life from long work: the forward pass's observer (core) and the
+// progress line (kit), drawn from outside the work.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../chapters/08_prefix_caching/experiment.h"
 #include "../common/core/generation.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/transformer.h"
-#include "../common/kit/answer_timing.h"
 #include "../common/kit/program.h"
 #include "tiny_models.h"
 
@@ -89,100 +97,124 @@ TEST_CASE("a long pass tells how far each layer's attention has got; all sequenc
         }
 }
 
+namespace {
+
+// A stream's buffer that the progress thread and the test may use at once.
+class SharedText : public std::streambuf {
+  public:
+    std::string text() {
+        const std::lock_guard lock(mutex_);
+        return text_;
+    }
+    // Waits until `part` has been written (true), or 60 s have passed.
+    bool shows(const std::string& part) {
+        for (int i = 0; i < 6000 && text().find(part) == std::string::npos; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return text().find(part) != std::string::npos;
+    }
+
+  private:
+    int overflow(int c) override {
+        const std::lock_guard lock(mutex_);
+        text_ += char(c);
+        return c;
+    }
+    std::streamsize xsputn(const char* s, std::streamsize n) override {
+        const std::lock_guard lock(mutex_);
+        text_.append(s, std::size_t(n));
+        return n;
+    }
+    std::mutex mutex_;
+    std::string text_;
+};
+
+}  // namespace
+
 TEST_CASE("progress writes nothing when stderr is not a terminal") {
     std::ostringstream out;
     {
         Progress progress("working", out, false, std::chrono::milliseconds(0));
-        CHECK_FALSE(progress.on_terminal());
-        CHECK_FALSE(progress.due());
         progress.update(1, 3, "a note");
-        progress.detail("a detail");
     }
     CHECK(out.str().empty());
 }
 
-TEST_CASE("progress on a terminal: a new count at once; notes at most every tenth of a second") {
-    // Notes held back: an hour between notes, so no pause of a loaded
-    // machine can let one through.
-    std::ostringstream out;
+TEST_CASE("progress on a terminal: a new count at once and the seconds since the start") {
+    SharedText text;
+    std::ostream out(&text);
     {
-        Progress progress("working", out, true, std::chrono::milliseconds(0),
-                          std::chrono::hours(1));
+        Progress progress("working", out, true, std::chrono::milliseconds(0));
         progress.update(1, 3);
-        CHECK(out.str() == "\rworking 1/3");
-        progress.update(1, 3, "a note");  // the same count, at once after: held back
-        CHECK_FALSE(progress.due());
-        CHECK(out.str() == "\rworking 1/3");
-        progress.update(2, 3, "(a warm-up)");  // a new count shows at once
-        CHECK(out.str() == "\rworking 1/3\rworking 2/3 (a warm-up)");
-        progress.detail("a pass of 300 tokens: layer 1/2");  // held back
-        CHECK(out.str() == "\rworking 1/3\rworking 2/3 (a warm-up)");
-        out.str("");
+        CHECK(text.shows("\rworking 1/3, "));
+        progress.update(2, 3, "(a warm-up)");
+        CHECK(text.shows("\rworking 2/3 (a warm-up), "));
     }
     // Leaving, it blanks the longest line it showed and goes back.
-    CHECK(out.str() ==
-          "\r" + std::string(std::string("working 2/3 (a warm-up)").size(), ' ') + "\r");
+    const std::string all = text.text();
+    REQUIRE(all.ends_with("\r"));
+    const std::size_t blank = all.find_last_of('\r', all.size() - 2) + 1;
+    CHECK(all.find_first_not_of(' ', blank) == all.size() - 1);
+    CHECK(all.size() - 1 - blank >= std::string("working 2/3 (a warm-up), 0 s").size());
+}
 
-    // Once the interval has passed (here none), a note or detail shows.
-    std::ostringstream later;
-    {
-        Progress progress("working", later, true, std::chrono::milliseconds(0),
-                          std::chrono::milliseconds(0));
-        progress.update(2, 3, "(a warm-up)");
-        CHECK(progress.due());
-        later.str("");
-        progress.detail("a pass of 300 tokens: layer 1/2");
-        CHECK(later.str() == "\rworking 2/3 (a warm-up), a pass of 300 tokens: layer 1/2");
-        later.str("");
-    }
-    const std::string blank(
-        std::string("working 2/3 (a warm-up), a pass of 300 tokens: layer 1/2").size(), ' ');
-    CHECK(later.str() == "\r" + blank + "\r");
-    // The book's own Progress waits a tenth of a second between notes.
-    Progress book("working", later, true, std::chrono::milliseconds(0));
-    book.update(1, 2);
-    book.update(1, 2, "a note");
-    std::this_thread::sleep_for(std::chrono::milliseconds(120));
-    CHECK(book.due());
+// A call that cannot report, one long prefill, still shows that it runs:
+// the line is drawn by the progress's own thread, from outside.
+TEST_CASE("progress on a terminal shows a note given in its quiet time without another update") {
+    SharedText text;
+    std::ostream out(&text);
+    Progress progress("prefilling", out, true, std::chrono::milliseconds(20));
+    progress.update(1, 2, "60,000 tokens");
+    CHECK(text.shows("\rprefilling 1/2 60,000 tokens, "));
 }
 
 TEST_CASE("progress on a terminal waits out its quiet time; so quick runs show nothing") {
     std::ostringstream out;
     {
         Progress progress("working", out, true, std::chrono::seconds(60));
-        CHECK_FALSE(progress.due());
         progress.update(1, 2);
         progress.update(2, 2, "note");
-        progress.detail("detail");
     }
     CHECK(out.str().empty());
 }
 
-TEST_CASE("PassesShown watches a model only on a terminal; shows long passes and lets go") {
-    const Config c = long_config();
-    Transformer model(c, 4);
-    std::ostringstream out;
-    {
-        Progress elsewhere("working", out, false, std::chrono::milliseconds(0));
-        const PassesShown passes(model, elsewhere);
-        CHECK_FALSE(bool(model.on_progress));
+// Chapter 08's engine work (a long system prompt prefilled, then parallel
+// samples) shows on a terminal that it runs, though no pass reports from
+// inside: a child process runs it with a pseudo-terminal as its stderr.
+TEST_CASE("chapter 08 on a terminal shows its engine work while it runs") {
+    const int terminal = posix_openpt(O_RDWR | O_NOCTTY);
+    REQUIRE(terminal >= 0);
+    REQUIRE(grantpt(terminal) == 0);
+    REQUIRE(unlockpt(terminal) == 0);
+    const std::string name = ptsname(terminal);
+    std::fflush(nullptr);
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const int err = open(name.c_str(), O_RDWR | O_NOCTTY);
+        if (err < 0 || dup2(err, STDERR_FILENO) < 0) _exit(97);
+        close(err);
+        ch08::Experiment e;
+        e.queue.cost_model = "analytic";
+        e.queue.workload.requests = 20;
+        e.model.max_seq = 1024;
+        e.sharing.system_prompt = 500;
+        e.engine_requests = 2;
+        e.check();
+        e.run();
+        _exit(0);
     }
-    int before = 0;
-    model.on_progress = [&](const PassProgress&) { ++before; };
-    {
-        Progress progress("working", out, true, std::chrono::milliseconds(0));
-        const PassesShown passes(model, progress);
-        const std::vector<int> prompt =
-            fixed_prompt(Transformer::kRowsPerSign + 44, c.vocab_size, 6);
-        KVCache cache(c);
-        model.forward(prompt, cache);
-        // The first sign shows (the line had shown nothing yet); the rest
-        // came within a tenth of a second.
-        CHECK(out.str().find("\rworking, a pass of 300 tokens: layer 1/2 (256 attended)") == 0);
-        CHECK(before == 0);  // the model's own observer was set aside
+    std::string shown;
+    char bytes[4096];
+    for (ssize_t got; (got = read(terminal, bytes, sizeof bytes)) > 0;) shown.append(bytes, got);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    close(terminal);
+    CHECK(WIFEXITED(status));
+    const auto took = std::chrono::steady_clock::now() - start;
+    if (took < std::chrono::seconds(2)) {
+        MESSAGE("not asked: the run ended within the quiet second progress waits out");
+        return;
     }
-    const int token = 1;
-    KVCache cache(c);
-    model.forward(std::span(&token, 1), cache);
-    CHECK(before == c.n_layers);  // and is back
+    CHECK(shown.find("chapter 08: 4/4 parallel samples on the engine, ") != std::string::npos);
 }

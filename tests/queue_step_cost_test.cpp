@@ -3,8 +3,13 @@
 // calibration's steps, its fit, and the prices saved for this machine.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -231,13 +236,12 @@ TEST_CASE("the prices saved for this machine come back exactly and only for it a
 
     // A file from another machine (or another build) is not this machine's.
     const std::string saved = read_file(measured.path, "", 1 << 20);
-    const std::string machine = "\"machine\": \"";
-    const std::size_t at = saved.find(machine);
-    REQUIRE(at != std::string::npos);
-    std::string other_machine = saved;
-    other_machine.insert(at + machine.size(), "another CPU, ");
-    write_file(measured.path, other_machine);
-    CHECK(!machine_step_cost(c, 3, false, folder).reused);  // measured again, and saved
+    REQUIRE(saved.rfind("machine ", 0) == 0);
+    write_file(measured.path, "machine another CPU, " + saved.substr(8));
+    const StepCalibration again = machine_step_cost(c, 3, false, folder);
+    CHECK(!again.reused);  // measured again, and saved
+    CHECK(again.cost.source.find("not used: measured on another machine or build") !=
+          std::string::npos);
     CHECK(machine_step_cost(c, 3, false, folder).reused);
 
     // Another model's prices under this model's name are not this model's.
@@ -250,7 +254,7 @@ TEST_CASE("the prices saved for this machine come back exactly and only for it a
     CHECK(!machine_step_cost(c, 3, false, folder).reused);
 
     // A broken file is measured over; no folder saves nothing.
-    write_file(measured.path, "{\"machine\": ");
+    write_file(measured.path, "machine ");
     CHECK(!machine_step_cost(c, 3, false, folder).reused);
     const StepCalibration unsaved = machine_step_cost(c, 3, false, "");
     CHECK(!unsaved.reused);
@@ -263,10 +267,8 @@ TEST_CASE("a stale saved price file is replaced within a chapter's run of files"
     const Config c = test::tiny_config();
     const StepCalibration first = machine_step_cost(c, 3, false, folder);
     REQUIRE(!first.path.empty());
-    std::string stale = read_file(first.path, "", 1 << 20);
-    const std::string machine = "\"machine\": \"";
-    stale.insert(stale.find(machine) + machine.size(), "another CPU, ");
-    write_file(first.path, stale);
+    const std::string stale = read_file(first.path, "", 1 << 20);
+    write_file(first.path, "machine another CPU, " + stale.substr(8));
     {
         RunFiles run;  // as run_chapter opens one: an input may not be replaced
         const StepCalibration again = machine_step_cost(c, 3, false, folder);
@@ -275,4 +277,110 @@ TEST_CASE("a stale saved price file is replaced within a chapter's run of files"
         run.commit();
     }
     CHECK(machine_step_cost(c, 3, false, folder).reused);
+}
+
+namespace {
+
+// `text` with the line that starts with `key` (and a space) put as `line`.
+std::string with_line(const std::string& text, const std::string& key, const std::string& line) {
+    const std::size_t at = text.find("\n" + key + " ") + 1;
+    REQUIRE(at != 0);
+    return text.substr(0, at) + line + text.substr(text.find('\n', at));
+}
+
+}  // namespace
+
+// Prices read back are checked for sense before they are used: a price that
+// is not a number, not finite, below zero, or a thousand-fold off this
+// machine's time for a step now is measured again, and the run says why; a
+// file that is no regular file, or a huge one, is refused unread (no hang).
+TEST_CASE("saved prices that make no sense are measured again and the run says why") {
+    const test::TempDir dir;
+    const std::string folder = dir.file("calibration");
+    const Config c = test::tiny_config();
+    const StepCalibration first = machine_step_cost(c, 3, false, folder);
+    const std::string good = read_file(first.path, "", 1 << 20);
+    const std::string prices = "prices 1e-05 1e-06 1e-06 1e-08 1e-08";
+    REQUIRE(machine_step_cost(c, 3, false, folder).reused);
+    struct Damage {
+        std::string what, text, said;
+    };
+    const std::vector<Damage> damages = {
+        {"a price of infinity", with_line(good, "prices", "prices 1e999 0 0 0 0"), "not finite"},
+        {"a price not a number", with_line(good, "prices", "prices nan 0 0 0 0"), "not finite"},
+        {"a price below zero", with_line(good, "prices", "prices -1 0 0 0 0"), "below zero"},
+        {"no prices", with_line(good, "prices", "fit_error 0"), "missing"},
+        {"a fit error of infinity", with_line(good, "fit_error", "fit_error inf"), "not finite"},
+        {"prices 1e300 s a row", with_line(good, "prices", "prices 0 1e300 0 0 0"), "now"},
+        {"prices a million times too small",
+         with_line(good, "prices", "prices 1e-12 1e-12 1e-12 1e-15 1e-15"), "now"},
+        {"an empty file", "", "another machine"},
+        {"garbage", std::string("\x7f\x45\x4c\x46\0\0\xff", 7), "another machine"},
+    };
+    for (const Damage& d : damages) {
+        CAPTURE(d.what);
+        write_file(first.path, d.text);
+        const StepCalibration cal = machine_step_cost(c, 3, false, folder);
+        CHECK_FALSE(cal.reused);
+        CHECK(cal.cost.source.find("the saved prices were not used: ") != std::string::npos);
+        CHECK(cal.cost.source.find(d.said) != std::string::npos);
+        for (double k : {cal.cost.fixed, cal.cost.per_row, cal.cost.per_sequence, cal.cost.per_pair,
+                         cal.cost.per_position})
+            CHECK((std::isfinite(k) && k >= 0 && k < 1));
+        CHECK(machine_step_cost(c, 3, false, folder).reused);  // saved over the damage
+    }
+    // Not a regular file, or over a megabyte: refused before it is read.
+    std::filesystem::remove(first.path);
+    REQUIRE(mkfifo(first.path.c_str(), 0600) == 0);
+    const StepCalibration fifo = machine_step_cost(c, 3, false, folder);
+    CHECK_FALSE(fifo.reused);
+    CHECK(fifo.cost.source.find("a FIFO (named pipe), not a regular file") != std::string::npos);
+    CHECK(fifo.cost.source.find("not saved") != std::string::npos);
+    std::filesystem::remove(first.path);
+    std::filesystem::create_directory(first.path);
+    CHECK(machine_step_cost(c, 3, false, folder).cost.source.find("a folder, not a regular file") !=
+          std::string::npos);
+    std::filesystem::remove(first.path);
+    write_file(first.path, good);
+    std::filesystem::resize_file(first.path, 2 << 20);
+    const StepCalibration huge = machine_step_cost(c, 3, false, folder);
+    CHECK(huge.cost.source.find("more than the 1048576 this reader takes") != std::string::npos);
+    CHECK(machine_step_cost(c, 3, false, folder).reused);
+}
+
+// Two runs that find no prices at once: the second waits for the first
+// (a lock on the folder), then reuses what it saved, so that both report
+// the prices the file holds.
+TEST_CASE("two runs calibrating at once report the prices the file holds") {
+    const test::TempDir dir;
+    const std::string folder = dir.file("calibration");
+    const Config c = test::tiny_config();
+    std::vector<pid_t> children;
+    for (int k = 0; k < 2; ++k) {
+        std::fflush(nullptr);
+        const pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            const StepCalibration cal = machine_step_cost(c, 3, false, folder);
+            char text[128];
+            std::snprintf(text, sizeof text, "%.17g %.17g %.17g", cal.cost.fixed, cal.cost.per_row,
+                          cal.cost.per_pair);
+            write_file(dir.file("reported-" + std::to_string(k)), text);
+            _exit(0);
+        }
+        children.push_back(pid);
+    }
+    for (const pid_t pid : children) {
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        REQUIRE(WIFEXITED(status));
+    }
+    // What the folder holds, as a third run reads it.
+    const StepCalibration held = machine_step_cost(c, 3, false, folder);
+    REQUIRE(held.reused);
+    char text[128];
+    std::snprintf(text, sizeof text, "%.17g %.17g %.17g", held.cost.fixed, held.cost.per_row,
+                  held.cost.per_pair);
+    CHECK(read_file(dir.file("reported-0"), "", 1000) == text);
+    CHECK(read_file(dir.file("reported-1"), "", 1000) == text);
 }

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -251,6 +252,24 @@ struct CorruptingStore : TierStore {
     }
 };
 
+// A planted fault: a store that reads a block back with its numbers changed
+// and says it is fine, as a tier without a checksum would.
+struct LyingStore : TierStore {
+    TierFile& file;
+    BlockPool& pool;
+    LyingStore(TierFile& f, BlockPool& p) : file(f), pool(p) {}
+    bool write(int slot, const BlockName& name, int block) override {
+        return file.write(slot, name, block);
+    }
+    bool read(int slot, const BlockName& name, int block) override {
+        const bool read = file.read(slot, name, block);
+        const std::size_t n = std::size_t(pool.block_size()) * std::size_t(pool.kv_dim());
+        for (int layer = 0; layer < pool.n_layers(); ++layer)
+            std::fill(pool.keys(block, layer), pool.keys(block, layer) + n, 0.5f);
+        return read;
+    }
+};
+
 struct QueueRun {
     Schedule schedule;
     PrefixCache::TierCounts tier;
@@ -260,7 +279,7 @@ struct QueueRun {
 // The queue by continuous batching, the tier of `tier_blocks` (0: none),
 // on the engine when `model` is given, else in the simulator.
 QueueRun run_queue(const Conversations& q, int tier_blocks, Transformer* model,
-                   int corrupt_read = 0) {
+                   int corrupt_read = 0, bool lying = false) {
     const Config c = queue_config();
     const Policy policy{"continuous, cache", 4, true, true};
     QueueRun run;
@@ -281,8 +300,10 @@ QueueRun run_queue(const Conversations& q, int tier_blocks, Transformer* model,
     BlockPool pool(c, 4, kBlocks);
     TierFile file(pool, std::max(tier_blocks, 1));
     CorruptingStore corrupting(file, corrupt_read);
+    LyingStore liar(file, pool);
+    TierStore* store = lying ? static_cast<TierStore*>(&liar) : &corrupting;
     PrefixSharingMemory memory(
-        pool, {.watermark = 0.05, .share = true, .tier_blocks = tier_blocks, .tier = &corrupting});
+        pool, {.watermark = 0.05, .share = true, .tier_blocks = tier_blocks, .tier = store});
     TieredExecutor executor(*model, 1, pool, memory, &file);
     run.schedule = run_schedule(q.requests, policy, memory, PrefillFirst{}, executor);
     finish(memory);
@@ -316,6 +337,18 @@ TEST_CASE(
     CHECK(corrupted.tier.failed == 1);
     CHECK(corrupted.tier.reloaded < clean.tier.reloaded);
     CHECK(same_answers(clean.schedule, corrupted.schedule));
+}
+
+// The chapter's "same tokens" compares every answer with the tier and
+// without it, as same_answers does: a tier that hands back wrong numbers
+// as good ones changes answers, and the comparison says so.
+TEST_CASE("a tier that reads back changed numbers as good ones changes answers and is seen") {
+    const Conversations q = tiny_conversations(queue_config());
+    Transformer model(queue_config(), 5);
+    const QueueRun without = run_queue(q, 0, &model), lied = run_queue(q, 64, &model, 0, true);
+    REQUIRE(lied.tier.reloaded > 0);
+    CHECK(lied.tier.failed == 0);  // nothing noticed it on the way
+    CHECK_FALSE(same_answers(without.schedule, lied.schedule));
 }
 
 TEST_CASE("the simulator decides what the engine decides with the tier") {

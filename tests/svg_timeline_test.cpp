@@ -33,44 +33,23 @@ TEST_CASE("a timeline draws each bar from its start for its length") {
     SvgTimeline t("title", "time (s)");
     const int a = t.add_kind("a", "#111111"), b = t.add_kind("b", "#222222");
     t.add_row({"row", {{0, 1, a, "first"}, {1, 3, b, ""}, {3, 3, a, "empty"}}, "3 s"});
-    REQUIRE(t.axis_end(0) == doctest::Approx(3));  // ticks of 1: the axis ends at the last bar
+    t.add_panel("later");
+    t.add_row({"other", {{0, 0.5, a}}});
     const std::string svg = t.svg();
     CHECK(test::svg_problem(svg) == "");
     const std::vector<test::DrawnBar> bars = test::drawn_bars(svg);
-    REQUIRE(bars.size() == 2);                               // the bar of no length is not drawn
-    const double scale = (t.x_of(0, 3) - t.x_of(0, 0)) / 3;  // pixels per second
-    CHECK(bars[0].x == doctest::Approx(t.x_of(0, 0)).epsilon(0.001));
-    CHECK(bars[0].width == doctest::Approx(1 * scale).epsilon(0.002));
-    CHECK(bars[1].x == doctest::Approx(t.x_of(0, 1)).epsilon(0.001));
-    CHECK(bars[1].width == doctest::Approx(2 * scale).epsilon(0.002));
+    REQUIRE(bars.size() == 3);  // the bar of no length is not drawn
+    // One second is as wide in every bar and every panel (one axis), and
+    // the second bar starts where the first ends.
+    CHECK(bars[1].width == doctest::Approx(2 * bars[0].width).epsilon(0.002));
+    CHECK(bars[2].width == doctest::Approx(bars[0].width / 2).epsilon(0.004));
+    CHECK(bars[1].x == doctest::Approx(bars[0].x + bars[0].width).epsilon(0.001));
+    CHECK(bars[2].x == doctest::Approx(bars[0].x).epsilon(0.001));
     CHECK(bars[0].y == bars[1].y);  // one row
+    CHECK(bars[2].y > bars[1].y);   // the next panel, below
     CHECK(svg.find("<title>first</title>") != std::string::npos);
     CHECK(svg.find(">3 s</text>") != std::string::npos);
     CHECK(svg.find("#222222") != std::string::npos);
-}
-
-TEST_CASE("a timeline's panels share one axis unless told otherwise") {
-    auto make = [](bool shared) {
-        SvgTimeline t("t", "ms");
-        const int k = t.add_kind("k", "#000000");
-        t.add_panel("short");
-        t.add_row({"a", {{0, 10, k}}});
-        t.add_panel("long");
-        t.add_row({"b", {{0, 100, k}}});
-        t.set_shared_axis(shared);
-        return t;
-    };
-    const SvgTimeline shared = make(true), own = make(false);
-    CHECK(shared.axis_end(0) == 100);
-    CHECK(shared.axis_end(1) == 100);
-    CHECK(own.axis_end(0) == 10);
-    CHECK(own.axis_end(1) == 100);
-    // On one axis the short bar is a tenth of the long one; on its own, as long.
-    const auto s = test::drawn_bars(shared.svg()), o = test::drawn_bars(own.svg());
-    REQUIRE(s.size() == 2);
-    REQUIRE(o.size() == 2);
-    CHECK(s[0].width == doctest::Approx(s[1].width / 10).epsilon(0.01));
-    CHECK(o[0].width == doctest::Approx(o[1].width).epsilon(0.01));
 }
 
 TEST_CASE("a timeline escapes its text and refuses bars it cannot draw") {

@@ -117,7 +117,6 @@ struct Experiment {
         // (a long prompt's passes show on a terminal).
         std::vector<int> tokens;
         Progress progress("keeping every step's logits: method");
-        const PassesShown passes(m, progress);
         progress.update(1, 2, "(without the cache)");
         const std::vector<std::vector<float>> naive_logits = logits_per_step(naive, tokens);
         progress.update(2, 2, "(with the cache)");

@@ -14,7 +14,6 @@
 #include "../../common/core/timing.h"
 #include "../../common/fast/machine_probes.h"
 #include "../../common/fast/memory_level.h"
-#include "../../common/kit/answer_timing.h"  // PassesShown
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
 #include "../../common/kit/model_flags.h"
@@ -157,7 +156,6 @@ struct Experiment {
         // The demo width, every batched step checked against decoding alone.
         AloneReference alone = [&] {
             Progress progress("prefilling the sequences alone");  // a long prompt takes a while
-            const PassesShown passes(loaded.model, progress);
             return AloneReference(loaded.model, prompts, steps);
         }();
         const ReadBandwidthProbe probe(probe_bytes);
@@ -235,7 +233,6 @@ struct Experiment {
         const std::string dim = "dim " + std::to_string(m.config().dim);
         DecodeBench bench = [&] {
             Progress prefilling(dim + ", prefilling the sequences");
-            const PassesShown passes(m, prefilling);
             return DecodeBench(m, prompts, batch_sampling(repeats));
         }();
         WidthResult w;

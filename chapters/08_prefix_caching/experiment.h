@@ -15,6 +15,7 @@
 #include "../../common/core/transformer.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
+#include "../../common/kit/program.h"  // Progress
 #include "../../common/lab/queue_flags.h"
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/prefix_sharing_memory.h"
@@ -147,13 +148,18 @@ struct Experiment : Setup {
         r.blocks = blocks();
         r.bytes_per_block = BlockPool::bytes_per_block(model, block_size);
         const std::vector<Request> all = shared_queue();
+        Progress progress("chapter 08:");  // long work shows, from outside, that it runs
+        progress.update(1, 4, "the queue in the simulator, without sharing");
         r.without = simulate(r, all, false);
+        progress.update(2, 4, "with sharing");
         r.with = simulate(r, all, true);
         Transformer engine(model, seed);
         if (const int n = std::min(engine_requests, int(all.size())); n > 0) {
+            progress.update(3, 4, "the queue's first requests on the engine");
             const std::span<const Request> first(all.data(), std::size_t(n));
             r.first = {simulate(r, first, true), run_on_the_engine(first, engine)};
         }
+        progress.update(4, 4, "parallel samples on the engine");
         count_parallel_samples(r, engine);
         return r;
     }

@@ -20,7 +20,6 @@
 #include "../../common/core/narrow_kv_cache.h"
 #include "../../common/core/timing.h"
 #include "../../common/fast/machine_probes.h"
-#include "../../common/kit/answer_timing.h"  // PassesShown
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"  // beyond_memory
 #include "../../common/kit/model_flags.h"
@@ -241,7 +240,6 @@ struct Experiment : Setup {
     // --long-tail tokens, a short pass, then reaches --long-context.
     void compare_long_answers(Results& r, Transformer& m) const {
         Progress progress("answers at the long context:");
-        const PassesShown shown(m, progress);  // how far each prefix's pass has got
         const int answer = queue.workload.answer_len, vocab = m.config().vocab_size;
         const std::vector<int> prefix = fixed_prompt(long_prefix(), vocab, model.seed + 1000);
         std::vector<NarrowKVCache> prefilled;

@@ -1,22 +1,19 @@
 // The stopwatch for one whole answer: its total time and each step's,
 // medians over repeated runs after a warm-up (chapters 01 and 02), in the
 // thread's CPU time with the thread kept on its core, as every step in the
-// book is timed (common/core/timing.h); and the sign of life a long forward
-// pass gives on a terminal.
+// book is timed (common/core/timing.h).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "../core/generation.h"
 #include "../core/timing.h"
 #include "../core/transformer.h"
 #include "program.h"  // Progress
-#include "report.h"   // with_commas
 
 namespace kv {
 
@@ -31,40 +28,8 @@ struct AnswerTiming {
     std::uint64_t positions = 0;               // token-positions the model processed for one answer
 };
 
-// While it lives, each forward pass of `model` over many tokens shows on a
-// terminal how far it has got, after the line's own note:
-//     timing the answer: run 1/6 (a warm-up) 0 tokens, a pass of 60,000 tokens: layer 3/6
-class PassesShown {
-  public:
-    PassesShown(Transformer& model, Progress& progress)
-        : model_(model), before_(model.on_progress), watching_(progress.on_terminal()) {
-        if (!watching_) return;
-        model_.on_progress = [&progress](const PassProgress& p) {
-            if (p.rows < kLongPass || !progress.due()) return;
-            progress.detail("a pass of " + with_commas(std::uint64_t(p.rows)) + " tokens: layer " +
-                            std::to_string(p.layer + 1) + "/" + std::to_string(p.layers) +
-                            (p.rows_done < p.rows
-                                 ? " (" + with_commas(std::uint64_t(p.rows_done)) + " attended)"
-                                 : " done"));
-        };
-    }
-    ~PassesShown() {  // the model's observer is again the one it had
-        if (watching_) model_.on_progress = std::move(before_);
-    }
-    PassesShown(const PassesShown&) = delete;
-    PassesShown& operator=(const PassesShown&) = delete;
-
-    static constexpr int kLongPass = Transformer::kRowsPerSign;  // fewer tokens: not shown
-
-  private:
-    Transformer& model_;
-    std::function<void(const PassProgress&)> before_;
-    bool watching_;
-};
-
 // Warms up with one answer, then times `repeats` more and keeps medians and
-// the fastest;
-// on a terminal, stderr shows the run, the tokens so far and long passes.
+// the fastest; on a terminal, stderr shows the run and the tokens so far.
 // `after_timed` (if given) runs after each timed answer, untimed: another
 // measurement taking turns with the answers, so that both see the same load.
 inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator& generate,
@@ -73,7 +38,6 @@ inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator
     std::vector<std::vector<double>> per_step;  // (step, repeat)
     // A long prompt, or a long answer without the cache, takes minutes.
     Progress progress("timing the answer: run");
-    const PassesShown passes(model, progress);
     long run = 0;
     const std::vector<double> totals = timed_runs(
         repeats,
@@ -86,9 +50,8 @@ inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator
             result.tokens = generate([&](int, std::span<const float>) {
                 steps.push_back(thread_cpu_seconds() - last);
                 last = thread_cpu_seconds();
-                if (progress.on_terminal())  // kept, and shown when due
-                    progress.update(run + 1, repeats + 1,
-                                    warm_up + std::to_string(steps.size()) + " tokens");
+                progress.update(run + 1, repeats + 1,
+                                warm_up + std::to_string(steps.size()) + " tokens");
             });
             ++run;
             result.positions = model.positions_processed() - before;

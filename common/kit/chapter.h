@@ -22,16 +22,13 @@ int run_chapter(int argc, const char* const* argv, const char* program, const ch
         out.chapter = program;
         Flags flags(program, summary);
         experiment.add_flags(flags);
-        constexpr bool plots = [] {
-            if constexpr (requires { Experiment::draws_plots; })
-                return bool(Experiment::draws_plots);
-            else
-                return true;
-        }();
+        bool plots = true;
+        if constexpr (requires { Experiment::draws_plots; }) plots = Experiment::draws_plots;
         add_output_flags(flags, out, plots);
         if (!flags.parse(argc, argv)) return 0;  // --help was printed
         experiment.check();
         const int status = report(experiment.run(), out);
+        check_standard_output();  // what can fail, before any file is replaced
         files.commit();
         return status;
     });

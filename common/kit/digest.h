@@ -25,8 +25,7 @@ class Fnv1a64 {
         }
     }
 
-    std::uint64_t value() const { return state_; }
-    // The value as 16 lowercase hex digits, e.g. "af63dc4c8601ec8c".
+    // The digest as 16 lowercase hex digits, e.g. "af63dc4c8601ec8c".
     std::string hex() const {
         char digits[17];
         std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(state_));

@@ -1,49 +1,18 @@
 #include "machine.h"
 
-#include "report.h"  // fixed, format_bytes
-
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <string>
+
+#include "report.h"  // fixed, format_bytes
 
 namespace kv {
 
 std::uint64_t physical_memory_bytes() {
     const long pages = sysconf(_SC_PHYS_PAGES);
-    const long page_size = sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || page_size <= 0) return 0;
-    return std::uint64_t(pages) * std::uint64_t(page_size);
+    return pages > 0 ? std::uint64_t(pages) * page_size() : 0;
 }
-
-namespace {
-
-// The memory.max of this process's cgroup (v2), or memory.limit_in_bytes
-// (v1); empty where there is none or it cannot be read.
-std::optional<std::uint64_t> cgroup_memory_limit() {
-    std::ifstream groups("/proc/self/cgroup");
-    std::string line;
-    while (std::getline(groups, line)) {
-        if (line.rfind("0::", 0) == 0) {  // cgroup v2: "0::/the/group"
-            std::ifstream max("/sys/fs/cgroup" + line.substr(3) + "/memory.max");
-            std::string text;
-            if (max >> text && text != "max") {
-                try {
-                    return std::stoull(text);
-                } catch (const std::exception&) {
-                }
-            }
-            return std::nullopt;
-        }
-    }
-    std::ifstream v1("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-    std::uint64_t bytes = 0;
-    if (v1 >> bytes && bytes < (std::uint64_t(1) << 62)) return bytes;  // huge: unlimited
-    return std::nullopt;
-}
-
-}  // namespace
 
 MemoryLimit usable_memory() {
     MemoryLimit limit{physical_memory_bytes(), "this machine's physical memory"};
@@ -52,10 +21,20 @@ MemoryLimit usable_memory() {
     };
     struct rlimit r {};
     if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
-        lower(std::uint64_t(r.rlim_cur), "this process's address-space limit (ulimit -v)");
+        lower(r.rlim_cur, "this process's address-space limit (ulimit -v)");
     if (getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
-        lower(std::uint64_t(r.rlim_cur), "this process's data limit (ulimit -d)");
-    if (const auto cgroup = cgroup_memory_limit()) lower(*cgroup, "its cgroup's memory.max");
+        lower(r.rlim_cur, "this process's data limit (ulimit -d)");
+    // The cgroup's memory.max: v2 names the group on a line "0::/the/group"
+    // ("max" reads as no number); v1 has a limit, a huge one meaning none.
+    std::ifstream groups("/proc/self/cgroup");
+    std::uint64_t bytes = 0;
+    for (std::string line; std::getline(groups, line);)
+        if (line.starts_with("0::") &&
+            std::ifstream("/sys/fs/cgroup" + line.substr(3) + "/memory.max") >> bytes)
+            lower(bytes, "its cgroup's memory.max");
+    if (std::ifstream("/sys/fs/cgroup/memory/memory.limit_in_bytes") >> bytes &&
+        bytes < (std::uint64_t(1) << 62))
+        lower(bytes, "its cgroup's memory.max");
     return limit;
 }
 

@@ -1,5 +1,5 @@
-// Probes of the machine a program runs on: its memory, its largest CPU
-// cache, and how much of its memory this process holds.
+// The memory of the machine a program runs on, and how much of it this
+// process may use and holds.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,7 @@ struct MemoryLimit {
 MemoryLimit usable_memory();
 
 // The one check of "will it fit": "" when `bytes` stay within `fraction` of
-// usable_memory() (or nothing can be read); else the limit as a refusal
+// usable_memory() (or nothing can be read), else the limit as a refusal
 // quotes it: "more than half of this process's address-space limit (ulimit
 // -v), 390 MiB".
 std::string beyond_memory(double bytes, double fraction);

@@ -7,8 +7,8 @@
 #include <iostream>
 #include <string>
 
+#include "files.h"  // write_file
 #include "flags.h"
-#include "program.h"
 #include "report.h"
 
 namespace kv {

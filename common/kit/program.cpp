@@ -1,5 +1,7 @@
 #include "program.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,51 +32,56 @@ Progress::Progress(std::string label)
     : Progress(std::move(label), std::cerr, isatty(STDERR_FILENO) == 1, std::chrono::seconds(1)) {}
 
 Progress::Progress(std::string label, std::ostream& out, bool terminal,
-                   std::chrono::milliseconds quiet, std::chrono::milliseconds every)
-    : label_(std::move(label)),
-      out_(out),
-      enabled_(terminal),
-      quiet_(quiet),
-      every_(every),
-      start_(std::chrono::steady_clock::now()) {}
+                   std::chrono::milliseconds quiet)
+    : label_(std::move(label)), out_(out), quiet_(quiet), start_(std::chrono::steady_clock::now()) {
+    if (!terminal) return;
+    // Started with every signal blocked, which it keeps: a signal goes to
+    // the program's own thread, where RunFiles::commit can hold it back.
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &before);
+    redraw_ = std::thread([this] {
+        std::unique_lock lock(mutex_);
+        while (!stop_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; }))
+            show();
+    });
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+}
 
 Progress::~Progress() {
-    if (shown_) out_ << "\r" << std::string(width_, ' ') << "\r" << std::flush;
-}
-
-bool Progress::due() const {
-    if (!enabled_) return false;
-    const auto now = std::chrono::steady_clock::now();
-    if (now - start_ < quiet_) return false;
-    return !shown_ || now - last_shown_ >= every_;
-}
-
-void Progress::show() {
-    std::string text = label_;
-    if (total_ >= 0)
-        text.append(" ").append(std::to_string(done_)).append("/").append(std::to_string(total_));
-    if (!note_.empty()) text.append(" ").append(note_);
-    if (!detail_.empty()) text.append(", ").append(detail_);
-    shown_ = true;
-    last_shown_ = std::chrono::steady_clock::now();
-    width_ = std::max(width_, text.size());
-    out_ << "\r" << text << std::string(width_ - text.size(), ' ') << std::flush;
+    if (!redraw_.joinable()) return;
+    {
+        const std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    stop_.notify_one();
+    redraw_.join();
+    if (width_ > 0) out_ << "\r" << std::string(width_, ' ') << "\r" << std::flush;
 }
 
 void Progress::update(long done, long total, const std::string& note) {
-    if (!enabled_) return;
+    if (!redraw_.joinable()) return;
+    const std::lock_guard lock(mutex_);
     const bool new_count = done != done_ || total != total_;
     done_ = done;
     total_ = total;
     note_ = note;
-    detail_.clear();
-    if (new_count ? std::chrono::steady_clock::now() - start_ >= quiet_ : due()) show();
+    if (new_count) show();
 }
 
-void Progress::detail(const std::string& text) {
-    if (!enabled_) return;
-    detail_ = text;
-    if (due()) show();
+void Progress::show() {
+    const auto since = std::chrono::steady_clock::now() - start_;
+    if (since < quiet_) return;
+    std::string text = label_;
+    if (total_ >= 0)
+        text.append(" ").append(std::to_string(done_)).append("/").append(std::to_string(total_));
+    if (!note_.empty()) text += " " + note_;
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since).count();
+    text.append(", ").append(std::to_string(seconds)).append(" s");
+    if (text == shown_) return;
+    shown_ = text;
+    width_ = std::max(width_, text.size());
+    out_ << "\r" << text << std::string(width_ - text.size(), ' ') << std::flush;
 }
 
 }  // namespace kv

@@ -1,14 +1,17 @@
-// What every chapter's main() shares: turning errors into one line and exit
-// status 2, and progress lines that appear only on a terminal.
+// What every chapter's main() shares: any error as one line on stderr and
+// exit status 2, and progress on a terminal.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <iostream>
+#include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 
-#include "files.h"  // write_file, check_standard_output, handle_signals_while_writing
+#include "files.h"  // check_standard_output, handle_signals_while_writing
 
 namespace kv {
 
@@ -31,12 +34,13 @@ class Allocating {
 };
 
 // Runs body(); any exception becomes "program: message" on stderr and exit
-// status 2, and so does standard output lost (`ch03 > /dev/full`).
+// status 2, and so does standard output closed or lost (`ch03 > /dev/full`).
 template <class Body>
 int run_program(const char* program, Body&& body) {
-    Allocating::failed();            // nothing from before this program
-    handle_signals_while_writing();  // files.h: cleanup on signals, ulimit -f as an error
+    Allocating::failed();  // nothing from before this program
     try {
+        handle_signals_while_writing();  // files.h: cleanup on signals, ulimit -f as an error
+        check_standard_output();         // closed: refused before any work
         const int status = body();
         check_standard_output();
         return status;
@@ -54,42 +58,35 @@ int run_program(const char* program, Body&& body) {
     }
 }
 
-// Progress for long runs: rewritten in place on stderr, only when stderr is
-// a terminal, and nothing for the first second. A new count shows at once; a
-// new note or detail at most every tenth of a second, so a loop may update
-// as often as it likes.
+// Progress of a long run, "label done/total note, 12 s", rewritten in place
+// on stderr, only when stderr is a terminal, and nothing for the first
+// second. A new count shows at once; a thread of its own redraws the line a
+// few times a second, so a call that cannot report (one prefill of many
+// thousand tokens) still shows that it runs, from outside.
 class Progress {
   public:
     explicit Progress(std::string label);
     // For tests: lines go to `out`, as if stderr were a terminal or not,
-    // after `quiet` instead of a second, a new note `every` so often.
-    Progress(std::string label, std::ostream& out, bool terminal, std::chrono::milliseconds quiet,
-             std::chrono::milliseconds every = std::chrono::milliseconds(100));
+    // after `quiet` instead of a second.
+    Progress(std::string label, std::ostream& out, bool terminal, std::chrono::milliseconds quiet);
     ~Progress();  // clears the line
     Progress(const Progress&) = delete;
     Progress& operator=(const Progress&) = delete;
 
-    void update(long done, long total, const std::string& note = "");  // "label done/total note"
-    // Work inside the current item, after the note (PassesShown); the next
-    // update() clears it.
-    void detail(const std::string& text);
-
-    bool on_terminal() const { return enabled_; }
-    // Whether a new note or detail would show now: a hot loop asks first.
-    bool due() const;
+    void update(long done, long total, const std::string& note = "");
 
   private:
-    void show();
-    std::string label_;
-    std::ostream& out_;
-    bool enabled_;
-    std::chrono::milliseconds quiet_;  // nothing shows before
-    std::chrono::milliseconds every_;  // a new note or detail at most this often
-    bool shown_ = false;
-    std::chrono::steady_clock::time_point start_, last_shown_;
+    void show();  // with mutex_ held
+    std::string label_, note_, shown_;
     long done_ = -1, total_ = -1;
-    std::string note_, detail_;
+    std::ostream& out_;
+    std::chrono::milliseconds quiet_;
+    std::chrono::steady_clock::time_point start_;
     std::size_t width_ = 0;  // of the longest line shown
+    std::mutex mutex_;
+    std::condition_variable stop_;
+    bool stopping_ = false;
+    std::thread redraw_;  // only on a terminal
 };
 
 }  // namespace kv

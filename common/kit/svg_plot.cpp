@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <stdexcept>
 
-#include "program.h"
+#include "files.h"
 #include "svg_parts.h"
 
 namespace kv {
@@ -19,24 +18,16 @@ void SvgPlot::add_hline(std::string name, double y) {
     hlines_.emplace_back(std::move(name), y);
 }
 
-namespace {
-const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
-                         "#9467bd", "#8c564b", "#e377c2"};
-}
-
 std::string SvgPlot::svg() const {
-    const double W = 720, H = 440, left = 80, right = 190, top = 40, bottom = 60;
-    const double pw = W - left - right, ph = H - top - bottom;
-
+    const double W = 720, H = 440, left = 80, top = 40, pw = W - left - 190, ph = H - top - 60;
+    // On a log axis a value's place is its exponent.
     auto tx = [&](double x) { return log2_x_ ? std::log2(x) : x; };
     auto ty = [&](double y) { return log2_y_ ? std::log2(y) : y; };
     double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
     for (const Series& s : series_)
         for (std::size_t i = 0; i < s.x.size(); ++i) {
-            x0 = std::min(x0, tx(s.x[i]));
-            x1 = std::max(x1, tx(s.x[i]));
-            y0 = std::min(y0, ty(s.y[i]));
-            y1 = std::max(y1, ty(s.y[i]));
+            x0 = std::min(x0, tx(s.x[i])), x1 = std::max(x1, tx(s.x[i]));
+            y0 = std::min(y0, ty(s.y[i])), y1 = std::max(y1, ty(s.y[i]));
         }
     for (const auto& h : hlines_) y0 = std::min(y0, ty(h.second)), y1 = std::max(y1, ty(h.second));
     if (x0 > x1) x0 = 0, x1 = 1;
@@ -49,32 +40,24 @@ std::string SvgPlot::svg() const {
     } else {
         y0 = 0;  // every linear quantity the book plots starts from zero
         if (!(y1 > 0)) y1 = 1;
-        ystep = svg_tick_step(y1 - y0);
+        ystep = svg_tick_step(y1);
         y1 = std::ceil(y1 / ystep) * ystep;
     }
-
     auto px = [&](double x) { return left + (tx(x) - x0) / (x1 - x0) * pw; };
-    // On a log axis, `at` is already an exponent (the ticks' loop counts them).
-    auto py_at = [&](double at) { return top + ph - (at - y0) / (y1 - y0) * ph; };
+    auto py_at = [&](double at) { return top + ph - (at - y0) / (y1 - y0) * ph; };  // at: ty(y)
     auto py = [&](double y) { return py_at(ty(y)); };
-    // Powers of two below 1 read best as fractions: 1/64, not 0.015625.
-    auto power_label = [&](double e) {
+    auto power_label = [&](double e) {  // powers of two below 1 as fractions: 1/64
         const double v = std::pow(2.0, e);
         return v < 1 ? "1/" + svg_tick_label(1 / v) : svg_tick_label(v);
     };
 
     const std::string middle = " text-anchor=\"middle\"";
     std::string out = svg_open(W, H) + svg_text(W / 2, 22, title_, middle + " font-size=\"15\"");
-
-    // Grid and ticks.
-    for (double y = y0; y <= y1 + ystep / 2; y += ystep) {
-        out += svg_line(left, left + pw, py_at(y), py_at(y), " stroke=\"#ddd\"");
-        out += svg_text(left - 6, py_at(y) + 4, log2_y_ ? power_label(y) : svg_tick_label(y),
+    for (double y = y0; y <= y1 + ystep / 2; y += ystep)
+        out += svg_line(left, left + pw, py_at(y), py_at(y), " stroke=\"#ddd\"") +
+               svg_text(left - 6, py_at(y) + 4, log2_y_ ? power_label(y) : svg_tick_label(y),
                         " text-anchor=\"end\"");
-    }
-    if (log2_x_) {
-        // One label per power of two, or per second or third power when
-        // the axis spans many, so that labels never overlap.
+    if (log2_x_) {  // a label per power of two, or per second or third when there are many
         const double stride = std::max(1.0, std::ceil((x1 - x0) / 12.0));
         for (double e = std::ceil(x0 / stride) * stride; e <= x1; e += stride)
             out += svg_text(px(std::pow(2.0, e)), top + ph + 18, power_label(e), middle);
@@ -85,22 +68,22 @@ std::string SvgPlot::svg() const {
     }
     out += "<rect x=\"" + svg_number(left) + "\" y=\"" + svg_number(top) + "\" width=\"" +
            svg_number(pw) + "\" height=\"" + svg_number(ph) +
-           "\" fill=\"none\" stroke=\"#333\"/>\n";
-    out += svg_text(left + pw / 2, H - 15, x_label_, middle);
-    out += "<text transform=\"translate(18," + svg_number(top + ph / 2) +
-           ") rotate(-90)\" text-anchor=\"middle\">" + svg_escape(y_label_) + "</text>\n";
+           "\" fill=\"none\" stroke=\"#333\"/>\n" +
+           svg_text(left + pw / 2, H - 15, x_label_, middle) + "<text transform=\"translate(18," +
+           svg_number(top + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+           svg_escape(y_label_) + "</text>\n";
 
-    // Series, horizontal lines and the legend.
-    int k = 0;
-    auto legend = [&](const std::string& name, const std::string& color, bool dashed) {
-        const double ly = top + 10 + 20 * k++;
-        out += svg_line(left + pw + 12, left + pw + 36, ly, ly,
-                        " stroke=\"" + color + "\" stroke-width=\"2\"" +
-                            (dashed ? " stroke-dasharray=\"6 4\"" : ""));
-        out += svg_text(left + pw + 42, ly + 4, name);
+    // The lines, dashed horizontal lines, and a legend entry for each.
+    const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                            "#9467bd", "#8c564b", "#e377c2"};
+    double legend_y = top + 10;
+    auto legend = [&](const std::string& name, const std::string& stroke) {
+        out += svg_line(left + pw + 12, left + pw + 36, legend_y, legend_y, stroke) +
+               svg_text(left + pw + 42, legend_y + 4, name);
+        legend_y += 20;
     };
     for (std::size_t s = 0; s < series_.size(); ++s) {
-        const std::string color = kColors[s % std::size(kColors)];
+        const std::string color = colors[s % std::size(colors)];
         const Series& ser = series_[s];
         std::string points;
         for (std::size_t i = 0; i < ser.x.size(); ++i) {
@@ -113,12 +96,12 @@ std::string SvgPlot::svg() const {
         for (std::size_t i = 0; i < ser.x.size() && ser.x.size() <= 40 && !steps_; ++i)
             out += "<circle cx=\"" + svg_number(px(ser.x[i])) + "\" cy=\"" +
                    svg_number(py(ser.y[i])) + "\" r=\"3\" fill=\"" + color + "\"/>\n";
-        legend(ser.name, color, false);
+        legend(ser.name, " stroke=\"" + color + "\" stroke-width=\"2\"");
     }
+    const std::string dashed = " stroke=\"#555\" stroke-width=\"2\" stroke-dasharray=\"6 4\"";
     for (const auto& [name, y] : hlines_) {
-        out += svg_line(left, left + pw, py(y), py(y),
-                        " stroke=\"#555\" stroke-width=\"2\" stroke-dasharray=\"6 4\"");
-        legend(name, "#555", true);
+        out += svg_line(left, left + pw, py(y), py(y), dashed);
+        legend(name, dashed);
     }
     return out + "</svg>\n";
 }
@@ -136,8 +119,8 @@ SvgPlot distribution_plot(std::string title, std::string x_label, std::string y_
     const double floor = std::max(smallest, largest / (1 << 20));
     for (std::size_t s = 0; s < names.size() && s < sorted_samples.size(); ++s) {
         const std::vector<double>& sample = sorted_samples[s];
-        std::vector<double> x, y;
         const std::size_t points = std::min<std::size_t>(sample.size(), 400);
+        std::vector<double> x, y;
         for (std::size_t k = 0; k < points; ++k) {
             const std::size_t i = points == 1 ? 0 : k * (sample.size() - 1) / (points - 1);
             x.push_back(std::max(sample[i], floor));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kv {
@@ -18,7 +19,7 @@ class SvgPlot {
     void add_hline(std::string name, double y);  // dashed, e.g. a memory budget
     void set_log2_x(bool on) { log2_x_ = on; }   // batch sizes 1, 2, 4, ...; x > 0
     void set_log2_y(bool on) { log2_y_ = on; }   // a roofline's rates; y > 0
-    void set_steps(bool on) { steps_ = on; }     // step-shaped lines, for CDFs
+    void set_steps(bool on) { steps_ = on; }     // step-shaped lines, for distributions
 
     std::string svg() const;
     std::string write(const std::string& path) const;  // writes the file, returns its path
@@ -31,9 +32,7 @@ class SvgPlot {
     std::string title_, x_label_, y_label_;
     std::vector<Series> series_;
     std::vector<std::pair<std::string, double>> hlines_;
-    bool log2_x_ = false;
-    bool log2_y_ = false;
-    bool steps_ = false;
+    bool log2_x_ = false, log2_y_ = false, steps_ = false;
 };
 
 // Distributions as step lines, one per sample (each sorted, ascending): the

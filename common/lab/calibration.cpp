@@ -1,20 +1,23 @@
 #include "calibration.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <sstream>
-#include <stdexcept>
 
 #include "../core/kv_cache.h"
 #include "../core/timing.h"
 #include "../fast/kernel_plan.h"  // this_machine
 #include "../kit/files.h"
 #include "../kit/program.h"  // Progress
-#include "../kit/report.h"   // Json
-#include "../kit/saved_results.h"
-#include "../lab/queue_flags.h"  // step_cost_json
+#include "../kit/report.h"   // format_duration
 #include "timed_step.h"
 
 namespace kv {
@@ -87,14 +90,6 @@ double time_once(Transformer& model, const StepShape& s) {
     return std::max(fastest, 1e-9);
 }
 
-// The folder the program runs from (build/ for ./build/ch05), where the
-// saved prices live; "" where it cannot be found.
-std::string program_folder() {
-    std::error_code e;
-    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", e);
-    return e ? "" : exe.parent_path().string();
-}
-
 // `path` as the reader would type it from where they ran the program
 // (build/calibration/... from the book's folder), absolute from elsewhere.
 std::string as_typed(const std::string& path) {
@@ -103,53 +98,111 @@ std::string as_typed(const std::string& path) {
     return e || near.starts_with("..") ? path : near;
 }
 
-// The prices as every report writes them (step_cost_json), with what they
-// were measured on and each step timed.
-std::string saved_json(const StepCalibration& cal, const Config& c) {
-    return step_cost_json(cal)
-               .add("machine", machine_and_build())
-               .add("model", c.describe())
-               .add_each("probes", cal.probes,
-                         [](const StepProbe& p) {
-                             return Json()
-                                 .add("what", p.what)
-                                 .add("seconds", p.seconds)
-                                 .add("fitted", p.fitted);
-                         })
-               .str() +
-           "\n";
+// The saved file: a line per fact, "key value", numbers written to the
+// last bit (%.17g), so that they come back exactly.
+std::string saved_text(const StepCalibration& cal, const Config& c) {
+    auto number = [](double v) {
+        char text[32];
+        std::snprintf(text, sizeof text, " %.17g", v);
+        return std::string(text);
+    };
+    const StepCost& s = cal.cost;
+    std::string text = "machine " + machine_and_build() + "\nmodel " + c.describe() + "\nprices" +
+                       number(s.fixed) + number(s.per_row) + number(s.per_sequence) +
+                       number(s.per_pair) + number(s.per_position) + "\nfit_error" +
+                       number(s.fit_error) + "\nseconds" + number(cal.seconds) + "\n";
+    for (const StepProbe& p : cal.probes)
+        text += "probe" + number(p.seconds) + number(p.fitted) + " " + p.what + "\n";
+    return text;
 }
 
-// The prices saved at `path` for this machine and model; false if there
-// are none, or they are another machine's, build's or model's, or broken.
-// The file (at most 1 MiB) is not read as one of the run's inputs (kit/files.h,
-// RunFiles): a stale file is replaced in the same run, which a run may not do
-// to its inputs.
-bool read_saved(const std::string& path, const Config& c, StepCalibration& cal) {
+// A saved price more than this many times a step timed now, or less than
+// its share, is not this machine's: a busy machine slows a step by less.
+constexpr double kPlausible = 10;
+
+// Why the prices saved at `path` are not the model `c`'s on this machine
+// now, or "" when `cal` holds them: none saved; a file that is not a
+// regular one, or over 1 MiB; another machine's, build's or model's; a
+// number not finite or below zero; or a step priced more than kPlausible
+// times off its time now (the smallest and the largest step calibrated,
+// timed again: a quick probe of this machine).
+std::string read_saved(const std::string& path, const Config& c, Transformer& model,
+                       StepCalibration& cal) {
+    std::string text;
     try {
-        if (!std::filesystem::is_regular_file(path) || std::filesystem::file_size(path) > 1 << 20)
-            return false;
-        std::ostringstream text;
-        text << std::ifstream(path, std::ios::binary).rdbuf();
-        const SavedResults saved = SavedResults::parse(path, text.str());
-        if (saved.text("machine") != machine_and_build() || saved.text("model") != c.describe())
-            return false;
-        StepCost& s = cal.cost;
-        s.fixed = saved.non_negative_number("fixed_s");
-        s.per_row = saved.non_negative_number("per_row_s");
-        s.per_sequence = saved.non_negative_number("per_sequence_s");
-        s.per_pair = saved.non_negative_number("per_pair_s");
-        s.per_position = saved.non_negative_number("per_position_s");
-        s.fit_error = saved.non_negative_number("max_fit_error");
-        cal.seconds = saved.non_negative_number("calibration_seconds");
-        for (const SavedResults& p : saved.rows("probes"))
-            cal.probes.push_back(
-                {p.text("what"), p.positive_number("seconds"), p.non_negative_number("fitted")});
-        return s.prefill_seconds(1) > 0 && s.decode_seconds(1, 0) > 0;
-    } catch (const std::exception&) {
-        return false;  // measured again, and saved over it
+        text = read_file(path, "", 1 << 20);
+    } catch (const FileError& e) {
+        return e.error_number == ENOENT ? "none saved" : e.what();
     }
+    auto next = [](std::istream& in) {  // NaN where no number is
+        double v = 0;
+        return in >> v ? v : std::nan("");
+    };
+    StepCost& s = cal.cost;  // NaN until read
+    s.fixed = s.per_row = s.per_sequence = s.per_pair = s.per_position = s.fit_error = cal.seconds =
+        std::nan("");
+    std::string machine, model_text;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        std::istringstream in(line);
+        std::string key, rest;
+        in >> key;
+        if (key == "machine" || key == "model") std::getline(in >> std::ws, rest);
+        if (key == "machine") machine = rest;
+        if (key == "model") model_text = rest;
+        if (key == "prices")
+            for (double* price :
+                 {&s.fixed, &s.per_row, &s.per_sequence, &s.per_pair, &s.per_position})
+                *price = next(in);
+        if (key == "fit_error") s.fit_error = next(in);
+        if (key == "seconds") cal.seconds = next(in);
+        if (key == "probe") {
+            StepProbe& p = cal.probes.emplace_back();
+            p.seconds = next(in);
+            p.fitted = next(in);
+            std::getline(in >> std::ws, p.what);
+        }
+    }
+    if (machine != machine_and_build()) return "measured on another machine or build";
+    if (model_text != c.describe()) return "measured for another model";
+    std::vector<double> numbers = {s.fixed,        s.per_row,   s.per_sequence, s.per_pair,
+                                   s.per_position, s.fit_error, cal.seconds};
+    for (const StepProbe& p : cal.probes) numbers.insert(numbers.end(), {p.seconds, p.fitted});
+    if (std::any_of(numbers.begin(), numbers.end(),
+                    [](double v) { return !std::isfinite(v) || v < 0; }))
+        return "a number that is missing, not finite or below zero";
+    const std::vector<StepShape> shapes = calibration_shapes(c);
+    for (const StepShape& shape : {shapes.front(), shapes.back()}) {
+        const double now = time_once(model, shape), priced = s.seconds(work_of(shape));
+        if (!(priced < kPlausible * now && priced * kPlausible > now))
+            return "they price " + describe(shape) + " at " + format_duration(priced) +
+                   ", which takes " + format_duration(now) + " now";
+    }
+    return "";
 }
+
+// While it lives, this process holds the lock on `folder` (flock): one run
+// at a time reads, measures and saves prices there, so that a second run
+// waits and then finds the first one's prices, and reports what the file holds.
+class FolderLock {
+  public:
+    explicit FolderLock(const std::string& folder) {
+        std::error_code error;
+        if (folder.empty() || (std::filesystem::create_directories(folder, error), error)) return;
+        fd_ = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd_ < 0 || ::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+        const Progress waiting("waiting for another run measuring this machine's step cost");
+        while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) continue;
+    }
+    ~FolderLock() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    FolderLock(const FolderLock&) = delete;
+    FolderLock& operator=(const FolderLock&) = delete;
+
+  private:
+    int fd_ = -1;
+};
 
 // Shape after shape, round after round (round 0 warms up), keeping each
 // shape's fastest: a burst of other work slows one run of many shapes, not
@@ -201,24 +254,28 @@ StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool agai
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again,
                                   const std::string& folder) {
     const std::string path =
-        folder.empty() ? "" : folder + "/step_cost-" + file_name_part(c.describe()) + ".json";
+        folder.empty() ? "" : folder + "/step_cost-" + file_name_part(c.describe()) + ".txt";
+    const FolderLock lock(folder);
+    Transformer model(c, seed);
     StepCalibration cal;
-    if (!again && !path.empty() && read_saved(path, c, cal)) {
+    const std::string why = again || path.empty() ? "" : read_saved(path, c, model, cal);
+    if (!again && !path.empty() && why.empty()) {
         cal.reused = true;
         cal.path = path;
         cal.cost.source = "measured on this machine once, reused from " + as_typed(path);
         return cal;
     }
-    Transformer model(c, seed);
     cal = calibrate(model, 3);
+    if (!why.empty() && why != "none saved")
+        cal.cost.source += " (the saved prices were not used: " + why + ")";
     if (!path.empty()) {
         cal.path = path;  // the file says where it is
         try {
-            write_file(path, saved_json(cal, c), "calibration");
+            write_state_file(path, saved_text(cal, c), "calibration");
             cal.cost.source += ", saved in " + as_typed(path);
-        } catch (const FileError&) {
+        } catch (const FileError& e) {
             cal.path.clear();
-            cal.cost.source += " (not saved: " + path + " could not be written)";
+            cal.cost.source += " (not saved: " + std::string(e.what()) + ")";
         }
     }
     return cal;

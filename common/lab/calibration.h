@@ -134,9 +134,12 @@ std::uint64_t calibration_positions(const Config& c);
 
 // The step cost of the model `c` on this machine: read from the file saved
 // in `folder` (by default build/calibration/ beside the program; "": none)
-// unless `again` or the file is another machine's, build's or shape's;
-// otherwise measured now and saved. A file that cannot be read or written
-// is no error: the source text says the prices were not saved.
+// unless `again`, or the prices there are not this machine's, build's and
+// model's, or make no sense (read_saved in calibration.cpp says what is
+// checked); otherwise measured now and saved. The source text says which,
+// and why saved prices were not used. One run at a time measures in a
+// folder; another waits, then reuses what the first saved. A file that
+// cannot be written is no error: the source text says so.
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again);
 StepCalibration machine_step_cost(const Config& c, std::uint64_t seed, bool again,
                                   const std::string& folder);

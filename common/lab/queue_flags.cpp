@@ -18,8 +18,8 @@ void add_queue_flags(Flags& flags, QueueOptions& q) {
     WorkloadOptions& w = q.workload;
     // The simulator keeps every request and every gap between two tokens (the
     // percentiles need them all): a million requests of chapter 05's queue
-    // peak near 1 GiB; ten million ran past 9 GiB.
-    flags.add("requests", w.requests, 1, 1'000'000, "requests in the queue");
+    // peak near 1 GiB; ten million ran past 9 GiB. A million take minutes.
+    flags.add("requests", w.requests, 1, 1'000'000, "requests in the queue (past 100,000: slow)");
     flags.add("prompt-min", w.prompt_min, 1, 1 << 20, "shortest prompt (uniform lengths)");
     flags.add("prompt-max", w.prompt_max, 1, 1 << 20, "longest prompt");
     flags.add("answer-len", w.answer_len, 1, 1 << 20, "mean answer length before the cap");

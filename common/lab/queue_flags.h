@@ -54,7 +54,7 @@ std::string describe_workload(const WorkloadOptions& w, std::span<const Request>
 // The step cost as a report shows it, two lines: where its prices came from
 // and, when measured, how well the formula fits the steps it timed; then the
 // formula with its five prices. As JSON: numbers (seconds; the fit error a
-// fraction), the one writer of the prices, also of the saved calibration.
+// fraction), the one writer of the prices in a report.
 Cell step_cost_cell(const StepCalibration& pricing);
 std::string step_cost_text(const StepCalibration& pricing);  // "step cost: " and the cell's text
 Json step_cost_json(const StepCalibration& pricing);

@@ -11,14 +11,28 @@
 # missing, empty, random bytes, a folder, a device, or files in the run's
 # own folder (a copy of the model there may be named as input and output).
 #
+# The state the book keeps beside a program (the kernel plan, step-cost
+# calibrations) is input too: the programs run from links in a folder of
+# the harness's own, and before one run in three that state is damaged
+# (empty, huge, a folder, a FIFO, random bytes; a calibration's prices not
+# finite, below zero or absurd, the run then pricing by them), and put back
+# after.
+#
+# Each run's standard error is a terminal (script(1) gives it one), so its
+# progress shows as it would to a reader.
+#
 # A run fails the harness when
 #   - a sanitizer reports anything (the run then stops, exit status 99);
 #   - it exits with a status other than 0 or 2 (a crash, an abort);
-#   - it exits 2 without exactly one line on stderr;
-#   - it exits 0 with nothing on stdout.
-# A run still going after RUN_SECONDS (20) is killed and counted as slow,
-# not as a failure: a valid flag may ask for a long run (a million
-# requests); each slow command is printed.
+#   - it exits 2 without exactly one line on stderr (progress lines aside);
+#   - it exits 0 with nothing on stdout, or with inf or nan in its report
+#     or its plots;
+#   - it shows nothing on its terminal for QUIET_SECONDS (20): no progress,
+#     unless the --help line of a flag drawn for it says its value may be
+#     slow; such a run is killed and counted as quiet, its command printed.
+# A run still going after MOST_SECONDS (40), its progress showing, is
+# killed and counted as slow, not as a failure: a valid flag may ask for a
+# long run (a million requests).
 #
 # The draws come from bash's RANDOM seeded with SEED, so a seed gives the
 # same runs (each program's nth run is the same); each failure prints its
@@ -31,18 +45,28 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="$(cd "${1:?usage: chapters.sh SANITIZED_BUILD_DIR [SECONDS [SEED]]}" && pwd)" || exit 1
 budget="${2:-60}"
 seed="${3:-$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')}"
-run_seconds="${RUN_SECONDS:-20}"
+quiet_seconds="${QUIET_SECONDS:-20}"
+most_seconds="${MOST_SECONDS:-40}"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
+command -v script >/dev/null || { echo "chapter fuzz: needs script(1) (util-linux)"; exit 1; }
 # allocator_may_return_null: a huge allocation throws std::bad_alloc, as in
 # the release build, instead of stopping the run; exitcode: a report is
 # never mistaken for exit status 2.
 export ASAN_OPTIONS="allocator_may_return_null=1:exitcode=99:detect_leaks=${DETECT_LEAKS:-1}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=99"
 
+# The programs, linked (or copied) into a folder of the harness's own, so
+# that the state they keep beside themselves is the harness's to damage.
 programs=()
-for f in "$BIN"/ch[0-9][0-9]; do [ -x "$f" ] && programs+=("$(basename "$f")"); done
+mkdir -p "$TMP/bin"
+for f in "$BIN"/ch[0-9][0-9]; do
+    [ -x "$f" ] || continue
+    programs+=("$(basename "$f")")
+    ln "$f" "$TMP/bin/" 2>/dev/null || cp "$f" "$TMP/bin/"
+done
 [ ${#programs[@]} -gt 0 ] || { echo "chapter fuzz: no programs in $BIN"; exit 1; }
+BIN="$TMP/bin"
 
 # ------------------------------------------------------------ fixtures
 # A model and its tokenizer (chapter 02 writes them), chapter 06's results
@@ -61,6 +85,12 @@ fixture "$BIN/ch05" --layers 1 --dim 8 --heads 2 --kv-heads 1 --ffn 8 --vocab 16
     --cost-model analytic --save-json "$F/results-a/ch05.json"
 LC_ALL=C awk -v seed="$seed" 'BEGIN { srand(seed); for (i = 0; i < 3000; i++) printf "%c", int(rand() * 256) }' \
     >"$F/noise.bin"
+# The state, good: the kernel plan the runs above saved, and the tiny
+# model's step cost measured (other shapes' calibrations join as runs make them).
+fixture "$BIN/ch05" --layers 1 --dim 8 --heads 2 --kv-heads 1 --ffn 8 --vocab 16 --max-seq 64 \
+    --requests 4 --prompt-min 2 --prompt-max 4 --answer-len 2 --answer-max 4 --cost-model measured
+[ -f "$BIN/kernel_plan.txt" ] && ls "$BIN"/calibration/* >/dev/null 2>&1 ||
+    { echo "chapter fuzz: the fixtures saved no kernel plan or calibration in $BIN"; exit 1; }
 
 # ------------------------------------------------------------ the draws
 # Each sets $value. No draw runs in a subshell: bash seeds a subshell's
@@ -189,21 +219,108 @@ flags_of() {
     done
 }
 
-declare -A flags base
+# slow_flags PROGRAM: " name name " of the flags whose --help line says their value may be slow.
+slow_flags() {
+    local names=" "
+    while IFS= read -r line; do
+        [[ "$line" =~ ^\ \ --([a-z0-9-]+)\  && "$line" == *slow* ]] && names+="${BASH_REMATCH[1]} "
+    done < <("$BIN/$1" --help)
+    echo "$names"
+}
+
+declare -A flags base slow
 for ch in "${programs[@]}"; do
     flags[$ch]="$(flags_of "$ch")"
+    slow[$ch]="$(slow_flags "$ch")"
     b="$(sed -n 's/^base: //p' "$here/flag_cases/$ch.txt" 2>/dev/null)"
     base[$ch]="${b//\{fixtures\}/$F}"
 done
 
+# ------------------------------------------------------------ the state
+# The good state, kept aside; damage_state draws a damage to the kernel plan
+# or to every calibration (setting $damage, and $priced when the run must
+# price by the calibration); restore_state puts the good state back.
+cp "$BIN/kernel_plan.txt" "$TMP/good-plan"
+restore_state() {
+    rm -rf "$BIN/kernel_plan.txt" "$BIN/calibration"
+    cp "$TMP/good-plan" "$BIN/kernel_plan.txt"
+    cp -r "$TMP/good-calibration" "$BIN/calibration"
+}
+damage_file() {  # damage_file PATH KIND
+    rm -rf "$1"
+    case "$2" in
+        empty) : >"$1" ;;
+        huge) : >"$1"; truncate -s 1G "$1" ;;
+        folder) mkdir "$1" ;;
+        fifo) mkfifo "$1" ;;
+        garbage) cp "$F/noise.bin" "$1" ;;
+    esac
+}
+damage_state() {
+    local kind target files f
+    pick plan calibration; target="$value"
+    if [ "$target" = calibration ]; then
+        pick empty huge folder fifo garbage infinite nan negative absurd; kind="$value"
+    else
+        pick empty huge folder fifo garbage; kind="$value"
+    fi
+    damage="$target:$kind" priced=""
+    if [ "$target" = plan ]; then damage_file "$BIN/kernel_plan.txt" "$kind"; return; fi
+    [[ " ${flags[$ch]//$'\n'/ } " == *" cost-model "* ]] && priced=1
+    files=("$TMP/good-calibration"/*)
+    for f in "${files[@]}"; do
+        f="$BIN/calibration/$(basename "$f")"
+        case "$kind" in
+            infinite) sed -i 's/^prices [^ ]*/prices 1e999/' "$f" ;;
+            nan) sed -i 's/^prices [^ ]* [^ ]*/prices nan nan/' "$f" ;;
+            negative) sed -i 's/^prices [^ ]*/prices -1/' "$f" ;;
+            absurd) sed -i 's/^prices [^ ]* [^ ]*/prices 1e300 1e300/' "$f" ;;
+            *) damage_file "$f" "$kind" ;;
+        esac
+    done
+}
+
 # ------------------------------------------------------------ the runs
-runs=0 failures=0 slow=0 exit0=0 exit2=0
+runs=0 failures=0 slow=0 quiet=0 said_slow=0 exit0=0 exit2=0 planted=0
+declare -A damages
 report() {  # report WHAT: a failure, with its command and stderr
     failures=$((failures + 1))
     [ "$failures" -le 10 ] || return
     echo "FUZZ FAILED: $1"
+    [ -n "$damage" ] && echo "  with the state damaged: $damage"
     printf '  command:'; printf ' %q' "$prog" "${args[@]}"; echo
-    sed 's/^/  | /' "$work.err" | head -n 40
+    sed 's/^/  | /' "$work.lines" | head -n 40
+}
+
+# run_on_a_terminal: $prog with $args in $work, its stdout in $work.out, its
+# terminal's bytes in $work.err; sets $status, and $ended to "quiet" (no new
+# byte for $quiet_seconds) or "slow" (past $most_seconds) if it was killed.
+run_on_a_terminal() {
+    local command quoted started last_change size last_size=0 now pause=0.005
+    printf -v command 'cd %q && exec %q' "$work" "$prog"
+    printf -v quoted ' %q' "${args[@]}"
+    command+="$quoted >$(printf %q "$work.out")"
+    ended=""
+    SHELL=/bin/bash script -qfec "$command" /dev/null >"$work.err" </dev/null 2>/dev/null &
+    local watched=$!
+    started="$(micros)" last_change="$started"
+    while kill -0 "$watched" 2>/dev/null; do
+        sleep "$pause"
+        [ "$pause" = 0.5 ] || pause="$(awk -v p="$pause" 'BEGIN { print (p * 2 > 0.5) ? 0.5 : p * 2 }')"
+        now="$(micros)" size="$(stat -c %s "$work.err")"
+        [ "$size" != "$last_size" ] && last_size="$size" last_change="$now"
+        if [ $((now - last_change)) -ge $((quiet_seconds * 1000000)) ]; then ended=quiet
+        elif [ $((now - started)) -ge $((most_seconds * 1000000)) ]; then ended=slow; fi
+        if [ -n "$ended" ]; then
+            kill -TERM "$watched" 2>/dev/null  # the terminal closes: the run gets SIGHUP
+            break
+        fi
+    done
+    wait "$watched"
+    status=$?
+    # What a reader would have read: each line's last rewrite (a progress
+    # line is redrawn after \r), without the terminal's \r before \n.
+    sed 's/\r$//; s/.*\r//' "$work.err" >"$work.lines"
 }
 
 # Each program gets the same share of the time, not the same number of runs
@@ -215,6 +332,7 @@ report() {  # report WHAT: a failure, with its command and stderr
 declare -A used done_runs
 for ch in "${programs[@]}"; do used[$ch]=0 done_runs[$ch]=0; done
 micros() { local t="${EPOCHREALTIME/./}"; echo "${t#0}"; }
+cp -r "$BIN/calibration" "$TMP/good-calibration"
 SECONDS=0
 while [ "$SECONDS" -lt "$budget" ]; do
     ch="${programs[0]}"
@@ -223,7 +341,7 @@ while [ "$SECONDS" -lt "$budget" ]; do
     done_runs[$ch]=$((done_runs[$ch] + 1))
     prog="$BIN/$ch"
     work="$TMP/run"
-    rm -rf "$work" "$work.out" "$work.err"
+    rm -rf "$work" "$work.out" "$work.err" "$work.lines"
     mkdir -p "$work"
     : >"$work/a-file"
     cp "$F/model.bin" "$work/model.bin"
@@ -232,42 +350,66 @@ while [ "$SECONDS" -lt "$budget" ]; do
     # One to three flags, each drawn with its value.
     mapfile -t lines <<<"${flags[$ch]}"
     n=$((1 + RANDOM % 3))
+    said=""
     for ((k = 0; k < n; k++)); do
         read -r name kind lo hi choices <<<"${lines[$((RANDOM % ${#lines[@]}))]}"
+        [[ "${slow[$ch]}" == *" $name "* ]] && said=1
         words=()
         flag_words "$name" "$kind" "$lo" "$hi" "$choices"
         args+=("${words[@]}")
     done
     [ $((RANDOM % 3)) = 0 ] && args+=(--json)
+    damage=""
+    if [ $((RANDOM % 3)) = 0 ]; then
+        damage_state
+        [ -n "$priced" ] && args+=(--cost-model measured)
+        planted=$((planted + 1))
+        damages[$damage]=$((${damages[$damage]:-0} + 1))
+    fi
     runs=$((runs + 1))
     start="$(micros)"
-    (cd "$work" && exec timeout -k 5 "$run_seconds" "$prog" "${args[@]}") >"$work.out" 2>"$work.err"
-    status=$?
+    run_on_a_terminal
     used[$ch]=$((used[$ch] + $(micros) - start))
+    [ -n "$damage" ] && restore_state
     if [ -n "${VERBOSE:-}" ]; then
-        printf 'exit %s:' "$status"; printf ' %q' "$ch" "${args[@]:${#base_words[@]}}"
-        printf '\n  %s\n' "$(head -c 200 "$work.err")"
+        printf 'exit %s%s:' "$status" "${damage:+ (state: $damage)}"
+        printf ' %q' "$ch" "${args[@]:${#base_words[@]}}"
+        printf '\n  %s\n' "$(head -c 200 "$work.lines")"
     fi
-    if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+    if [ "$ended" = quiet ] && [ -n "$said" ]; then
+        said_slow=$((said_slow + 1))
+        printf 'slow, as its --help says (nothing shown for %s s):' "$quiet_seconds"
+        printf ' %q' "$prog" "${args[@]}"; echo
+    elif [ "$ended" = quiet ]; then
+        quiet=$((quiet + 1))
+        report "$ch: nothing shown for $quiet_seconds s (no progress), and no flag's --help says slow"
+    elif [ "$ended" = slow ]; then
         slow=$((slow + 1))
-        printf 'slow (over %s s):' "$run_seconds"; printf ' %q' "$prog" "${args[@]}"; echo
-    elif grep -qE 'Sanitizer|runtime error:' "$work.err"; then
+        printf 'slow (over %s s, its progress showing):' "$most_seconds"
+        printf ' %q' "$prog" "${args[@]}"; echo
+    elif grep -qE 'Sanitizer|runtime error:' "$work.lines"; then
         report "$ch: a sanitizer reported (exit status $status)"
     elif [ "$status" = 2 ]; then
-        lines_err="$(grep -c '' "$work.err")"
+        lines_err="$(grep -c '[^ ]' "$work.lines")"
         if [ "$lines_err" = 1 ]; then exit2=$((exit2 + 1))
         else report "$ch: exit status 2 with $lines_err lines on stderr"; fi
     elif [ "$status" = 0 ]; then
-        if [ -s "$work.out" ]; then exit0=$((exit0 + 1))
-        else report "$ch: exit status 0 with nothing on stdout"; fi
+        if [ ! -s "$work.out" ]; then report "$ch: exit status 0 with nothing on stdout"
+        elif cat "$work.out" "$work"/plots/*.svg 2>/dev/null | grep -qiwE -- '-?(inf|nan)'; then
+            report "$ch: a number that is not finite in its report or plots"
+        else exit0=$((exit0 + 1)); fi
     else
         report "$ch: exit status $status"
     fi
 done
 
-each=""
+each="" kinds=""
 for ch in "${programs[@]}"; do each+=" $ch ${done_runs[$ch]},"; done
+for d in $(printf '%s\n' "${!damages[@]}" | sort); do kinds+=" $d ${damages[$d]},"; done
 echo "chapter fuzz: $runs runs of ${#programs[@]} programs in $SECONDS s, seed $seed:" \
-    "$exit0 exited 0 with a report, $exit2 exited 2 with one line, $slow slow, $failures failures" \
+    "$exit0 exited 0 with a report, $exit2 exited 2 with one line, $slow slow with progress," \
+    "$said_slow slow as --help says, $quiet quiet (failures), $failures failures" \
     "(runs:${each%,})"
+kinds="${kinds%,}"
+echo "chapter fuzz: state damaged before $planted runs (${kinds# }), each put back after"
 [ "$failures" = 0 ]
