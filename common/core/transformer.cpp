@@ -130,7 +130,7 @@ const Matrix& Transformer::pass(std::span<const SequenceInput> inputs) {
         int first_row = 0;
         for (const SequenceInput& input : inputs) {
             append_to_cache(input, first_row, l);
-            attention(input, first_row, l, rows);
+            attention(input, first_row, l);
             first_row += static_cast<int>(input.tokens.size());
         }
         matmul(att_, w.wo, proj_, matmul_kernels);
@@ -145,7 +145,6 @@ const Matrix& Transformer::pass(std::span<const SequenceInput> inputs) {
         matmul(gate_, w.w2, proj_, matmul_kernels);
         for (std::size_t i = 0; i < std::size_t(rows) * c.dim; ++i) x_.data[i] += proj_.data[i];
         check_layer_numbers(inputs, l, rows);  // finite_numbers.h
-        if (on_progress) on_progress({l, c.n_layers, rows, rows});
     }
 
     // Only the last token of each sequence needs logits: it is the one whose
@@ -181,7 +180,7 @@ void Transformer::append_to_cache(const SequenceInput& input, int first_row, int
 // positions up to its own (causal). The positions come as runs (one per
 // block of a paged cache); each score is one dot product and each output
 // sums the values in position order, so the runs change no number.
-void Transformer::attention(const SequenceInput& input, int first_row, int layer, int rows) {
+void Transformer::attention(const SequenceInput& input, int first_row, int layer) {
     const Config& c = config_;
     const int start = input.cache->length();
     const int n_new = static_cast<int>(input.tokens.size());
@@ -198,11 +197,6 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
                 attend_group(first_row + t, pos, kv_head);
         else
             for (int h = 0; h < c.n_heads; ++h) attend_one_head(first_row + t, pos, h);
-        // A sign of life every kRowsPerSign rows of the pass, short of the
-        // layer's end (forward() says when the layer is done).
-        const int done = first_row + t + 1;
-        if (on_progress && done % kRowsPerSign == 0 && done < rows)
-            on_progress({layer, c.n_layers, done, rows});
     }
 }
 

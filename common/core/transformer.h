@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -28,15 +27,6 @@ namespace kv {
 struct SequenceInput {
     std::span<const int> tokens;
     KVStore* cache;  // contiguous (KVCache) or paged (PagedKVCache)
-};
-
-// How far a long forward pass has got (a 60,000-token prefill): told in
-// each layer after every kRowsPerSign rows attended, and when it is done.
-struct PassProgress {
-    int layer;      // the layer being worked on, 0..layers-1
-    int layers;     // in the model
-    int rows_done;  // rows of this pass the layer has attended; rows: the layer is done
-    int rows;       // new tokens in the pass, all sequences together
 };
 
 class Transformer {
@@ -67,11 +57,6 @@ class Transformer {
     // when the model is built (kernel_plan.h): it only changes the time.
     MatmulChoice matmul_kernels;
 
-    // Called as a pass goes, if set. It only watches, and must not throw:
-    // the pass would leave its caches half written.
-    std::function<void(const PassProgress&)> on_progress;
-    static constexpr int kRowsPerSign = 256;  // in a layer, rows between two calls
-
     const Config& config() const { return config_; }
     const Weights& weights() const { return weights_; }
 
@@ -83,7 +68,7 @@ class Transformer {
     void reserve(std::span<const SequenceInput> inputs);
     const Matrix& pass(std::span<const SequenceInput> inputs);  // forward() after its checks
     void append_to_cache(const SequenceInput& input, int first_row, int layer);
-    void attention(const SequenceInput& input, int first_row, int layer, int rows);
+    void attention(const SequenceInput& input, int first_row, int layer);
     void attend_one_head(int row, int pos, int h);     // the reference
     void attend_group(int row, int pos, int kv_head);  // the fast path: one pass per group
     // finite_numbers.cpp: a NonFiniteError where a number stops being finite.
