@@ -52,6 +52,18 @@ std::vector<float> copy(std::span<const float> s) {
     return {s.begin(), s.end()};
 }
 
+// Overwrites every layer's keys and values of `blocks` (all 0xFF bytes: NaN
+// in the float formats), so that a block read back holds the tier's bytes or
+// nothing it had before.
+void scribble(BlockPool& pool, std::span<const int> blocks) {
+    const std::size_t n = std::size_t(pool.block_size()) * pool.row_format().bytes();
+    for (int b : blocks)
+        for (int l = 0; l < pool.n_layers(); ++l) {
+            std::fill_n(pool.key_bytes(b, l), n, std::byte{0xFF});
+            std::fill_n(pool.value_bytes(b, l), n, std::byte{0xFF});
+        }
+}
+
 }  // namespace
 
 TEST_CASE("what the pool gives back goes to the tier and comes back into free blocks") {
@@ -149,6 +161,7 @@ TEST_CASE(
         in_pool.truncate(0);
         const std::vector<int> filler = take(pool, 12);  // every cached block to the tier
         REQUIRE(cache.tier().kept == 4);
+        scribble(pool, filler);  // the pool no longer holds the prefix anywhere
         give_back(pool, filler);
         const std::vector<int> back = cache.reload(prompt, 0, 4);
         REQUIRE(back.size() == 4);
@@ -181,8 +194,10 @@ TEST_CASE("one changed byte on disk: the block is computed again and the logits 
         model.forward(prompt, first);
         cache.insert(prompt, first.block_table());
     }
-    give_back(pool, take(pool, 8));  // the 3 cached blocks to the tier
+    const std::vector<int> filler = take(pool, 8);  // the 3 cached blocks to the tier
     REQUIRE(cache.tier().kept == 3);
+    scribble(pool, filler);  // the pool no longer holds the prefix anywhere
+    give_back(pool, filler);
     // The chain's second block is in the slot written second: leaves leave first,
     // so slots 0, 1, 2 hold the third, second and first block.
     const off_t slot = off_t(TierFile::slot_bytes(pool.bytes_per_block(), 4));

@@ -238,8 +238,9 @@ struct Experiment : Setup {
             return serve_one(m, pool, *file, std::span(prompt).first(std::size_t(capacity)), prefix,
                              kRepeats, recompute_repeats);
         };
-        for (int p : sizes)  // a long prefill is timed once: it moves little, and costs seconds
-            r.sweep.push_back(one(NumberFormat::float32, p, std::clamp(1024 / p, 1, kRepeats)));
+        // A recompute of 1,024 tokens or more is timed once: it moves little, and costs seconds.
+        for (int p : sizes)
+            r.sweep.push_back(one(NumberFormat::float32, p, p < 1024 ? kRepeats : 1));
         // kFormatPrefix is one of the sweep's P (or the longest, if shorter): float32 is measured.
         const int p = std::min(kFormatPrefix, longest_prefix);
         const OneRequest& float32 =

@@ -34,7 +34,7 @@ struct OneRequest {
     double warm_read_s = 0, cold_read_s = 0;                     // of those, the reading
     double direct_read_s = 0;      // the reading with O_DIRECT (0: the file system refused it)
     double write_s = 0;            // writing the prefix's blocks to the tier, once
-    std::int64_t pages_left = -1;  // the file's pages cached after dropping them (0: cold)
+    std::int64_t pages_left = -1;  // the most of the file's pages cached after a drop (0: cold)
     bool same_logits = false;      // the four ways agree to the last bit
 
     double warm_bandwidth() const { return double(bytes) / warm_read_s; }
@@ -102,7 +102,7 @@ inline OneRequest serve_one(Transformer& model, BlockPool& pool, TierFile& file,
         std::vector<double> reads;
         times.clear();
         for (int rep = 0; rep < repeats; ++rep) {
-            if (way == cold) r.pages_left = file.drop_cached_pages();
+            if (way == cold) r.pages_left = std::max(r.pages_left, file.drop_cached_pages());
             const auto start = now();
             std::vector<int> read;
             for (int b = 0; b < blocks; ++b) {

@@ -3,6 +3,7 @@
 // without the tier.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -86,6 +87,14 @@ inline std::string crossing(const Results& r) {
                                            : "recomputing is faster at every P");
 }
 
+// The most pages any drop of the run left cached (-1: no drop could say).
+inline std::int64_t pages_left(const Results& r) {
+    std::int64_t most = -1;
+    for (const OneRequest& o : r.sweep) most = std::max(most, o.pages_left);
+    for (const FormatReload& f : r.formats) most = std::max(most, f.one.pages_left);
+    return most;
+}
+
 inline int report(const Results& r, const OutputOptions& out) {
     const Setup& s = r.setup;
     const QueueRun &without = queue_at(r, 0), &with = queue_at(r, int(s.tier_mib));
@@ -122,7 +131,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                       Experiment::kRepeats, "; a recompute of 1,024 tokens or more timed once):"),
                sweep_table(r))
         .line("pages_cached_after_drop", "the file's pages cached after each drop (mincore)",
-              l.pages_left < 0 ? Cell("not known") : Cell(std::uint64_t(l.pages_left)))
+              pages_left(r) < 0 ? Cell("not known") : Cell(std::uint64_t(pages_left(r))))
         .line("crossing", "the cold reload and the recompute cross", crossing(r))
         .text("")
         .table("arithmetic",
