@@ -16,11 +16,13 @@
 namespace kv::ch11 {
 
 inline Table sweep_table(const Results& r) {
-    Table t({"P", "pool", "warm", "cold", "recompute", "recompute/cold", "read warm", "read cold",
-             "read O_DIRECT", "same logits"});
+    // Per token: the cold reload's time and the recompute's, each over P.
+    Table t({"P", "pool", "warm", "cold", "recompute", "cold/token", "recompute/token",
+             "recompute/cold", "read warm", "read cold", "read O_DIRECT", "same logits"});
     for (const OneRequest& o : r.sweep)
         t.add_row({o.prefix, duration_cell(o.pool_s), duration_cell(o.warm_s),
                    duration_cell(o.cold_s), duration_cell(o.recompute_s),
+                   duration_cell(o.cold_s / o.prefix), duration_cell(o.recompute_s / o.prefix),
                    times_cell(o.recompute_s / o.cold_s), rate_cell(o.warm_bandwidth()),
                    rate_cell(o.cold_bandwidth()),
                    o.direct_read_s > 0 ? rate_cell(o.direct_bandwidth()) : Cell("refused"),
