@@ -105,6 +105,7 @@ test: doctest
 	bash tests/check_flags_matter.sh $(BUILD)
 	bash tests/check_layout.sh
 	bash tests/check_readme_text.sh
+	bash tests/check_readme_quotes.sh
 
 # The same tests, built apart, with the sanitizers watching every access.
 # (make fuzz builds the chapters' programs the same way, beside them.)
