@@ -76,3 +76,28 @@ TEST_CASE("the line chart's text is escaped too") {
     CHECK(test::svg_problem(svg) == "");
     CHECK(svg.find("p &lt; q &amp; r") != std::string::npos);
 }
+
+TEST_CASE("cases are named points with no line between them; names on one spot do not overlap") {
+    SvgPlot plot("formats", "bytes", "agreement");
+    plot.add_cases("first", {4, 2, 2, 1}, {100, 90, 90, 50},
+                   {"float32", "bfloat16", "float16", "int8"});
+    plot.add_series("a series", {1, 4}, {50, 100});
+    const std::string svg = plot.svg();
+    CHECK(test::svg_problem(svg) == "");
+    auto count = [&](const std::string& what) {
+        int n = 0;
+        for (std::size_t at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1))
+            ++n;
+        return n;
+    };
+    CHECK(count("<polyline") == 1);  // the series' line only
+    for (const char* name : {">float32<", ">bfloat16<", ">float16<", ">int8<"})
+        CHECK(count(name) == 1);
+    // bfloat16 and float16 share a point: their names sit on different lines.
+    auto y_of = [&](const std::string& name) {
+        const std::size_t end = svg.find(name), at = svg.rfind(" y=\"", end) + 4;
+        return std::stod(svg.substr(at, svg.find('"', at) - at));
+    };
+    CHECK(std::abs(y_of(">bfloat16<") - y_of(">float16<")) >= 13);
+    CHECK_THROWS_AS(plot.add_cases("bad", {1}, {1}, {}), std::invalid_argument);
+}

@@ -78,13 +78,16 @@ inline std::string agreement_plot(const Results& r, const std::string& dir) {
     for (const bool long_context : {false, true}) {
         if (long_context && r.setup.long_context == 0) continue;
         std::vector<double> x, y;
+        std::vector<std::string> names;
         for (const FormatResult& f : r.formats) {
             x.push_back(double(f.bytes.formula));
             y.push_back(100 * (long_context ? f.long_context : f.demo).agreement());
+            names.push_back(format_name(f.format));
         }
-        plot.add_series(long_context ? with_commas(r.setup.long_context) + " positions"
-                                     : concat("the queue's first ", r.setup.prompts),
-                        x, y);
+        // Each format is a case of its own: named points, no line between them.
+        plot.add_cases(long_context ? with_commas(r.setup.long_context) + " positions"
+                                    : concat("the queue's first ", r.setup.prompts),
+                       x, y, names);
     }
     return plot.write(dir + "/10_memory_against_agreement.svg");
 }

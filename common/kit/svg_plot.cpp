@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "files.h"
 #include "svg_parts.h"
@@ -11,7 +13,14 @@ namespace kv {
 
 void SvgPlot::add_series(std::string name, std::vector<double> x, std::vector<double> y) {
     if (x.size() != y.size()) throw std::invalid_argument("plot series: x and y differ in length");
-    series_.push_back({std::move(name), std::move(x), std::move(y)});
+    series_.push_back({std::move(name), std::move(x), std::move(y), {}});
+}
+
+void SvgPlot::add_cases(std::string name, std::vector<double> x, std::vector<double> y,
+                        std::vector<std::string> labels) {
+    if (x.size() != y.size() || x.size() != labels.size())
+        throw std::invalid_argument("plot cases: x, y and labels differ in length");
+    series_.push_back({std::move(name), std::move(x), std::move(y), std::move(labels)});
 }
 
 void SvgPlot::add_hline(std::string name, double y) {
@@ -82,6 +91,7 @@ std::string SvgPlot::svg() const {
                svg_text(left + pw + 42, legend_y + 4, name);
         legend_y += 20;
     };
+    std::vector<std::pair<double, double>> named;  // where cases' names went
     for (std::size_t s = 0; s < series_.size(); ++s) {
         const std::string color = colors[s % std::size(colors)];
         const Series& ser = series_[s];
@@ -91,11 +101,30 @@ std::string SvgPlot::svg() const {
                 points += svg_number(px(ser.x[i])) + "," + svg_number(py(ser.y[i - 1])) + " ";
             points += svg_number(px(ser.x[i])) + "," + svg_number(py(ser.y[i])) + " ";
         }
-        out += "<polyline fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\" points=\"" +
-               points + "\"/>\n";
+        if (ser.labels.empty())
+            out += "<polyline fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\" points=\"" +
+                   points + "\"/>\n";
         for (std::size_t i = 0; i < ser.x.size() && ser.x.size() <= 40 && !steps_; ++i)
             out += "<circle cx=\"" + svg_number(px(ser.x[i])) + "\" cy=\"" +
                    svg_number(py(ser.y[i])) + "\" r=\"3\" fill=\"" + color + "\"/>\n";
+        // A case's name beside its point (toward the plot's middle), in its
+        // series' colour, moved down past names already there (bfloat16 and
+        // float16 share their bytes; two series may share a point).
+        for (std::size_t i = 0; i < ser.labels.size(); ++i) {
+            const double x = px(ser.x[i]);
+            double y = py(ser.y[i]) + 14;
+            auto taken = [&] {
+                for (const auto& [nx, ny] : named)
+                    if (std::abs(nx - x) < 60 && std::abs(ny - y) < 13) return true;
+                return false;
+            };
+            while (taken()) y += 14;
+            named.emplace_back(x, y);
+            const bool right = x > left + pw / 2;
+            out += svg_text(
+                right ? x - 6 : x + 6, y, ser.labels[i],
+                std::string(right ? " text-anchor=\"end\"" : "") + " fill=\"" + color + "\"");
+        }
         legend(ser.name, " stroke=\"" + color + "\" stroke-width=\"2\"");
     }
     const std::string dashed = " stroke=\"#555\" stroke-width=\"2\" stroke-dasharray=\"6 4\"";

@@ -16,6 +16,10 @@ class SvgPlot {
 
     // A named line through the points (x[i], y[i]).
     void add_series(std::string name, std::vector<double> x, std::vector<double> y);
+    // Cases, not a series: each point (x[i], y[i]) marked and named
+    // labels[i] (a number format, a policy), and no line between them.
+    void add_cases(std::string name, std::vector<double> x, std::vector<double> y,
+                   std::vector<std::string> labels);
     void add_hline(std::string name, double y);  // dashed, e.g. a memory budget
     void set_log2_x(bool on) { log2_x_ = on; }   // batch sizes 1, 2, 4, ...; x > 0
     void set_log2_y(bool on) { log2_y_ = on; }   // a roofline's rates; y > 0
@@ -28,6 +32,7 @@ class SvgPlot {
     struct Series {
         std::string name;
         std::vector<double> x, y;
+        std::vector<std::string> labels;  // cases: one name a point, no line
     };
     std::string title_, x_label_, y_label_;
     std::vector<Series> series_;
