@@ -11,7 +11,9 @@
 // tier file waited for the disk (which the processor time leaves out), as
 // the engine's queue counts it: other programs on the machine do not
 // stretch it, a slow disk does. The median of a few runs. Every way gives the
-// first answer token's logits; they must be the same to the last bit.
+// first answer token's logits; they must be the same to the last bit. Each
+// way runs and is timed whatever an earlier comparison found, so that a
+// "no" never leaves a time that measured nothing.
 #pragma once
 
 #include <algorithm>
@@ -71,8 +73,9 @@ inline OneRequest serve_one(Transformer& model, BlockPool& pool, TierFile& file,
     for (int rep = 1; rep < recompute_repeats; ++rep) {
         PagedKVCache fresh(pool, capacity);
         t0 = now();
-        same = same && answer(prompt, fresh) == recomputed;
+        const bool agrees = answer(prompt, fresh) == recomputed;
         times.push_back(since(t0));
+        same = same && agrees;
     }
     r.recompute_s = median(times);
     const std::span<const int> table(filled.block_table().data(), std::size_t(blocks));
@@ -89,8 +92,9 @@ inline OneRequest serve_one(Transformer& model, BlockPool& pool, TierFile& file,
         PagedKVCache hit(pool, capacity);
         const auto start = now();
         hit.adopt(table, r.prefix);
-        same = same && answer(question, hit) == recomputed;
+        const bool agrees = answer(question, hit) == recomputed;
         times.push_back(since(start));
+        same = same && agrees;
     }
     r.pool_s = median(times);
 
@@ -107,14 +111,16 @@ inline OneRequest serve_one(Transformer& model, BlockPool& pool, TierFile& file,
             std::vector<int> read;
             for (int b = 0; b < blocks; ++b) {
                 read.push_back(pool.allocate());
-                same = same && file.read(b, name(b), read.back());
+                const bool read_back = file.read(b, name(b), read.back());
+                same = same && read_back;
             }
             reads.push_back(since(start));
             PagedKVCache back(pool, capacity);
             back.adopt(read, r.prefix);
             for (int b : read) pool.release(b);  // the sequence holds them now
-            same = same && answer(question, back) == recomputed;
+            const bool agrees = answer(question, back) == recomputed;
             times.push_back(since(start));
+            same = same && agrees;
         }
         if (way == direct) {
             r.direct_read_s = median(reads);
