@@ -48,7 +48,7 @@ struct FormatResult {
     Summary queue{};                // the simulator's whole queue on that pool
     int engine_blocks = 0;          // of the smaller pool, at this width
     Summary simulated{}, engine{};  // its first requests in the smaller pool, side by side
-    bool same_order = false;        // both gave first tokens in the same order
+    bool same_order = false;        // both finished the requests in the same order
     // At the long context: a decode step of 1 and of kBatch sequences.
     StepReads reads_one{}, reads_batch{};     // the bytes each reads
     double step_one_s = 0, step_batch_s = 0;  // its time (median of the thread's CPU time)

@@ -3,6 +3,7 @@
 // bits, a plot of memory against agreement, and the headline.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -92,6 +93,8 @@ inline std::string agreement_plot(const Results& r, const std::string& dir) {
     return plot.write(dir + "/10_memory_against_agreement.svg");
 }
 
+// Returns the exit status: 1 if the engine finished the requests in another
+// order than the simulator (it makes the simulator's decisions: a bug).
 inline int report(const Results& r, const OutputOptions& out) {
     const Setup& s = r.setup;
     const std::string positions = with_commas(s.long_context);
@@ -205,7 +208,10 @@ inline int report(const Results& r, const OutputOptions& out) {
                          " (bfloat16) and ", f16.demo.identical, " (float16) of ", of,
                          " answers; 8-bit: ", fit_gain(i8), ", ", i8.demo.identical, " of ", of));
     emit(out, f);
-    return 0;
+    const bool agree = r.engine_requests == 0 ||
+                       std::all_of(r.formats.begin(), r.formats.end(),
+                                   [](const FormatResult& x) { return x.same_order; });
+    return agree ? 0 : 1;
 }
 
 }  // namespace kv::ch10

@@ -63,7 +63,7 @@ struct QueueRun {
     std::int64_t prefilled = 0;  // positions prefills computed, every admission
     PrefixCache::TierCounts tier;
     std::int64_t preemptions = 0;
-    bool same_order = true;   // engine: first tokens in the simulator's order
+    bool same_order = true;   // engine: requests finished in the simulator's order
     bool same_tokens = true;  // engine with the tier: every answer as without it
 
     double share(std::int64_t tokens) const { return returning ? double(tokens) / returning : 0; }

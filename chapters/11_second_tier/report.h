@@ -97,6 +97,7 @@ inline std::int64_t pages_left(const Results& r) {
     return most;
 }
 
+// Returns the exit status: 1 if a check printed "no" (logits, order, tokens).
 inline int report(const Results& r, const OutputOptions& out) {
     const Setup& s = r.setup;
     const QueueRun &without = queue_at(r, 0), &with = queue_at(r, int(s.tier_mib));
@@ -178,7 +179,11 @@ inline int report(const Results& r, const OutputOptions& out) {
                          fixed(l.recompute_s / l.cold_s, 0), " x faster than recomputing at ",
                          with_commas(l.prefix), " tokens"));
     emit(out, f);
-    return 0;
+    bool agree = true;
+    for (const OneRequest& o : r.sweep) agree = agree && o.same_logits;
+    for (const FormatReload& x : r.formats) agree = agree && x.one.same_logits;
+    for (const QueueRun& q : r.first) agree = agree && q.same_order && q.same_tokens;
+    return agree ? 0 : 1;
 }
 
 }  // namespace kv::ch11
