@@ -208,9 +208,9 @@ inline int report(const Results& r, const OutputOptions& out) {
                          " (bfloat16) and ", f16.demo.identical, " (float16) of ", of,
                          " answers; 8-bit: ", fit_gain(i8), ", ", i8.demo.identical, " of ", of));
     emit(out, f);
-    const bool agree = r.engine_requests == 0 ||
-                       std::all_of(r.formats.begin(), r.formats.end(),
-                                   [](const FormatResult& x) { return x.same_order; });
+    const bool agree =
+        r.engine_requests == 0 || std::all_of(r.formats.begin(), r.formats.end(),
+                                              [](const FormatResult& x) { return x.same_order; });
     return agree ? 0 : 1;
 }
 
