@@ -9,6 +9,7 @@
 #   tests/paste_runs.sh            build, run, rewrite the pages in place
 #   tests/paste_runs.sh --check    the same runs, pages untouched: the rewritten
 #                                  pages go under build/pastes/pages to compare
+# Either way the runs' saved results replace build/results, as make run's do.
 set -eu
 cd "$(dirname "$0")/.."
 check=no
