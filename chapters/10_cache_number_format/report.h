@@ -56,6 +56,22 @@ inline Table step_table(const Results& r) {
     return t;
 }
 
+// A narrower format's step against the book's expectation (step_reads.h),
+// and where it falls short, the rate that held it back.
+inline std::string short_of_target(const Results& r, const FormatResult& f, int batch) {
+    const FormatResult& wide = r.at(NumberFormat::float32);
+    const double ratio =
+        batch == 1 ? f.step_one_s / wide.step_one_s : f.step_batch_s / wide.step_batch_s;
+    const double target = target_ratio(f.format, batch);
+    if (ratio <= target) return "";
+    const StepReads& reads = batch == 1 ? f.reads_one : f.reads_batch;
+    return std::string(format_name(f.format)) + ", " + std::to_string(batch) +
+           " sequences: " + fixed(ratio, 2) + " x float32, above " + fixed(target, 2) +
+           " x; floors: kernels " + fixed(1e3 * double(reads.cache) / f.kernel_bytes_per_s, 2) +
+           " ms, reads " + fixed(1e3 * double(reads.total()) / f.read_bytes_per_s, 2) +
+           " ms: the " + limit_name(f.limit(batch)) + " set the pace";
+}
+
 // Memory per token against the share of greedy tokens agreeing with float32.
 inline std::string agreement_plot(const Results& r, const std::string& dir) {
     SvgPlot plot("The cache's number format: memory against the answer", "bytes of cache per token",
@@ -129,7 +145,7 @@ inline int report(const Results& r, const OutputOptions& out) {
                ", the same step prices at every width, ",
                s.queue.cost_model == "analytic" ? "counted" : "this machine's calibration", "):"),
         memory);
-    if (s.long_context)
+    if (s.long_context) {
         f.text("").table(
             "steps",
             concat("What it buys in time: a decode step of 1 and of ", kBatch, " sequences at ",
@@ -137,6 +153,12 @@ inline int report(const Results& r, const OutputOptions& out) {
                    " positions (median thread CPU time, one core), its bytes,\nand the rates of "
                    "its two floors: the kernels' with the rows in L1/L2, memory's:"),
             step_table(r));
+        for (const FormatResult& format : r.formats)
+            for (const int batch : {1, kBatch})
+                if (format.format != NumberFormat::float32)
+                    if (const std::string why = short_of_target(r, format, batch); !why.empty())
+                        f.text(why);
+    }
     if (r.engine_requests)
         f.text("").table(
             "engine_queue",

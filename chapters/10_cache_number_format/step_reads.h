@@ -35,6 +35,15 @@ inline StepReads decode_step_reads(const Config& config, NumberFormat format, in
                 cache_bytes(cache_shape_of(config, format), std::uint64_t(positions))};
 }
 
+// What the book expects of a narrower format's step against float32's at
+// the long context: alone, never slower; in a batch, where the cache is
+// most of the bytes, close to the bytes' own ratio (16-bit at most 0.70 x,
+// int8 at most 0.55 x), the rest being weights, softmax and widening.
+inline double target_ratio(NumberFormat format, int batch) {
+    if (batch == 1 || format == NumberFormat::float32) return 1.0;
+    return format == NumberFormat::int8 ? 0.55 : 0.70;
+}
+
 // What sets the pace of a step that reads `reads`: the longer of two
 // floors, the whole step's bytes at the rate memory delivers them, and the
 // cache's bytes at the rate attention's kernels consume them with the rows
