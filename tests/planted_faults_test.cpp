@@ -16,7 +16,6 @@
 #include "../common/core/cached_decoding.h"
 #include "../common/core/generation.h"
 #include "../common/core/naive_decoding.h"
-#include "../common/kit/digest.h"
 #include "run_captured.h"
 #include "test_files.h"
 #include "tiny_models.h"
@@ -62,8 +61,9 @@ TEST_CASE("chapter 02: a cached answer with one token changed is not the same an
     CHECK(planted.out.find("\"same_tokens\": false") != std::string::npos);
 }
 
-// What chapter 02's run compares: every step's logits, naive against
-// cached, and their digest (check_same_tokens.sh compares it across builds).
+// What chapter 02's run compares (its own compare_logits): every step's
+// logits, naive against cached, and their digest (check_same_tokens.sh
+// compares it across builds).
 TEST_CASE("chapter 02: one logit one bit off is a difference and another digest") {
     const Config c = test::tiny_config();
     Transformer model(c, 3);
@@ -75,18 +75,14 @@ TEST_CASE("chapter 02: one logit one bit off is a difference and another digest"
     std::vector<std::vector<float>> cached = logits_per_step(
         [&](const StepCallback& on_step) { return generate_cached(model, prompt, 6, on_step); },
         tokens);
-    auto digest = [](const std::vector<std::vector<float>>& steps) {
-        Fnv1a64 d;
-        for (const std::vector<float>& step : steps) d.add_floats(step);
-        return d.hex();
-    };
-    REQUIRE(max_abs_difference(naive, cached) == 0);
-    const std::string clean = digest(cached);
-    CHECK(digest(naive) == clean);
+    const ch02::LogitsCompared clean = ch02::compare_logits(naive, cached);
+    REQUIRE(clean.max_difference == 0);
+    CHECK(ch02::compare_logits(cached, naive).digest == clean.digest);  // the same bits
     float& planted = cached[3][7];
     planted = std::nextafter(planted, INFINITY);
-    CHECK(max_abs_difference(naive, cached) > 0);
-    CHECK(digest(cached) != clean);
+    const ch02::LogitsCompared wrong = ch02::compare_logits(naive, cached);
+    CHECK(wrong.max_difference > 0);
+    CHECK(wrong.digest != clean.digest);
 }
 
 // A tier that keeps nothing (its folder cannot be made): every read says no,

@@ -253,3 +253,44 @@ TEST_CASE("an engine that answers in another order than the simulator is caught"
     };
     CHECK(!check_queue_against_engine(q, model, cost, 1).same_order);
 }
+
+// Under continuous batching with every request there at once, the first
+// tokens come in request order whatever happens after: a check of that
+// order could only say yes. A planted fault that leaves it intact (the
+// engine's side runs two answers' lengths swapped) changes who finishes
+// first, and the check says no.
+TEST_CASE(
+    "an engine that finishes the requests in another order is caught though its first "
+    "tokens are in order") {
+    const Config c = test::tiny_config();
+    Transformer model(c, 5);
+    const StepCost cost = analytic_step_cost(c);
+    const std::vector<Request> queue = small_queue(6);
+    // Two requests whose answers differ in length.
+    std::size_t a = 0, b = 1;
+    while (b < queue.size() && queue[b].answer_len == queue[a].answer_len) ++b;
+    REQUIRE(b < queue.size());
+    std::vector<Request> planted = queue;
+    std::swap(planted[a].answer_len, planted[b].answer_len);
+    const Policy policy = book_policies(3)[kContinuousCache];
+    CheckedQueue q;
+    q.requests = queue;
+    q.run = [&](Executor& executor, Executor*) {
+        const bool engine = !dynamic_cast<SimulatedExecutor*>(&executor);
+        return run_schedule(engine ? planted : queue, policy, roomy_budget(c), executor);
+    };
+    q.engine = [&](Transformer&) -> std::unique_ptr<Executor> {
+        return std::make_unique<ScriptedExecutor>(cost, std::vector<double>{1.0});
+    };
+    SimulatedExecutor priced(cost);
+    const Schedule honest = run_schedule(queue, policy, roomy_budget(c), priced);
+    const Schedule wrong = run_schedule(planted, policy, roomy_budget(c), priced);
+    REQUIRE(first_token_order(honest) == first_token_order(wrong));
+    REQUIRE(finish_order(honest) != finish_order(wrong));
+    CHECK(!check_queue_against_engine(q, model, cost, 1).same_order);
+    // Without the fault, the same queue agrees.
+    q.run = [&](Executor& executor, Executor*) {
+        return run_schedule(queue, policy, roomy_budget(c), executor);
+    };
+    CHECK(check_queue_against_engine(q, model, cost, 1).same_order);
+}

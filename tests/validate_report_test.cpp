@@ -74,7 +74,7 @@ TEST_CASE("each operating point is within 5 percent on all four or a warning nam
     CHECK(json.find("\"within_target\": false},{\"line\": \"chapter 09") != std::string::npos);
 }
 
-TEST_CASE("a queue whose orders of first tokens differ makes make validate exit 1") {
+TEST_CASE("a queue whose orders of finishing differ makes make validate exit 1") {
     ValidateResults r;
     r.runs = 5;
     r.rows = {row_of("05", "serial, cache, 128 requests", true, 0.2, 0.2, 0.2, 0.2)};
@@ -90,7 +90,8 @@ TEST_CASE("a queue whose orders of first tokens differ makes make validate exit 
     CHECK(disordered == 1);
     CHECK(order_errors(r.rows) ==
           std::vector<std::string>{"error: chapter 05, serial, cache, 128 requests: the engine "
-                                   "and the simulator gave first tokens in different orders"});
+                                   "and the simulator finished the requests in different "
+                                   "orders"});
     CHECK(captured.str().find("\"order_errors\": [{\"error\": \"error: chapter 05") !=
           std::string::npos);
 }

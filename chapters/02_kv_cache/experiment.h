@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../../common/core/cached_decoding.h"
+#include "../../common/core/generation.h"  // max_abs_difference
 #include "../../common/core/naive_decoding.h"
 #include "../../common/core/timing.h"
 #include "../../common/kit/answer_timing.h"
@@ -25,6 +26,21 @@ namespace kv::ch02 {
 inline double predicted_cache_speedup(std::uint64_t naive_rows, int prompt_len, int answer_len,
                                       double one_row_in_rows) {
     return double(naive_rows) / (prompt_len + (answer_len - 1) * one_row_in_rows);
+}
+
+// What the run compares: every step's logits, naive against cached, as the
+// largest difference, and every bit of the cached run's logits in one digest,
+// so that builds can be compared (tests/check_same_tokens.sh): equal
+// digests, equal logits.
+struct LogitsCompared {
+    double max_difference;
+    std::string digest;  // FNV-1a 64
+};
+inline LogitsCompared compare_logits(const std::vector<std::vector<float>>& naive,
+                                     const std::vector<std::vector<float>>& cached) {
+    Fnv1a64 digest;
+    for (const std::vector<float>& step : cached) digest.add_floats(step);
+    return {max_abs_difference(naive, cached), digest.hex()};
 }
 
 struct Results {
@@ -121,11 +137,7 @@ struct Experiment {
         const std::vector<std::vector<float>> naive_logits = logits_per_step(naive, tokens);
         progress.update(2, 2, "(with the cache)");
         const std::vector<std::vector<float>> cached_logits = logits_per_step(cached, tokens);
-        // Every logit's bits in one digest, so that builds can be compared
-        // (tests/check_same_tokens.sh): equal digests, equal logits.
-        Fnv1a64 digest;
-        for (const std::vector<float>& step : cached_logits) digest.add_floats(step);
-        const double max_diff = max_abs_difference(naive_logits, cached_logits);
+        LogitsCompared compared = compare_logits(naive_logits, cached_logits);
         const bool from_checkpoint = !model.source.checkpoint.empty();
         return {std::move(loaded),
                 from_checkpoint,
@@ -134,8 +146,8 @@ struct Experiment {
                 repeats,
                 std::move(naive_timing),
                 std::move(cached_timing),
-                max_diff,
-                digest.hex(),
+                compared.max_difference,
+                std::move(compared.digest),
                 std::move(one_row),
                 context,
                 std::move(argmax_samples)};

@@ -22,7 +22,8 @@
 #include "../../common/kit/flags.h"
 #include "../../common/kit/machine.h"
 #include "../../common/kit/model_flags.h"
-#include "../../common/kit/report.h"  // format_bytes
+#include "../../common/kit/program.h"  // Progress
+#include "../../common/kit/report.h"   // format_bytes
 #include "../../common/lab/queue_flags.h"
 #include "../../common/lab/timed_step.h"
 #include "../../common/serving/memory_budget.h"
@@ -142,27 +143,47 @@ struct Experiment : Setup {
     Results run() const {
         Results r;
         r.setup = *this;
+        // The prices first: a calibration shows its own progress line.
+        r.pricing = price_steps(model, seed, queue);
         r.queue = make_workload(workload_of(queue, seed));
+        const Preemption recompute = Preemption::recompute, swap = Preemption::swap;
+        struct Way {
+            const std::string& name;
+            std::uint64_t mib;
+            double share;
+            Preemption mode;
+        };
+        std::vector<Way> ways;  // the queue's runs in the simulator
+        for (const std::uint64_t mib : {queue.kv_budget_mib, tight_budget_mib}) {
+            ways.push_back({kReserve, mib, 0, recompute});
+            ways.push_back({kPagedRecompute, mib, watermark, recompute});
+            if (mib != tight_budget_mib) continue;
+            ways.push_back({kPagedNoWatermark, mib, 0, recompute});
+            ways.push_back({kPagedSwap, mib, watermark, swap});
+        }
+        const int n = std::min(engine_requests, int(r.queue.size()));
+        const int parts = 2 + int(ways.size()) + (n > 0 ? 1 : 0);
+        Progress progress("chapter 07:");  // long work shows, from outside, that it runs
+        progress.update(1, parts, "the conversations that fit");
         r.budget = make_budget(model, queue.kv_budget_mib, Reservation::whole_context);
         r.reserved = fit_reserving(r.queue, r.budget.tokens);
         std::set<int> sizes(kFitBlockSizes.begin(), kFitBlockSizes.end());
         sizes.insert(block_size);
         for (int b : sizes) r.paged.push_back(fit_paged(model, r.budget.bytes, b, r.queue));
         Transformer engine(model, seed);
+        progress.update(2, parts, "the block table's price on the engine");
         time_the_indirection(r, engine);
-        r.pricing = price_steps(model, seed, queue);
         r.swap_bytes_per_second =
             queue.cost_model == "analytic" ? kAnalyticBytesPerSecond : measure_swap_rate();
-        const Preemption recompute = Preemption::recompute, swap = Preemption::swap;
-        for (const std::uint64_t mib : {queue.kv_budget_mib, tight_budget_mib}) {
-            r.runs.push_back(simulate(r, r.queue, kReserve, mib, 0, recompute));
-            r.runs.push_back(simulate(r, r.queue, kPagedRecompute, mib, watermark, recompute));
-            if (mib != tight_budget_mib) continue;
-            r.runs.push_back(simulate(r, r.queue, kPagedNoWatermark, mib, 0, recompute));
-            r.runs.push_back(simulate(r, r.queue, kPagedSwap, mib, watermark, swap));
+        for (const Way& w : ways) {
+            progress.update(
+                int(r.runs.size()) + 3, parts,
+                "the queue in the simulator: " + w.name + ", " + std::to_string(w.mib) + " MiB");
+            r.runs.push_back(simulate(r, r.queue, w.name, w.mib, w.share, w.mode));
         }
         // The engine's pool beside the simulator, on the same first requests.
-        if (const int n = std::min(engine_requests, int(r.queue.size())); n > 0) {
+        if (n > 0) {
+            progress.update(parts, parts, "the queue's first requests on the engine");
             const std::span<const Request> first(r.queue.data(), std::size_t(n));
             r.runs.push_back(
                 simulate(r, first, kPagedRecompute, tight_budget_mib, watermark, recompute));

@@ -18,6 +18,7 @@
 #include "../../common/core/config.h"
 #include "../../common/kit/flags.h"
 #include "../../common/kit/model_flags.h"
+#include "../../common/kit/program.h"  // Progress
 #include "../../common/lab/queue_flags.h"
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/paged_memory.h"
@@ -171,10 +172,15 @@ struct Experiment : Setup {
         WorkloadOptions long_work = r.work;
         long_work.prompt_min = long_work.prompt_max = long_prompt;
         const Server s = server();
+        // Long work shows, from outside, that it runs.
+        Progress progress("chapter 09:");
+        const int parts = 2 * int(r.rules.size());
         for (const auto& [name, requests] :
              {std::pair{kShortPrompts, make_workload(r.work)},
               std::pair{long_prompts(long_prompt), make_workload(long_work)}})
             for (const StepRule& rule : r.rules) {
+                progress.update(int(r.runs.size()) + 1, parts,
+                                "the queue in the simulator: " + name + ", " + rule.name);
                 SimulatedExecutor priced(r.prices.cost);
                 CountingExecutor counting(priced);
                 const Schedule done = s.serve(requests, rule, counting);

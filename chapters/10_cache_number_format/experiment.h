@@ -206,7 +206,11 @@ struct Experiment : Setup {
             time_decode_steps(r, long_model);
         }
         r.pricing = price_steps(c, model.seed, queue);
-        for (FormatResult& f : r.formats) run_queues(r, m, f);
+        Progress progress("chapter 10: the queue at each width:");
+        for (std::size_t i = 0; i < r.formats.size(); ++i) {
+            progress.update(long(i) + 1, long(r.formats.size()), format_name(r.formats[i].format));
+            run_queues(r, m, r.formats[i]);
+        }
         return r;
     }
 
@@ -243,6 +247,7 @@ struct Experiment : Setup {
         const int answer = queue.workload.answer_len, vocab = m.config().vocab_size;
         const std::vector<int> prefix = fixed_prompt(long_prefix(), vocab, model.seed + 1000);
         std::vector<NarrowKVCache> prefilled;
+        progress.update(0, long_prompts, "(the shared prefix)");
         for (const FormatResult& f : r.formats) {
             prefilled.emplace_back(m.config(), long_context, f.format);
             m.forward(prefix, prefilled.back());
@@ -259,6 +264,7 @@ struct Experiment : Setup {
     // in turn, so that a slower moment of the machine hits them alike; the
     // thread kept on one core. Then the two rates that bound the step.
     void time_decode_steps(Results& r, Transformer& m) const {
+        Progress progress("decode steps at the long context timed: round");
         const int token = 1, filled = long_context - 1;
         std::vector<std::vector<NarrowKVCache>> caches(r.formats.size());
         std::vector<std::vector<SequenceInput>> steps(r.formats.size());
@@ -277,6 +283,7 @@ struct Experiment : Setup {
         const OnOneCore pinned;
         for (int rep = 0; rep <= kRepeats; ++rep)
             for (std::size_t i = 0; i < r.formats.size(); ++i) {
+                progress.update(rep, kRepeats);
                 const double a = timed_step(m, std::span(steps[i]).first(1), bases);
                 const double b = timed_step(m, steps[i], bases);
                 if (rep == 0) continue;  // the warm-up

@@ -2,8 +2,8 @@
 // the simulator (validation.h), and one report: each measure
 // real against simulated, and whether each operating point is within the
 // target. A measurement, not a test: a missed target still exits 0. Only
-// first tokens in different orders are an error (exit 1): the scheduler is
-// the same code on both sides, so that is a bug, not a price.
+// requests finished in different orders are an error (exit 1): the
+// scheduler is the same code on both sides, so that is a bug, not a price.
 #pragma once
 
 #include <algorithm>
@@ -145,13 +145,14 @@ inline std::vector<std::string> operating_point_lines(const std::vector<CheckedR
     return lines;
 }
 
-// The queues whose engine and simulator gave first tokens in different orders.
+// The queues whose engine and simulator finished the requests in different orders.
 inline std::vector<std::string> order_errors(const std::vector<CheckedRow>& rows) {
     std::vector<std::string> out;
     for (const CheckedRow& row : rows)
         if (!row.same_order)
-            out.push_back("error: chapter " + row.chapter + ", " + row.name +
-                          ": the engine and the simulator gave first tokens in different orders");
+            out.push_back(
+                "error: chapter " + row.chapter + ", " + row.name +
+                ": the engine and the simulator finished the requests in different orders");
     return out;
 }
 
@@ -206,7 +207,9 @@ inline void print_validation(std::ostream& out, const ValidateResults& r) {
            "error: simulated / real - 1\n\n";
     validation_table(r.rows).print(out);
     out << "ttft p50: median time to first token; tbt: time between tokens; total: the queue's "
-           "whole time;\nruns spread: the slowest run's total against the fastest's\n\n";
+           "whole time;\nruns spread: the slowest run's total against the fastest's; same order: "
+           "the "
+           "engine finished the requests in the simulator's order\n\n";
     for (const std::string& line : operating_point_lines(r.rows)) out << line << "\n";
     for (const std::string& e : order_errors(r.rows)) out << e << "\n";
     for (const std::string& path : r.saved_workloads) out << "workload saved: " << path << "\n";
@@ -215,7 +218,7 @@ inline void print_validation(std::ostream& out, const ValidateResults& r) {
 }
 
 // The JSON (with --json) or the text. Exit status 1 if any queue's order
-// of first tokens differs, else 0, whatever the errors.
+// of finishing differs, else 0, whatever the errors.
 inline int validate_report(const ValidateResults& r, const OutputOptions& options) {
     if (!emit(options, validate_json(r))) print_validation(std::cout, r);
     return order_errors(r.rows).empty() ? 0 : 1;

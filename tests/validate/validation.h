@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../../common/core/transformer.h"
-#include "../../common/lab/side_by_side.h"  // first_token_order
+#include "../../common/lab/side_by_side.h"  // finish_order
 #include "../../common/serving/metrics.h"
 #include "../../common/serving/scheduler.h"
 #include "../../common/serving/step_cost.h"
@@ -45,7 +45,7 @@ struct CheckedRow {
     std::string chapter, name;
     bool operating_point = false;
     Summary real, simulated;
-    bool same_order = true;  // the same requests joined in the same order
+    bool same_order = true;  // both finished the requests in the same order
     double run_spread = 0;   // the slowest real run against the fastest, minus 1
 };
 
@@ -85,7 +85,10 @@ inline CheckedRow check_queue_against_engine(const CheckedQueue& q, Transformer&
     SimulatedExecutor simulated(cost);
     const Schedule sim = q.simulate ? q.simulate(cost) : q.run(simulated, nullptr);
     CheckedRow row{q.chapter, q.name, q.operating_point, summarize(real), summarize(sim)};
-    row.same_order = first_token_order(real) == first_token_order(sim);
+    // All at once and first come, first served, the first tokens come in
+    // request order on either side; the order of finishing depends on every
+    // answer's length and every preemption, so it is the order compared.
+    row.same_order = finish_order(real) == finish_order(sim);
     row.run_spread = fastest.run_spread();
     return row;
 }
