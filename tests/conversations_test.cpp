@@ -29,6 +29,8 @@ TEST_CASE("conversations come back with their whole history in front of a new qu
         CHECK(r.prompt_len == int(r.token_ids.size()));
         CHECK(r.answer_len == plain[i].answer_len);  // chapter 05's lengths, its question's too
         CHECK(r.prompt_len + r.answer_cap - 1 <= 40);
+        // Each turn, a new conversation's too, follows the one dealt before it.
+        CHECK(r.after == (i < 3 ? -1 : int(i) - 3));
         if (i < 3) CHECK(q.turn[i] == 1);
         if (i < 3 || q.turn[i] == 1) {
             CHECK(r.prompt_len == plain[i].prompt_len);

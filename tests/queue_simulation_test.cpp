@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../chapters/05_queue_simulation/experiment.h"
+#include "../common/kit/digest.h"
 #include "../common/serving/metrics.h"
 #include "../common/serving/scheduler.h"
 #include "../common/serving/workload.h"
@@ -296,6 +297,108 @@ TEST_CASE("bad inputs are clear errors") {
     });
     CHECK(too_small.find("--kv-budget-mib 1 holds 341 positions") == 0);
     CHECK(error_of([](ch05::Experiment&) {}).empty());
+}
+
+TEST_CASE("bad follow-ups are refused") {
+    // A request may follow only an earlier one: itself, a later one or a
+    // made-up id could never arrive, or would wait for itself.
+    std::vector<Request> queue = make_workload(small_workload(5));
+    for (int after : {-2, 3, 4, 5}) {
+        queue[3].after = after;
+        CAPTURE(after);
+        CHECK_THROWS_WITH_AS(simulate_with(queue, Policy{"serial", 1, false, true}, kRoomy),
+                             ("run_schedule: request 3 follows request " + std::to_string(after) +
+                              ", not an earlier one")
+                                 .c_str(),
+                             std::invalid_argument);
+    }
+    queue[3].after = 2;
+    CHECK_NOTHROW(simulate_with(queue, Policy{"serial", 1, false, true}, kRoomy));
+}
+
+TEST_CASE("a request that follows another arrives when that one has finished") {
+    // 0 and 2 arrive at once; 1 follows 0, so it waits for 0's last token,
+    // though a slot is free, and its wait counts from then.
+    std::vector<Request> queue(3);
+    for (int i = 0; i < 3; ++i) queue[std::size_t(i)].id = i;
+    queue[0].prompt_len = 10, queue[0].answer_len = queue[0].answer_cap = 5;
+    queue[1].prompt_len = 20, queue[1].answer_len = queue[1].answer_cap = 3;
+    queue[2].prompt_len = 5, queue[2].answer_len = queue[2].answer_cap = 12;
+    queue[1].after = 0;
+    const Schedule s = simulate_with(queue, Policy{"continuous", 4, true, true}, kRoomy);
+    const Request &first = s.requests[0], &next = s.requests[1];
+    CHECK(next.arrival_s == first.finished_s);
+    CHECK(next.admitted_s == first.finished_s);          // at once: the batch had room
+    CHECK(s.requests[2].finished_s > first.finished_s);  // 2 ran meanwhile
+    // Its time to first token: its own prefill, counted from its arrival.
+    CHECK(next.first_token_s - next.arrival_s == analytic_step_cost(kDemo).prefill_seconds(20));
+
+    // A follow-up drawn to arrive later than that still arrives at its own time.
+    queue[1].arrival_s = 10 * first.finished_s;
+    queue[2].arrival_s = 10 * first.finished_s;
+    const Schedule later = simulate_with(queue, Policy{"continuous", 4, true, true}, kRoomy);
+    CHECK(later.requests[1].arrival_s == 10 * first.finished_s);
+    CHECK(later.requests[1].admitted_s == 10 * first.finished_s);
+}
+
+TEST_CASE("no follow-up is admitted before the request it follows has finished") {
+    // Chains of requests (i follows i - 5) under every policy, with
+    // preemptions, all at once and as a stream: each waits for the one it
+    // follows, and still every request finishes once.
+    for (double rate : {0.0, 40.0}) {
+        std::vector<Request> queue = make_workload(small_workload(60, rate));
+        for (std::size_t i = 5; i < queue.size(); ++i) queue[i].after = int(i) - 5;
+        for (const Policy& policy : book_policies(8)) {
+            CAPTURE(rate);
+            INFO(policy.name);
+            std::vector<int> finished(queue.size(), 0);
+            const Schedule s =
+                simulate_with(queue, policy, budget_of(200, Reservation::tokens_held),
+                              [&](const ScheduleEvent& e) {
+                                  if (e.kind == ScheduleEvent::finish)
+                                      ++finished[std::size_t(e.request)];
+                              });
+            int held_back = 0;
+            for (const Request& r : s.requests) {
+                CHECK(finished[std::size_t(r.id)] == 1);
+                CHECK(r.first_token_s >= r.arrival_s);
+                if (r.after < 0) continue;
+                const Request& before = s.requests[std::size_t(r.after)];
+                CHECK(r.arrival_s >= before.finished_s);
+                CHECK(r.admitted_s >= before.finished_s);
+                held_back += r.arrival_s > queue[std::size_t(r.id)].arrival_s;
+            }
+            CHECK(held_back > 0);  // the rule really held someone back
+        }
+    }
+}
+
+TEST_CASE("without follow-ups the scheduler decides as it always has") {
+    // The decisions (every admission, step, finish and preemption, with the
+    // batch and the memory after it) of every book policy on two queues,
+    // one at once and one as a stream, with preemptions, as a digest pinned
+    // before requests could follow one another. Integers only: the same on
+    // every machine.
+    Fnv1a64 digest;
+    auto add = [&](std::uint64_t v) {
+        for (int shift = 0; shift < 64; shift += 8) digest.add_byte(std::uint8_t(v >> shift));
+    };
+    for (double rate : {0.0, 40.0}) {
+        const std::vector<Request> queue = make_workload(small_workload(120, rate));
+        for (Reservation reserve : {Reservation::whole_context, Reservation::tokens_held})
+            for (const Policy& policy : book_policies(8)) {
+                const Schedule s = simulate_with(queue, policy, budget_of(200, reserve),
+                                                 [&](const ScheduleEvent& e) {
+                                                     add(std::uint64_t(e.kind));
+                                                     add(std::uint64_t(std::int64_t(e.request)));
+                                                     add(std::uint64_t(e.running));
+                                                     add(e.held);
+                                                     add(e.charged);
+                                                 });
+                add(std::uint64_t(s.preemptions));
+            }
+    }
+    CHECK(digest.hex() == "a5153e9f13283267");
 }
 
 TEST_CASE("preemption sends back the newest request and readmits it first") {

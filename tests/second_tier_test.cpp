@@ -366,6 +366,30 @@ TEST_CASE("a tier that reads back changed numbers as good ones changes answers a
     CHECK_FALSE(same_answers(without.schedule, lied.schedule));
 }
 
+// Conversation i % 4 sends turn i's answer back in turn i + 4: turn i + 4
+// cannot be sent, let alone admitted, before turn i's last token is out.
+int turns_admitted_too_early(const Schedule& s) {
+    int early = 0;
+    for (std::size_t i = 4; i < s.requests.size(); ++i)
+        early += s.requests[i].admitted_s < s.requests[i - 4].finished_s;
+    return early;
+}
+
+TEST_CASE("no returning turn is admitted before the turn it follows has finished") {
+    const Conversations q = tiny_conversations(queue_config());
+    Transformer model(queue_config(), 5);
+    for (int tier_blocks : {0, 64}) {
+        CAPTURE(tier_blocks);
+        for (Transformer* engine : {static_cast<Transformer*>(nullptr), &model}) {
+            const Schedule s = run_queue(q, tier_blocks, engine).schedule;
+            CHECK(turns_admitted_too_early(s) == 0);
+            // Its wait counts from the moment it was sent.
+            for (std::size_t i = 4; i < s.requests.size(); ++i)
+                CHECK(s.requests[i].arrival_s == s.requests[i - 4].finished_s);
+        }
+    }
+}
+
 TEST_CASE("the simulator decides what the engine decides with the tier") {
     const Conversations q = tiny_conversations(queue_config());
     Transformer model(queue_config(), 5);
@@ -377,6 +401,15 @@ TEST_CASE("the simulator decides what the engine decides with the tier") {
         CHECK(simulated.tier.reloaded == engine.tier.reloaded);
         CHECK(simulated.tier.evictions == engine.tier.evictions);
         CHECK(simulated.from_tier == engine.from_tier);
+        CHECK(simulated.schedule.prefills == engine.schedule.prefills);
+        CHECK(simulated.schedule.decode_steps == engine.schedule.decode_steps);
+        CHECK(simulated.schedule.preemptions == engine.schedule.preemptions);
+        // Turns arrive when the turns they follow finish, so the order of
+        // arrivals, admissions and finishes is the same on both clocks.
+        CHECK(order_by(simulated.schedule, &Request::arrival_s) ==
+              order_by(engine.schedule, &Request::arrival_s));
+        CHECK(order_by(simulated.schedule, &Request::admitted_s) ==
+              order_by(engine.schedule, &Request::admitted_s));
         CHECK(finish_order(simulated.schedule) == finish_order(engine.schedule));
     }
 }

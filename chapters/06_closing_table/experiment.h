@@ -178,7 +178,8 @@ inline const Paper kPapers[] = {
      "kept in host memory and on disks and reused across turns (73 % of ShareGPT's conversations "
      "have several turns)",
      "ours reads one CPU engine's blocks back from a file on this machine's disk, in the wait of "
-     "one queue arriving at once and priced at the bandwidth this run measured; theirs overlaps "
+     "one queue whose turns are each sent when the turn before has finished, priced at the "
+     "bandwidth this run measured; theirs overlaps "
      "the loading with a GPU's computation layer by layer and saves asynchronously, on trained "
      "models and real conversations, and 87 % is its best case",
      "{returning_share_reloaded} of returning prompt tokens read back from a tier of {tier_mib} "

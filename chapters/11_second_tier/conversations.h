@@ -2,9 +2,11 @@
 //
 // Chapter 05's queue (the same lengths and arrivals), its requests dealt
 // in turn to C conversations: request i is the next turn of conversation
-// i % C, so between two turns of one conversation the other C - 1 take
-// theirs, as chat traffic does (a person reads the answer, then writes
-// again). Each turn sends the conversation's whole history again (every
+// i % C. A turn follows the one before it (Request::after): it arrives
+// when that answer's last token is out, not before, as chat traffic does
+// (a person reads the answer, then writes again), and its time to first
+// token counts from then. Meanwhile the other conversations take their
+// turns. Each turn sends the conversation's whole history again (every
 // earlier prompt and answer), then a new question of chapter 05's prompt
 // length. The earlier answer is resent as drawn tokens, as in chapter 08:
 // with random weights the model's own answer is noise, and the simulator,
@@ -21,12 +23,13 @@
 namespace kv {
 
 struct Conversations {
-    std::vector<Request> requests;  // in arrival order, each with its prompt's tokens
+    std::vector<Request> requests;  // chapter 05's order, each with its prompt's tokens
     std::vector<int> turn;          // (requests) 1 for a conversation's first turn, then 2, ...
 };
 
 // A turn whose prompt and longest answer would run past `max_seq`
-// positions starts its conversation over (a new conversation, turn 1).
+// positions starts its conversation over (a new conversation, turn 1,
+// still after the turn before: the same person writes again).
 inline Conversations make_conversations(const WorkloadOptions& w, int conversations, int vocab_size,
                                         int max_seq) {
     Conversations c{make_workload(w), {}};
@@ -45,6 +48,7 @@ inline Conversations make_conversations(const WorkloadOptions& w, int conversati
             prompt = before.token_ids;
             draw(before.answer_len, prompt);  // the answer, as the client sends it back
             turn = c.turn[std::size_t(previous)] + 1;
+            r.after = previous;
         }
         if (std::int64_t(prompt.size()) + r.prompt_len + r.answer_cap - 1 > max_seq) {
             prompt.clear();  // too long: the conversation starts over

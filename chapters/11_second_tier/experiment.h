@@ -101,7 +101,8 @@ struct Setup {
         add_queue_flags(flags, queue);
         flags.add(
             "conversations", conversations, 1, 1 << 20,
-            "conversations taking turns: request i is the next turn of conversation i % this");
+            "conversations taking turns: request i is the next turn of conversation i % this, "
+            "sent once the turn before it has finished");
         flags.add("tier-mib", tier_mib, 1, 1 << 20, "the second tier's capacity, MiB on disk");
         flags.add("tier-dir", tier_dir,
                   "folder for the tier's files (default $TMPDIR or /tmp); one that cannot be "

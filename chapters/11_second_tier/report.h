@@ -150,7 +150,8 @@ inline int report(const Results& r, const OutputOptions& out) {
         .text("")
         .line("workload", "the queue", describe_workload(work, make_workload(work)))
         .text(concat("  dealt to ", s.conversations,
-                     " conversations taking turns (each resends its history)"))
+                     " conversations taking turns (each resends its history once the turn before "
+                     "it has finished)"))
         .line("kv_budget_mib", "the pool (MiB of KV cache)",
               Cell(concat(s.queue.kv_budget_mib, " = ", r.blocks,
                           " blocks; continuous batching, batch ", s.queue.batch),

@@ -4,7 +4,9 @@
 // first served unless the policy gives a priority) and a batch of admitted
 // requests, and its turn is four named steps:
 //   1. admit: waiting requests join the batch, if the policy allows it now,
-//      there is a free slot and the memory manager has room;
+//      there is a free slot and the memory manager has room (a request
+//      that follows another, a conversation's next turn, arrives only once
+//      that one has finished);
 //   2. make room: when the next step would not fit in memory, send the
 //      newest request back to the queue;
 //   3. decode: the step runs (what it carries is step_plan.h's choice) and
@@ -126,6 +128,9 @@ class Scheduler {
           observe_(std::move(observe)) {
         check(workload);
         s_.requests.assign(workload.begin(), workload.end());
+        followers_.resize(workload.size());
+        for (const Request& r : workload)
+            if (r.after >= 0) followers_[std::size_t(r.after)].push_back(r.id);
         batch_.reserve(std::min(std::size_t(policy.batch), workload.size()));
     }
 
@@ -168,7 +173,7 @@ class Scheduler {
         if (!policy_.continuous && static_batch_closed_) return;
         while (int(batch_.size()) < policy_.batch) {
             while (next_ < s_.requests.size() && s_.requests[next_].arrival_s <= now_)
-                wait(s_.requests[next_++]);
+                arrive(s_.requests[next_++]);
             if (waiting_.empty()) return;
             Request& r = s_.requests[std::size_t(waiting_.top().second)];
             if (!batch_.empty() && !memory_.can_admit(r, batch_)) return;
@@ -252,6 +257,13 @@ class Scheduler {
             any = true;
             if (policy_.continuous) leave(r);
             note(ScheduleEvent::finish, r.id);
+            // What follows it arrives now if its own time has come; if not,
+            // arrive() lets it in when it has.
+            for (int f : followers_[std::size_t(r.id)])
+                if (std::size_t(f) < next_) {
+                    s_.requests[std::size_t(f)].arrival_s = now_;
+                    wait(s_.requests[std::size_t(f)]);
+                }
         }
         if (any && policy_.continuous) std::erase_if(batch_, is_finished);
     }
@@ -271,10 +283,24 @@ class Scheduler {
             now_ = s_.requests[next_].arrival_s;
     }
 
-    // Lowest (priority, id) first; without a priority, arrival order, so a
-    // preempted request goes back to the head of the queue.
+    // A request whose time has come joins the queue, unless it follows one
+    // not yet finished: retire() brings it when that one finishes, and that
+    // moment becomes its arrival (workload.h, `after`).
+    void arrive(Request& r) {
+        if (r.after >= 0) {
+            const Request& before = s_.requests[std::size_t(r.after)];
+            if (before.status != RequestStatus::finished) return;
+            r.arrival_s = std::max(r.arrival_s, before.finished_s);
+        }
+        wait(r);
+    }
+
+    // Lowest (priority, id) first; without a priority, lowest (arrival, id):
+    // first come, first served, so a preempted request goes back to the
+    // head of the queue. (Arrivals follow ids, except a turn that waited
+    // for the one before it.)
     void wait(const Request& r) {
-        waiting_.push({policy_.priority ? policy_.priority(r) : double(r.id), r.id});
+        waiting_.push({policy_.priority ? policy_.priority(r) : r.arrival_s, r.id});
     }
 
     void leave(Request& r) {  // frees its memory and its cache
@@ -304,6 +330,10 @@ class Scheduler {
                 r.status != RequestStatus::waiting)
                 throw std::invalid_argument("run_schedule: request " + std::to_string(i) +
                                             " is malformed or out of arrival order");
+            if (r.after < -1 || r.after >= int(i))
+                throw std::invalid_argument("run_schedule: request " + std::to_string(i) +
+                                            " follows request " + std::to_string(r.after) +
+                                            ", not an earlier one");
             if (!memory_.fits_alone(r))
                 throw std::invalid_argument("run_schedule: request " + std::to_string(i) +
                                             " could never fit in memory");
@@ -319,11 +349,12 @@ class Scheduler {
     std::vector<Request*> batch_;            // admitted, in join order: the newest is at the back
     using Waiting = std::pair<double, int>;  // (priority, id)
     std::priority_queue<Waiting, std::vector<Waiting>, std::greater<Waiting>> waiting_;
-    StepPlan plan_;                     // the step being run
-    std::size_t next_ = 0;              // the first request that has not arrived yet
-    std::size_t finished_ = 0;          // requests with every answer token out
-    double now_ = 0;                    // the clock
-    bool static_batch_closed_ = false;  // static: the batch has started decoding
+    std::vector<std::vector<int>> followers_;  // (requests) the requests that follow each one
+    StepPlan plan_;                            // the step being run
+    std::size_t next_ = 0;                     // the first request whose time has not come yet
+    std::size_t finished_ = 0;                 // requests with every answer token out
+    double now_ = 0;                           // the clock
+    bool static_batch_closed_ = false;         // static: the batch has started decoding
 };
 
 // ------------------------------------------------------- the engine loop

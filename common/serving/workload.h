@@ -30,10 +30,15 @@ enum class RequestStatus {
 struct Request {
     // What the workload drew, fixed from the start.
     int id = 0;            // position in arrival order: requests[id].id == id
-    double arrival_s = 0;  // when it reaches the server
+    double arrival_s = 0;  // when it reaches the server (see `after`)
     int prompt_len = 1;    // tokens in its prompt
     int answer_len = 1;    // tokens it will receive; unknown to the scheduler until it stops
     int answer_cap = 1;    // most tokens it may receive; what the server plans with
+    int after = -1;        // the earlier request it follows, -1: none. A conversation's
+                           // next turn sends the answer before it back, so it arrives at
+                           // the later of arrival_s and that answer's last token; the
+                           // scheduler writes that moment into arrival_s, and its time
+                           // to first token counts from it
 
     // Its state in the server.
     RequestStatus status = RequestStatus::waiting;
