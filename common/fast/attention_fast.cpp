@@ -97,15 +97,28 @@ class Ahead {
 // a zero, which the tree carries at most to a finished sum of -0 where the
 // book's is +0 (0 + x is never -0, and x + y is -0 only if both are). One
 // addition of +0 to each finished sum puts that right, instead of one per lane.
+// Numbers k..k + kLanes - 1 of a stored row, widened. An int8 row's block
+// scale is read at the block's first load and kept in `scale` for the rest.
+template <NumberFormat F>
+[[gnu::always_inline]] inline Lanes widened(const std::byte* row, int k, float& scale) {
+    if constexpr (F == NumberFormat::int8) {
+        if (k % kInt8Block == 0) scale = Stored<F>::scale(row, k);
+        return Stored<F>::lanes(row, k, scale);
+    } else {
+        return Stored<F>::lanes(row, k);
+    }
+}
+
 template <NumberFormat F, int R, int C>
 [[gnu::always_inline]] inline void stored_tile(const float* x, std::size_t xs, const std::byte* w,
                                                std::size_t ws, int n, float* out, std::size_t os) {
     Lanes acc[R][C];
+    float scale[C] = {};  // int8: each row's scale of the block number k is in
     auto add = [&](int k, bool first) {
         Lanes wv[C];
         const bool tail = k + kLanes > n;
         for (int c = 0; c < C; ++c)
-            wv[c] = tail ? Stored<F>::tail(w + c * ws, k, n - k) : Stored<F>::lanes(w + c * ws, k);
+            wv[c] = tail ? Stored<F>::tail(w + c * ws, k, n - k) : widened<F>(w + c * ws, k, scale[c]);
         for (int r = 0; r < R; ++r) {
             const Lanes xv = tail ? load_tail(x + r * xs + k, n - k) : load(x + r * xs + k);
             for (int c = 0; c < C; ++c) acc[r][c] = first ? xv * wv[c] : acc[r][c] + xv * wv[c];
@@ -168,7 +181,15 @@ inline void weighted_chunks_for_group(const float* weights, std::size_t weights_
             const std::byte* row = run.rows + std::size_t(j) * stride;
             ahead.fetch(1);
             Lanes v[Chunks];
-            for (int c = 0; c < Chunks; ++c) v[c] = Stored<F>::lanes(row, d + c * kLanes);
+            float scale = 0;  // int8: read at each block's first chunk (d starts a block)
+            for (int c = 0; c < Chunks; ++c) {
+                if constexpr (F == NumberFormat::int8) {
+                    if (c * kLanes % kInt8Block == 0) scale = Stored<F>::scale(row, d + c * kLanes);
+                    v[c] = Stored<F>::lanes(row, d + c * kLanes, scale);
+                } else {
+                    v[c] = Stored<F>::lanes(row, d + c * kLanes);
+                }
+            }
             for (int h = 0; h < Heads; ++h) {
                 const float x = w[h * weights_stride + j];
                 for (int c = 0; c < Chunks; ++c) acc[h][c] += x * v[c];

@@ -161,6 +161,12 @@ struct Stored<NumberFormat::int8> {
         const std::byte* b = block(row, k);
         return widen_int8(b + 2 + k % kInt8Block, int8_scale(b));
     }
+    // The same, with the scale of number k's block already read: a block's
+    // kInt8Block / kLanes loads share one.
+    static float scale(const std::byte* row, int k) { return int8_scale(block(row, k)); }
+    static Lanes lanes(const std::byte* row, int k, float scale) {
+        return widen_int8(block(row, k) + 2 + k % kInt8Block, scale);
+    }
     [[gnu::noinline]] static Lanes tail(const std::byte* row, int k, int n) {
         const std::byte* b = block(row, k);
         std::byte padded[kLanes] = {};
