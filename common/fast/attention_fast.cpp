@@ -118,7 +118,8 @@ template <NumberFormat F, int R, int C>
         Lanes wv[C];
         const bool tail = k + kLanes > n;
         for (int c = 0; c < C; ++c)
-            wv[c] = tail ? Stored<F>::tail(w + c * ws, k, n - k) : widened<F>(w + c * ws, k, scale[c]);
+            wv[c] =
+                tail ? Stored<F>::tail(w + c * ws, k, n - k) : widened<F>(w + c * ws, k, scale[c]);
         for (int r = 0; r < R; ++r) {
             const Lanes xv = tail ? load_tail(x + r * xs + k, n - k) : load(x + r * xs + k);
             for (int c = 0; c < C; ++c) acc[r][c] = first ? xv * wv[c] : acc[r][c] + xv * wv[c];
