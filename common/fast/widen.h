@@ -154,18 +154,20 @@ struct Stored<NumberFormat::float16> : Stored16<widen_float16, from_float16> {};
 template <>
 struct Stored<NumberFormat::int8> {
     static constexpr int kBlockBytes = 2 + kInt8Block;  // the scale, then the numbers
-    static const std::byte* block(const std::byte* row, int i) {
-        return row + std::size_t(i / kInt8Block) * kBlockBytes;
-    }
+    // Bytes from a row's start to number i's block, and to number i. The
+    // same for every row, so a tile of rows computes them once. (i >= 0:
+    // unsigned, the division is a shift.)
+    static std::size_t block_at(int i) { return unsigned(i) / kInt8Block * kBlockBytes; }
+    static std::size_t number_at(int i) { return block_at(i) + 2 + unsigned(i) % kInt8Block; }
+    static const std::byte* block(const std::byte* row, int i) { return row + block_at(i); }
     static Lanes lanes(const std::byte* row, int k) {
-        const std::byte* b = block(row, k);
-        return widen_int8(b + 2 + k % kInt8Block, int8_scale(b));
+        return widen_int8(row + number_at(k), int8_scale(block(row, k)));
     }
     // The same, with the scale of number k's block already read: a block's
     // kInt8Block / kLanes loads share one.
     static float scale(const std::byte* row, int k) { return int8_scale(block(row, k)); }
     static Lanes lanes(const std::byte* row, int k, float scale) {
-        return widen_int8(block(row, k) + 2 + k % kInt8Block, scale);
+        return widen_int8(row + number_at(k), scale);
     }
     [[gnu::noinline]] static Lanes tail(const std::byte* row, int k, int n) {
         const std::byte* b = block(row, k);
