@@ -209,7 +209,7 @@ TEST_CASE("the closing table refuses a ratio too large to print") {
 
 // ---------------------------------------------------------------- Part II
 
-TEST_CASE("saved results read a top-level table's rows and strings") {
+TEST_CASE("saved results read a table's cells by path and strings") {
     Table fit({"memory", "block size", "unused (%)"});
     fit.add_row({"reserve the whole context", "-", Cell(60.0, 1)});
     fit.add_row({"paged", 16, Cell(10.0, 1)});
@@ -220,21 +220,19 @@ TEST_CASE("saved results read a top-level table's rows and strings") {
                                  .add("n", 3)
                                  .str();
     const SavedResults r = SavedResults::parse("r.json", text);
-    REQUIRE(r.rows("fit").size() == 2);
-    CHECK(r.rows("fit")[0].text("memory") == "reserve the whole context");
-    CHECK_THROWS_WITH_AS(r.rows("fit")[0].number("block size"),
-                         "r.json: \"fit\" row 1: \"block size\" is not a number",
+    CHECK(r.text("fit.0.memory") == "reserve the whole context");
+    CHECK_THROWS_WITH_AS(r.number("fit.0.block size"),
+                         "r.json: \"fit.0.block size\" is not a number",
                          std::runtime_error);  // "-"
-    CHECK(r.rows("fit")[1].number("block size") == 16.0);
-    CHECK(r.rows("fit")[1].number("unused (%)") == 10.0);
+    CHECK(r.number("fit.1.block size") == 16.0);
+    CHECK(r.number("fit.1.unused (%)") == 10.0);
+    CHECK(r.number("numbers.1") == 2.0);
     CHECK(r.text("headline") == "a \"quoted\" line");
     CHECK_THROWS_WITH_AS(r.text("n"), "r.json: \"n\" is not a string", std::runtime_error);
-    CHECK_THROWS_WITH_AS(r.rows("numbers"), "r.json: \"numbers\" is not a table of rows",
-                         std::runtime_error);
-    CHECK_THROWS_WITH_AS(r.rows("missing"), "r.json has no \"missing\"", std::runtime_error);
-    // A row's errors name the file, the table and the row.
-    CHECK_THROWS_WITH_AS(r.rows("fit")[1].number_between("unused (%)", 20, 100),
-                         "r.json: \"fit\" row 2: \"unused (%)\" must be from 20 to 100, got 10",
+    CHECK_THROWS_WITH_AS(r.number("fit"), "r.json: \"fit\" is not a number", std::runtime_error);
+    CHECK_THROWS_WITH_AS(r.number("missing"), "r.json has no \"missing\"", std::runtime_error);
+    CHECK_THROWS_WITH_AS(r.number_between("fit.1.unused (%)", 20, 100),
+                         "r.json: \"fit.1.unused (%)\" must be from 20 to 100, got 10",
                          std::runtime_error);
     CHECK(parse_error("{\"t\": [{\"a\": 1, \"a\": 2}]}").find("\"a\" appears twice") !=
           std::string::npos);

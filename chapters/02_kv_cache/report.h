@@ -19,7 +19,6 @@ inline int report(const Results& r, const OutputOptions& out) {
         {"naive", "naive (no cache)", r.naive.fastest_step_seconds},
         {"cached", "KV cache", r.cached.fastest_step_seconds}};
     const bool same_tokens = r.naive.tokens == r.cached.tokens;
-    const double diff = r.max_logit_difference;
     const std::string rows = fixed(r.one_row_step_in_rows(), 2);
     Findings f("Chapter 02: the KV cache");
     f.line("model", "model", r.loaded.model.config().describe());
@@ -64,7 +63,7 @@ inline int report(const Results& r, const OutputOptions& out) {
         .line("same_tokens", "same tokens", yes_no(same_tokens))
         .line("max_logit_difference",
               "largest logit difference over all " + std::to_string(n) + " steps",
-              Cell(diff == 0 ? "0 (identical to the last bit)" : json_number(diff), diff))
+              difference_cell(r.max_logit_difference))
         .data("logits_fnv1a64", Cell(r.logits_digest))
         .data("tokens", r.cached.tokens)
         .line("plot", "plot",

@@ -88,8 +88,9 @@ inline SvgPlot roofline_plot(const std::vector<WidthResult>& widths, const Roofl
 }
 
 // One width's findings, each key opened by `prefix`: its weights, the
-// table (batch 1's row is make bench's 'decode, batch 1'), its memory roof
-// and batch 1's share of it, the machine's ridge and the kernels'.
+// table (batch 1's row is make bench's 'decode, batch 1'; a share its probe
+// failed to bound says so in its cell), its memory roof, the machine's
+// ridge and the kernels'.
 inline void add_width(Findings& f, const std::string& prefix, const WidthResult& w,
                       const Roofline& roofs) {
     const Config& c = w.config;
@@ -108,14 +109,6 @@ inline void add_width(Findings& f, const std::string& prefix, const WidthResult&
               "  memory roof (the fastest read of " + format_bytes(one.bytes) + " or more, " +
                   one.level + ")",
               rate_cell(w.memory_roof()))
-        .line(prefix + "memory_roof_share_batch1",
-              "  batch 1 reads " + rate_cell(first.arithmetic.bytes() / first.step_seconds).text +
-                  ", of the roof",
-              one.memory.probe_failed()
-                  ? Cell(concat("above it, measured ", one.measured_again,
-                                " more times: the probe failed, no share is shown"),
-                         0.0)
-                  : percent_cell(one.memory.share(), 0))
         .line(prefix + "machine_ridge_flops_per_byte",
               "  the machine's ridge: " + gflops(roofs.peak_flops) + " / " +
                   rate_cell(w.memory_roof()).text,
@@ -134,17 +127,11 @@ inline void add_width(Findings& f, const std::string& prefix, const WidthResult&
         .data(prefix + "tokens_per_second_batch1", Cell(first.tokens_per_second(), 0))
         .data(prefix + "tokens_per_second_best", Cell(best.tokens_per_second(), 0))
         .data(prefix + "best_batch", best.batch);
-    for (std::size_t b = 0; b < w.roofs.size(); ++b)
-        if (w.roofs[b].memory.probe_failed() || w.roofs[b].arithmetic.probe_failed())
-            f.text(concat("  PROBE FAILURE batch ", w.timings[b].batch,
-                          ": its step ran above a limit measured ", w.roofs[b].measured_again,
-                          " more times; the probe, not the step, is wrong"));
 }
 
 // Returns 1 if a batched step chose another token than the sequence alone.
 inline int report(const Results& r, const OutputOptions& out) {
     const LoadedModel& loaded = r.loaded;
-    const double difference = r.alone.largest_difference();
     SvgPlot throughput("Decode throughput against batch size", "batch size (sequences)",
                        "tokens per second");
     throughput.set_log2_x(true);
@@ -188,8 +175,7 @@ inline int report(const Results& r, const OutputOptions& out) {
               Cell(std::uint64_t(r.alone.rows_compared())))
         .line("same_tokens", "same tokens", yes_no(r.alone.same_tokens()))
         .line("max_logit_difference", "largest logit difference",
-              Cell(difference == 0 ? "0 (identical to the last bit)" : json_number(difference),
-                   difference))
+              difference_cell(r.alone.largest_difference()))
         .line("plot", "plot",
               outside_text(throughput.write(out.plot_dir + "/04_tokens_per_second.svg")))
         .line("roofline_plot", "roofline plot",

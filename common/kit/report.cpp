@@ -238,6 +238,10 @@ Cell rate_cell(double bytes_per_second) {
 Cell yes_no(bool yes) {
     return Cell::with_json(yes ? "yes" : "no", yes ? "true" : "false");
 }
+Cell difference_cell(double difference) {
+    return Cell(difference == 0 ? "0 (identical to the last bit)" : json_number(difference),
+                difference);
+}
 Cell outside_text(const std::string& s) {
     Cell cell(s);
     cell.text = visible(s);

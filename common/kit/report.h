@@ -82,6 +82,7 @@ Cell times_cell(double ratio, int decimals = 1);    // "5.3 x"
 Cell percent_cell(double share, int decimals = 1);  // "75.0%"; the fraction in JSON
 Cell rate_cell(double bytes_per_second);            // "1.2 GB/s"; bytes per second in JSON
 Cell yes_no(bool yes);                              // "yes" or "no"; true or false in JSON
+Cell difference_cell(double difference);            // "0 (identical to the last bit)" or the number
 Cell outside_text(const std::string& s);            // a path: visible(s), as given in JSON
 
 class Table {

@@ -2,9 +2,8 @@
 // (RFC 8259, checked whole: NaN, 0x10, +5, .5 and text after the object
 // are refused) read as flat keys. Every number and string is kept under its
 // path: "headline", or in a table (an array of objects, as a Table is
-// written) "probes.2.seconds"; rows() reads a table's rows back. Every
-// error names the file (and the key), quoting at most a few dozen
-// characters of what it found.
+// written) "probes.2.seconds". Every error names the file (and the key),
+// quoting at most a few dozen characters of what it found.
 #pragma once
 
 #include <cmath>
@@ -60,22 +59,6 @@ class SavedResults {
     const std::string& text(const std::string& key) const { return field(key, 's', "a string"); }
     bool has(const std::string& key) const { return values_.count(key) > 0; }
 
-    // The rows of the table under `key`, each read by its columns; a row's
-    // errors name the file, the table and the row ("r.json: \"fit\" row 2").
-    std::vector<SavedResults> rows(const std::string& key) const {
-        field(key, 'r', "a table of rows");
-        std::vector<SavedResults> rows;
-        for (std::size_t i = 0; has(key + "." + std::to_string(i)); ++i) {
-            SavedResults& row = rows.emplace_back();
-            row.path_ = path_ + ": \"" + key + "\" row " + std::to_string(i + 1);
-            const std::string prefix = key + "." + std::to_string(i) + ".";
-            for (auto it = values_.lower_bound(prefix);
-                 it != values_.end() && it->first.starts_with(prefix); ++it)
-                row.values_.emplace(it->first.substr(prefix.size()), it->second);
-        }
-        return rows;
-    }
-
     // Checks where the file came from (report.h, with_origin): its
     // "results_format" must be kResultsFormat and its "chapter" `chapter`,
     // or it would be read with another chapter's keys.
@@ -101,10 +84,10 @@ class SavedResults {
 
   private:
     struct Value {
-        char kind;         // 'n' number, 's' string, 'r' an array of objects (rows), 'o' other
+        char kind;         // 'n' number, 's' string, 'o' other
         std::string text;  // a number as written, or a string decoded
     };
-    std::string path_;                     // the file, or a row of one of its tables
+    std::string path_;                     // the file
     std::map<std::string, Value> values_;  // by path: "key", "table.0.column"
 
     std::runtime_error error(const std::string& what) const {
@@ -152,7 +135,6 @@ class SavedResults {
                     fail("nested more than " + std::to_string(kDeepest) + " deep");
                 ++pos;
                 const char close = c == '{' ? '}' : ']';
-                bool rows = c == '[';  // until an item is not an object
                 for (int i = 0; skip_space() != close; ++i) {
                     if (i > 0) expect(',');
                     std::string key = std::to_string(i);
@@ -164,11 +146,9 @@ class SavedResults {
                     const std::string inner = path.empty() ? key : path + "." + key;
                     if (r.values_.count(inner))
                         fail("the key \"" + excerpt(key) + "\" appears twice");
-                    rows = rows && skip_space() == '{';
                     value(inner, depth + 1);
                 }
                 ++pos;
-                if (rows) v.kind = 'r';
             } else if (c == '"') {
                 v = {'s', string()};
             } else if (c == '-' || (c >= '0' && c <= '9')) {
