@@ -154,10 +154,10 @@ TEST_CASE("widening in registers gives the plain conversions' bits for every 16-
     for (std::size_t i = 0; i < patterns.size(); ++i) patterns[i] = std::uint16_t(i);
     const auto* bytes = reinterpret_cast<const std::byte*>(patterns.data());
     int bf16_wrong = 0, f16_wrong = 0;
-    for (std::size_t i = 0; i < patterns.size(); i += kLanes) {
-        const fast::Lanes bf = fast::widen_bfloat16(bytes + 2 * i);
-        const fast::Lanes f16 = fast::widen_float16(bytes + 2 * i);
-        for (int l = 0; l < kLanes; ++l) {
+    for (std::size_t i = 0; i < patterns.size(); i += fast::kNativeWidth) {
+        const fast::Native bf = fast::widen_bfloat16(bytes + 2 * i);
+        const fast::Native f16 = fast::widen_float16(bytes + 2 * i);
+        for (int l = 0; l < fast::kNativeWidth; ++l) {
             const std::uint16_t p = patterns[i + std::size_t(l)];
             bf16_wrong += std::bit_cast<std::uint32_t>(bf[l]) !=
                           std::bit_cast<std::uint32_t>(from_bfloat16(p));
@@ -177,9 +177,9 @@ TEST_CASE("an int8 number widens to q x scale exactly for every q and scales of 
     for (const std::uint16_t scale_bits : {0x0001, 0x03FF, 0x0400, 0x2E66, 0x3C00, 0x7BFF}) {
         const float scale = from_float16(scale_bits);
         CHECK(fast::int8_scale(reinterpret_cast<const std::byte*>(&scale_bits)) == scale);
-        for (int i = 0; i < 256; i += kLanes) {
-            const fast::Lanes v = fast::widen_int8(bytes + i, scale);
-            for (int l = 0; l < kLanes; ++l) CHECK(v[l] == float(q[i + l]) * scale);
+        for (int i = 0; i < 256; i += fast::kNativeWidth) {
+            const fast::Native v = fast::widen_int8(bytes + i, scale);
+            for (int l = 0; l < fast::kNativeWidth; ++l) CHECK(v[l] == float(q[i + l]) * scale);
         }
     }
 }

@@ -21,13 +21,13 @@ namespace {
 
 // ------------------------------------------------- a group of query heads
 
-// Up to 4 query heads (by_fours) scored together, 4 keys at a time: 16
-// accumulators, one full reduce_many block, in 32 registers of 16 floats.
-// A build of 16 registers of 8 or 4 floats (kParts of them to a Lanes)
-// holds 4 heads' sums of one key, and a weighted sum's outputs one kLanes
-// chunk at a time: more would wait on memory for every addition.
+// Up to 4 query heads (by_fours) scored together, kGroupKeys keys at a
+// time, every sum in registers: with 32 registers (AVX-512) 4 keys, 16
+// accumulators; with 16 registers (AVX2, SSE2) one key, its 4 heads' sums
+// in kParts vectors each. The weighted sums hold kMostChunks vectors of
+// each head's outputs. More would spill, and wait on memory for every addition.
 inline constexpr int kGroupKeys = kParts == 1 ? 4 : 1;
-inline constexpr int kMostChunks = kParts == 1 ? 4 : 1;
+inline constexpr int kMostChunks = kParts == 1 ? 4 : 2;
 
 // Keys and values are asked for kRowsAhead positions ahead of use: between
 // two reads of a sequence's cache every weight of the model passes through
@@ -87,10 +87,39 @@ class Ahead {
     int at_ = -1;                        // the row of *run_ fetched next
 };
 
+// Numbers k..k + kNativeWidth - 1 of a stored row, widened. An int8 row's
+// block scale is read at the block's first vector and kept in `scale`.
+template <NumberFormat F>
+[[gnu::always_inline]] inline Native widened(const std::byte* row, int k, float& scale) {
+    if constexpr (F == NumberFormat::int8) {
+        if (k % kInt8Block == 0) scale = Stored<F>::scale(row, k);
+        return Stored<F>::native(row, k, scale);
+    } else {
+        return Stored<F>::native(row, k);
+    }
+}
+
+// The last n (< kLanes) numbers of a stored row from k on, widened, then
+// zeros (0 * 0 changes no sum). Kept out of line: rare, and a copy of
+// variable length would make GCC keep a tile's sums in memory.
+template <NumberFormat F>
+[[gnu::noinline]] Lanes widened_tail(const std::byte* row, int k, int n) {
+    float padded[kLanes] = {};
+    for (int i = 0; i < n; ++i) padded[i] = Stored<F>::number(row, k + i);
+    return load(padded);
+}
+
+// Part p of a Lanes, as the build's own vector.
+inline Native part_of(const Lanes& v, int p) {
+    return load_native(reinterpret_cast<const float*>(&v) + p * kNativeWidth);
+}
+
 // R rows of x (xs floats apart) against C stored rows of w (ws bytes
 // apart): out[r * os + c] = dot(x row r, w row c widened, n), each of w's
 // numbers widened as it is loaded. Inlined into the walk over the keys, so
-// that the R x C sums stay in registers from the first product to the tree.
+// that the R x C sums stay in registers from the first product to the
+// tree, each in kParts vectors of the build's width as the matrix products
+// hold theirs (lanes.h: tile_in_registers), so the tree is the book's.
 //
 // Each lane's sum starts at its first product, not at 0 + that product:
 // the two differ only when the product is -0, and then only in the sign of
@@ -100,25 +129,36 @@ class Ahead {
 template <NumberFormat F, int R, int C>
 [[gnu::always_inline]] inline void stored_tile(const float* x, std::size_t xs, const std::byte* w,
                                                std::size_t ws, int n, float* out, std::size_t os) {
-    Lanes acc[R][C];
+    Native acc[kParts][R][C];
+    float scale[C] = {};  // int8: each row's scale of the block number k is in
     auto add = [&](int k, bool first) {
-        Lanes wv[C];
         const bool tail = k + kLanes > n;
-        for (int c = 0; c < C; ++c)
-            wv[c] = tail ? Stored<F>::tail(w + c * ws, k, n - k) : Stored<F>::lanes(w + c * ws, k);
-        for (int r = 0; r < R; ++r) {
-            const Lanes xv = tail ? load_tail(x + r * xs + k, n - k) : load(x + r * xs + k);
-            for (int c = 0; c < C; ++c) acc[r][c] = first ? xv * wv[c] : acc[r][c] + xv * wv[c];
+        Lanes wt[C], xt[R];
+        if (tail) {
+            for (int c = 0; c < C; ++c) wt[c] = widened_tail<F>(w + c * ws, k, n - k);
+            for (int r = 0; r < R; ++r) xt[r] = load_tail(x + r * xs + k, n - k);
+        }
+        for (int p = 0; p < kParts; ++p) {
+            const int at = k + p * kNativeWidth;
+            Native wv[C];
+            for (int c = 0; c < C; ++c)
+                wv[c] = tail ? part_of(wt[c], p) : widened<F>(w + c * ws, at, scale[c]);
+            for (int r = 0; r < R; ++r) {
+                const Native xv = tail ? part_of(xt[r], p) : load_native(x + r * xs + at);
+                for (int c = 0; c < C; ++c)
+                    acc[p][r][c] = first ? xv * wv[c] : acc[p][r][c] + xv * wv[c];
+            }
         }
     };
     add(0, true);
     for (int k = kLanes; k < n; k += kLanes) add(k, false);
-    Lanes sums[(R * C + kLanes - 1) / kLanes];
-    reduce_many<R * C>(&acc[0][0], reinterpret_cast<float*>(sums));
-    for (Lanes& s : sums) s += Lanes{};
-    const float* sum = reinterpret_cast<const float*>(sums);
+    Native folded[R * C];
     for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) out[r * os + c] = sum[r * C + c];
+        for (int c = 0; c < C; ++c) folded[r * C + c] = fold_parts(acc, r, c);
+    float sums[R * C];
+    reduce_natives<R * C>(folded, sums);
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) out[r * os + c] = sums[r * C + c] + 0.0f;
 }
 
 // R queries against the first n_rows keys of the runs, run after run,
@@ -147,18 +187,21 @@ void dot_rows_slice(const float* queries, std::size_t query_stride, std::span<co
     }
 }
 
-// Chunks x kLanes outputs of each of Heads heads over the runs' rows,
-// numbers d.. of each row: each row is loaded (and widened) once for all
-// heads, and the Heads x Chunks chains of additions (each in row order)
-// stay in registers from first run to last.
+// Chunks x kNativeWidth outputs of each of Heads heads over the runs'
+// rows, numbers d.. of each row: each row is loaded (and widened) once for
+// all heads, and the Heads x Chunks chains of additions (each in row order)
+// stay in registers from first run to last. d is a multiple of Chunks x
+// kNativeWidth, so the chunks of an int8 row share one block's scale, or
+// start blocks of their own.
 template <NumberFormat F, int Heads, int Chunks>
 inline void weighted_chunks_for_group(const float* weights, std::size_t weights_stride,
                                       std::span<const StoredRun> runs, int n_rows, int d,
                                       std::size_t stride, float* out, std::size_t out_stride) {
-    Lanes acc[Heads][Chunks];
+    constexpr int W = kNativeWidth;
+    Native acc[Heads][Chunks];
     for (int h = 0; h < Heads; ++h)
-        for (int c = 0; c < Chunks; ++c) acc[h][c] = load(out + h * out_stride + c * kLanes);
-    Ahead ahead(runs, stride, offset_of(F, d), offset_of(F, d + Chunks * kLanes));
+        for (int c = 0; c < Chunks; ++c) acc[h][c] = load_native(out + h * out_stride + c * W);
+    Ahead ahead(runs, stride, offset_of(F, d), offset_of(F, d + Chunks * W));
     int done = 0;  // rows summed, in the runs before this one
     for (std::size_t i = 0; i < runs.size() && done < n_rows; ++i) {
         const StoredRun& run = runs[i];
@@ -167,8 +210,16 @@ inline void weighted_chunks_for_group(const float* weights, std::size_t weights_
         for (int j = 0; j < m; ++j) {
             const std::byte* row = run.rows + std::size_t(j) * stride;
             ahead.fetch(1);
-            Lanes v[Chunks];
-            for (int c = 0; c < Chunks; ++c) v[c] = Stored<F>::lanes(row, d + c * kLanes);
+            Native v[Chunks];
+            float scale = 0;  // int8: read at each block's first chunk
+            for (int c = 0; c < Chunks; ++c) {
+                if constexpr (F == NumberFormat::int8) {
+                    if (c * W % kInt8Block == 0) scale = Stored<F>::scale(row, d + c * W);
+                    v[c] = Stored<F>::native(row, d + c * W, scale);
+                } else {
+                    v[c] = Stored<F>::native(row, d + c * W);
+                }
+            }
             for (int h = 0; h < Heads; ++h) {
                 const float x = w[h * weights_stride + j];
                 for (int c = 0; c < Chunks; ++c) acc[h][c] += x * v[c];
@@ -183,27 +234,28 @@ template <NumberFormat F, int Heads>
 void weighted_sum_add_slice(const float* weights, std::size_t weights_stride,
                             std::span<const StoredRun> runs, int n_rows, const StoredRows& layout,
                             float* out, std::size_t out_stride) {
+    constexpr int W = kNativeWidth;
     const std::size_t stride = layout.stride;
     const int width = layout.width;
     int d = 0;
-    for (; d + kMostChunks * kLanes <= width; d += kMostChunks * kLanes)
+    for (; d + kMostChunks * W <= width; d += kMostChunks * W)
         weighted_chunks_for_group<F, Heads, kMostChunks>(weights, weights_stride, runs, n_rows, d,
                                                          stride, out + d, out_stride);
     if constexpr (kMostChunks > 2)
-        if (d + 2 * kLanes <= width) {
+        if (d + 2 * W <= width) {
             weighted_chunks_for_group<F, Heads, 2>(weights, weights_stride, runs, n_rows, d, stride,
                                                    out + d, out_stride);
-            d += 2 * kLanes;
+            d += 2 * W;
         }
     if constexpr (kMostChunks > 1)
-        if (d + kLanes <= width) {
+        if (d + W <= width) {
             weighted_chunks_for_group<F, Heads, 1>(weights, weights_stride, runs, n_rows, d, stride,
                                                    out + d, out_stride);
-            d += kLanes;
+            d += W;
         }
     if (d == width) return;
     int done = 0;
-    for (const StoredRun& run : runs) {  // the last width % kLanes outputs, one at a time
+    for (const StoredRun& run : runs) {  // the last width % kNativeWidth outputs, one at a time
         const int m = std::min(run.count, n_rows - done);
         if (m <= 0) break;
         for (int h = 0; h < Heads; ++h)

@@ -1,9 +1,10 @@
-// A narrower cache's numbers widened in registers: kLanes stored numbers
-// become one Lanes of float32, exactly (number_format.h: every bfloat16 and
-// float16 number is a float32 number, and an int8 number times its float16
-// scale is one too). Attention reads the cache where it lies through these,
-// so it reads 2 or about 1 byte per number instead of 4, and adds exactly
-// the floats it would have read from a float32 copy.
+// A narrower cache's numbers widened in registers: kNativeWidth stored
+// numbers (the build's widest vector: 16 with AVX-512, 8 with AVX, 4 with
+// SSE2) become one Native vector of float32, exactly (number_format.h:
+// every bfloat16 and float16 number is a float32 number, and an int8 number
+// times its float16 scale is one too). Attention reads the cache where it
+// lies through these, so it reads 2 or about 1 byte per number instead of
+// 4, and adds exactly the floats it would have read from a float32 copy.
 //
 //   bfloat16  the 16 bits become the top half of a float32: a shift
 //   float16   AVX-512's or F16C's conversion; else the same bits by hand
@@ -24,76 +25,73 @@
 
 namespace kv::fast {
 
-typedef std::uint16_t Halves __attribute__((vector_size(kLanes * sizeof(std::uint16_t))));
-typedef std::uint32_t Words __attribute__((vector_size(kLanes * sizeof(std::uint32_t))));
-typedef std::int8_t Int8s __attribute__((vector_size(kLanes * sizeof(std::int8_t))));
-typedef std::int32_t Ints __attribute__((vector_size(kLanes * sizeof(std::int32_t))));
-typedef std::int8_t Bytes64 __attribute__((vector_size(kLanes * sizeof(std::int32_t))));
+typedef std::uint16_t NativeHalves
+    __attribute__((vector_size(kNativeWidth * sizeof(std::uint16_t))));
+typedef std::uint32_t NativeWords
+    __attribute__((vector_size(kNativeWidth * sizeof(std::uint32_t))));
+typedef std::int32_t NativeInts __attribute__((vector_size(kNativeWidth * sizeof(std::int32_t))));
 
-// ------------------------------------------------------ kLanes numbers at once
+// ------------------------------------------------ kNativeWidth numbers at once
 
-inline Lanes widen_bfloat16(const std::byte* p) {
-    Halves h;
+inline Native widen_bfloat16(const std::byte* p) {
+    NativeHalves h;
     std::memcpy(&h, p, sizeof h);
-    return std::bit_cast<Lanes>(__builtin_convertvector(h, Words) << 16);
+    return std::bit_cast<Native>(__builtin_convertvector(h, NativeWords) << 16);
 }
 
-inline Lanes widen_float16(const std::byte* p) {
-#if defined(__AVX512F__)
-    // The zero-masked forms, every lane kept, here and below: GCC 12 warns
-    // that the plain forms' undefined first operand may be used.
-    return std::bit_cast<Lanes>(_mm512_maskz_cvtph_ps(
+inline Native widen_float16(const std::byte* p) {
+#if KV_NATIVE_WIDTH == 16
+    // The zero-masked form, every lane kept: GCC 12 warns that the plain
+    // form's undefined first operand may be used.
+    return std::bit_cast<Native>(_mm512_maskz_cvtph_ps(
         __mmask16(0xFFFF), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
-#elif defined(__F16C__)
-    const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    const __m256 hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
-    const Lanes8 a = std::bit_cast<Lanes8>(lo), b = std::bit_cast<Lanes8>(hi);
-    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#elif KV_NATIVE_WIDTH == 8 && defined(__F16C__)
+    return std::bit_cast<Native>(
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 #else
     // from_float16's cases, all computed and one kept per lane.
-    Halves bits;
+    NativeHalves bits;
     std::memcpy(&bits, p, sizeof bits);
-    const Words h = __builtin_convertvector(bits, Words);
-    const Words sign = (h & 0x8000u) << 16;
-    const Words exponent = (h >> 10) & 0x1Fu;
-    const Words m = h & 0x03FFu;
-    const Words normal = sign | ((exponent + 112u) << 23) | (m << 13);
-    const Words quiet = (m != 0u) & 0x00400000u;  // a NaN is made quiet, as F16C does
-    const Words special = sign | 0x7F800000u | (m << 13) | quiet;
+    const NativeWords h = __builtin_convertvector(bits, NativeWords);
+    const NativeWords sign = (h & 0x8000u) << 16;
+    const NativeWords exponent = (h >> 10) & 0x1Fu;
+    const NativeWords m = h & 0x03FFu;
+    const NativeWords normal = sign | ((exponent + 112u) << 23) | (m << 13);
+    const NativeWords quiet = (m != 0u) & 0x00400000u;  // a NaN is made quiet, as F16C does
+    const NativeWords special = sign | 0x7F800000u | (m << 13) | quiet;
     // zero or subnormal: m steps of 2^-24, exact in float32
-    const Lanes small = __builtin_convertvector(m, Lanes) * 0x1p-24f;
-    const Words tiny = std::bit_cast<Words>(small) | sign;
-    return std::bit_cast<Lanes>(exponent == 0x1Fu ? special : (exponent == 0u ? tiny : normal));
+    const Native small = __builtin_convertvector(m, Native) * 0x1p-24f;
+    const NativeWords tiny = std::bit_cast<NativeWords>(small) | sign;
+    return std::bit_cast<Native>(exponent == 0x1Fu ? special : (exponent == 0u ? tiny : normal));
 #endif
 }
 
 // Sign-extended to int32 by AVX-512's or AVX2's instruction; without them,
 // each number moved to the top byte of a 32-bit lane and shifted down with
-// its sign (GCC turns a plain int8-to-int32 conversion into sixteen scalar
-// ones); then converted and multiplied by the scale, exactly.
-inline Lanes widen_int8(const std::byte* p, float scale) {
-#if defined(__AVX512F__)
-    const Ints q = std::bit_cast<Ints>(_mm512_maskz_cvtepi8_epi32(
+// its sign (GCC turns a plain int8-to-int32 conversion into one scalar
+// conversion a lane); then converted and multiplied by the scale, exactly.
+inline Native widen_int8(const std::byte* p, float scale) {
+#if KV_NATIVE_WIDTH == 16
+    const NativeInts q = std::bit_cast<NativeInts>(_mm512_maskz_cvtepi8_epi32(
         __mmask16(0xFFFF), _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-    return __builtin_convertvector(q, Lanes) * scale;
-#elif defined(__AVX2__)
-    typedef std::int32_t Ints8 __attribute__((vector_size(8 * sizeof(std::int32_t))));
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const Ints8 lo = std::bit_cast<Ints8>(_mm256_cvtepi8_epi32(bytes));
-    const Ints8 hi = std::bit_cast<Ints8>(_mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)));
-    const Ints q =
-        __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    return __builtin_convertvector(q, Lanes) * scale;
+#elif KV_NATIVE_WIDTH == 8 && defined(__AVX2__)
+    const NativeInts q = std::bit_cast<NativeInts>(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 #else
-    Int8s q;
-    std::memcpy(&q, p, sizeof q);
+    typedef std::int8_t Int8s __attribute__((vector_size(kNativeWidth)));
+    Int8s q8;
+    std::memcpy(&q8, p, sizeof q8);
     const Int8s zero = {};
-    const Bytes64 top = __builtin_shufflevector(
-        q, zero, 16, 16, 16, 0, 16, 16, 16, 1, 16, 16, 16, 2, 16, 16, 16, 3, 16, 16, 16, 4, 16, 16,
-        16, 5, 16, 16, 16, 6, 16, 16, 16, 7, 16, 16, 16, 8, 16, 16, 16, 9, 16, 16, 16, 10, 16, 16,
-        16, 11, 16, 16, 16, 12, 16, 16, 16, 13, 16, 16, 16, 14, 16, 16, 16, 15);
-    return __builtin_convertvector(std::bit_cast<Ints>(top) >> 24, Lanes) * scale;
+#if KV_NATIVE_WIDTH == 8
+    const auto top = __builtin_shufflevector(q8, zero, 8, 8, 8, 0, 8, 8, 8, 1, 8, 8, 8, 2, 8, 8, 8,
+                                             3, 8, 8, 8, 4, 8, 8, 8, 5, 8, 8, 8, 6, 8, 8, 8, 7);
+#else
+    const auto top =
+        __builtin_shufflevector(q8, zero, 4, 4, 4, 0, 4, 4, 4, 1, 4, 4, 4, 2, 4, 4, 4, 3);
 #endif
+    const NativeInts q = std::bit_cast<NativeInts>(top) >> 24;
+#endif
+    return __builtin_convertvector(q, Native) * scale;
 }
 
 // An int8 block's scale: 2 bytes of float16 at p.
@@ -109,12 +107,11 @@ inline float int8_scale(const std::byte* p) {
 
 // --------------------------------------------------------- one KV head's row
 
-// Where numbers of one KV head's row sit, for each format: Stored<F>::lanes
-// (row, k) widens numbers k..k+kLanes-1 (k a multiple of kLanes, all inside
-// the row), tail() the last n % kLanes padded with zeros, number() one.
-// The head's row starts at `row`; an int8 row is blocks of kInt8Block
-// numbers, each after its scale, and kLanes divides kInt8Block, so kLanes
-// numbers never straddle two blocks.
+// Where numbers of one KV head's row sit, for each format: Stored<F>::native
+// (row, k) widens numbers k..k+kNativeWidth-1 (k a multiple of kNativeWidth,
+// all inside the row), number() one. The head's row starts at `row`; an
+// int8 row is blocks of kInt8Block numbers, each after its scale, and
+// kNativeWidth divides kInt8Block, so one vector never straddles two blocks.
 template <NumberFormat F>
 struct Stored;
 
@@ -123,22 +120,14 @@ struct Stored<NumberFormat::float32> {
     static const float* at(const std::byte* row, int k) {
         return reinterpret_cast<const float*>(row) + k;
     }
-    static Lanes lanes(const std::byte* row, int k) { return load(at(row, k)); }
-    [[gnu::noinline]] static Lanes tail(const std::byte* row, int k, int n) {
-        return load_tail(at(row, k), n);
-    }
+    static Native native(const std::byte* row, int k) { return load_native(at(row, k)); }
     static float number(const std::byte* row, int i) { return *at(row, i); }
 };
 
-// The 16-bit formats: numbers 2 bytes apart; a tail is copied into zeros first.
-template <Lanes (*Widen)(const std::byte*), float (*One)(std::uint16_t)>
+// The 16-bit formats: numbers 2 bytes apart.
+template <Native (*Widen)(const std::byte*), float (*One)(std::uint16_t)>
 struct Stored16 {
-    static Lanes lanes(const std::byte* row, int k) { return Widen(row + 2 * k); }
-    [[gnu::noinline]] static Lanes tail(const std::byte* row, int k, int n) {
-        std::byte padded[2 * kLanes] = {};
-        std::memcpy(padded, row + 2 * k, std::size_t(2 * n));
-        return Widen(padded);
-    }
+    static Native native(const std::byte* row, int k) { return Widen(row + 2 * k); }
     static float number(const std::byte* row, int i) {
         std::uint16_t bits;
         std::memcpy(&bits, row + 2 * i, 2);
@@ -154,22 +143,18 @@ struct Stored<NumberFormat::float16> : Stored16<widen_float16, from_float16> {};
 template <>
 struct Stored<NumberFormat::int8> {
     static constexpr int kBlockBytes = 2 + kInt8Block;  // the scale, then the numbers
-    static const std::byte* block(const std::byte* row, int i) {
-        return row + std::size_t(i / kInt8Block) * kBlockBytes;
-    }
-    static Lanes lanes(const std::byte* row, int k) {
-        const std::byte* b = block(row, k);
-        return widen_int8(b + 2 + k % kInt8Block, int8_scale(b));
-    }
-    [[gnu::noinline]] static Lanes tail(const std::byte* row, int k, int n) {
-        const std::byte* b = block(row, k);
-        std::byte padded[kLanes] = {};
-        std::memcpy(padded, b + 2 + k % kInt8Block, std::size_t(n));
-        return widen_int8(padded, int8_scale(b));
+    // Bytes from a row's start to number i's block, and to number i. The
+    // same for every row, so a tile of rows computes them once. (i >= 0:
+    // unsigned, the division is a shift.)
+    static std::size_t block_at(int i) { return unsigned(i) / kInt8Block * kBlockBytes; }
+    static std::size_t number_at(int i) { return block_at(i) + 2 + unsigned(i) % kInt8Block; }
+    // The scale of number k's block, read once for the block's vectors.
+    static float scale(const std::byte* row, int k) { return int8_scale(row + block_at(k)); }
+    static Native native(const std::byte* row, int k, float scale) {
+        return widen_int8(row + number_at(k), scale);
     }
     static float number(const std::byte* row, int i) {
-        const std::byte* b = block(row, i);
-        return float(std::int8_t(b[2 + i % kInt8Block])) * int8_scale(b);
+        return float(std::int8_t(row[number_at(i)])) * scale(row, i);
     }
 };
 
