@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
 
@@ -298,4 +299,25 @@ TEST_CASE(
     std::getline(in, line);
     CHECK(line == "keep me");
     CHECK(std::filesystem::is_regular_file(path));
+}
+
+// A planner killed outright (SIGKILL) while saving leaves its file beside
+// the plan, named with its pid: the next save, through the kit's one write
+// path, finds that pid gone and removes it.
+TEST_CASE("a killed planner's file beside the plan is removed by the next save") {
+    const test::TempDir dir;
+    const pid_t gone = fork();
+    REQUIRE(gone >= 0);
+    if (gone == 0) _exit(0);
+    int status = 0;
+    REQUIRE(waitpid(gone, &status, 0) == gone);
+    const std::string leftover = dir.file(".kv-part-" + std::to_string(gone) + "-a1b2c3");
+    { std::ofstream(leftover) << "half a plan"; }
+    Config c = test::tiny_config();
+    c.vocab_size = 77;  // a shape no other test plans: measured, then saved
+    keep_kernel_plans_in(dir.file("kernel_plan.txt"));
+    const Transformer model(c, 1);
+    keep_kernel_plans_in("");
+    CHECK_FALSE(std::filesystem::exists(leftover));
+    CHECK(std::filesystem::is_regular_file(dir.file("kernel_plan.txt")));
 }

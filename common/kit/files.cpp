@@ -395,7 +395,9 @@ void write_state_file(const std::string& path, const std::string& text, std::str
         RunFiles* run;
         ~Restore() { current_run = run; }
     } restore{std::exchange(current_run, nullptr)};
-    write_file(path, text, what);
+    OutputFile out(path, what);
+    out.write(text);
+    out.commit();
 }
 
 // -------------------------------------------------------------- one run's files
