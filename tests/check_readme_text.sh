@@ -35,15 +35,12 @@ self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--self-test" ]; then
-    source tests/self_test.sh
-    tmp="$(mktemp -d)"
-    trap 'rm -rf "$tmp"' EXIT
+    source tests/self_test.sh  # $tmp, removed at the end, and $book in it
     # words N: N words of filler, ten to a line.
     words() { python3 -c "import sys; n = int(sys.argv[1]); print('\n'.join(' '.join(['word'] * min(10, n - i)) for i in range(0, n, 10)))" "$1"; }
     # The small book: every exemption used once, every budget met. It is
     # built here, not copied, so that the self-test bites whether or not
     # the book itself passes today.
-    book="$tmp/book"
     mkdir -p "$book/chapters/01_one/solutions" "$book/chapters/05_five" "$book/chapters/course" \
         "$book/tests/bench"
     {

@@ -2,6 +2,10 @@
 # check_readme_text.sh): $self is the check, $book a small book that must
 # pass it, and a fault planted in $copy, a fresh copy of it, must fail it.
 
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+book="$tmp/book"
+
 # The small book passes, or the self-test fails.
 book_passes() {
     if ! out="$(bash "$self" "$book")"; then
