@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
@@ -10,7 +9,7 @@
 #include <sstream>
 
 #include "../core/timing.h"
-#include "../kit/files.h"  // read_file, write_state_file
+#include "../kit/files.h"  // read_file, write_state_file, program_folder
 
 namespace kv {
 
@@ -133,7 +132,8 @@ std::string cpu_identity(const std::string& cpuinfo) {
 }
 
 MachineIdentity this_machine() {
-    return {cpu_identity(read_small_file("/proc/cpuinfo", 64 << 20)), build_instructions() + ", " + compiler()};
+    return {cpu_identity(read_small_file("/proc/cpuinfo", 64 << 20)),
+            build_instructions() + ", " + compiler()};
 }
 
 std::string plan_key(const Config& c) {
@@ -345,17 +345,9 @@ void keep_kernel_plans_in(const std::string& path) {
     place(p, path);
 }
 
-std::string kernel_plan_file_beside(const char* program) {
-    const std::string path = program == nullptr ? "" : program;
-    const std::size_t slash = path.rfind('/');
-    if (slash == std::string::npos) return "";
-    return path.substr(0, slash + 1) + "kernel_plan.txt";
-}
-
 std::string kernel_plan_file_beside_this_program() {
-    std::error_code error;
-    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-    return error ? "" : kernel_plan_file_beside(self.c_str());
+    const std::string folder = program_folder();
+    return folder.empty() ? "" : folder + "/kernel_plan.txt";
 }
 
 MatmulChoice matmul_plan(const Config& config, const Weights& weights) {

@@ -265,7 +265,7 @@ std::string read_file(const std::string& path, std::string_view what, std::uint6
 OutputFile::OutputFile(const std::string& path, std::string_view what)
     : label_(file_label(what, path)), target_(path) {
     handle_signals_while_writing();
-    RunFiles::check_output(path, what);
+    RunFiles::check_output(path, what, current_run);
     // A standard stream named by its path: written through a copy of this
     // program's own descriptor, so that a shell's `>> log` appends.
     if (const int stream = stream_named_by(path); stream >= 0) {
@@ -277,7 +277,6 @@ OutputFile::OutputFile(const std::string& path, std::string_view what)
                  e);
         return;
     }
-    if (current_run != nullptr) current_run->add_output(path, label_);
     struct stat st {};
     const bool exists = ::stat(path.c_str(), &st) == 0;
     // A device or a pipe (/dev/null, a terminal): written where it is.
@@ -307,13 +306,10 @@ OutputFile::OutputFile(const std::string& path, std::string_view what)
         fail("more files written at once than a signal's cleanup can list (64)");
     // mkstemp gives 0600: a replaced file keeps its own mode, a new one gets
     // what the umask leaves (reading the umask sets it: one thread runs here).
-    mode_t mode = st.st_mode & 07777;
-    if (!exists) {
-        mode = ::umask(0);
-        ::umask(mode);
-        mode = 0666 & ~mode;
-    }
-    if (::fchmod(fd_, mode) != 0) fail("cannot set permissions: " + cause_of(errno));
+    const mode_t mask = exists ? 0 : ::umask(0);
+    if (!exists) ::umask(mask);
+    if (::fchmod(fd_, exists ? st.st_mode & 07777 : 0666 & ~mask) != 0)
+        fail("cannot set permissions: " + cause_of(errno));
 }
 
 void OutputFile::drop_beside() {
@@ -402,39 +398,34 @@ RunFiles::~RunFiles() {
     }
 }
 
-void RunFiles::check_output(const std::string& path, std::string_view what) {
+void RunFiles::check_output(const std::string& path, std::string_view what, RunFiles* run) {
     const std::string label = file_label(what, path);
     if (path.empty())
         throw FileError(std::string(what.empty() ? "output" : what) + ": the file name is empty");
-    if (stream_named_by(path) >= 0) return;
+    if (stream_named_by(path) >= 0) return;  // a stream takes many writers
     if (const std::string planted = planted_link(path); !planted.empty())
         throw FileError(label + ": " + planted, EPERM);
     struct stat st {
     }, stream{};
-    if (::stat(path.c_str(), &st) != 0) return;
-    if (S_ISDIR(st.st_mode)) throw FileError(label + ": a folder, not a file", EISDIR);
+    const bool exists = ::stat(path.c_str(), &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) throw FileError(label + ": a folder, not a file", EISDIR);
     for (const auto& [fd, name] : {std::pair{1, "output"}, std::pair{2, "error"}})
-        if (S_ISREG(st.st_mode) && ::fstat(fd, &stream) == 0 && stream.st_dev == st.st_dev &&
-            stream.st_ino == st.st_ino)
+        if (exists && S_ISREG(st.st_mode) && ::fstat(fd, &stream) == 0 &&
+            stream.st_dev == st.st_dev && stream.st_ino == st.st_ino)
             throw FileError(label + ": the same file as this program's standard " + name +
                                 ": replacing it would lose what the stream writes there (to "
                                 "write into the stream, name it: /dev/stdout or /dev/stderr)",
                             EINVAL);
-}
-
-void RunFiles::add_output(const std::string& path, const std::string& label) {
-    struct stat st {};  // a stream, a device or a pipe takes many writers
-    if (stream_named_by(path) >= 0 || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)))
-        return;
-    for (const auto* known : {&inputs_, &outputs_})
+    if (run == nullptr || (exists && !S_ISREG(st.st_mode))) return;  // a device, a pipe: shared
+    for (const auto* known : {&run->inputs_, &run->outputs_})
         for (const Known& k : *known)
             if (same_file(path, k.path))
                 throw FileError(
                     label + ": the same file as " + k.label + ", which this run " +
-                        (known == &inputs_ ? "reads; an output may not replace an input"
-                                           : "writes; each output needs a file of its own"),
+                        (known == &run->inputs_ ? "reads; an output may not replace an input"
+                                                : "writes; each output needs a file of its own"),
                     EINVAL);
-    outputs_.push_back({path, label});
+    run->outputs_.push_back({path, label});
 }
 
 void RunFiles::commit() {

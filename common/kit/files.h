@@ -5,21 +5,18 @@
 // would block), /dev/zero (which never ends) or a folder is refused before
 // a byte is read.
 //
-// Writing replaces a file whole: the bytes go to a new file beside it,
-// .kv-part-<pid>-XXXXXX (mkstemp: a name planted in advance is never
-// followed), renamed over it once written and synced; a failure leaves the
-// old file, and a replaced file keeps its permissions. Written in place: a
-// standard stream named by its path (`--save-json /dev/stdout >> log`
-// appends), a device, a pipe. Refused: a FIFO nobody reads; a regular file
-// that is this program's standard output or error under another name; a
-// link another user planted in a shared sticky folder (/tmp); within a
-// RunFiles, a file the run reads (the program itself first) or already
-// writes.
+// Writing replaces a file whole, keeping its permissions: the bytes go to a
+// new file beside it, .kv-part-<pid>-XXXXXX (mkstemp: a name planted in
+// advance is never followed), renamed over it once synced. Written in
+// place: a standard stream named by its path (`--save-json /dev/stdout >>
+// log` appends), a device, a pipe. Refused: a FIFO nobody reads; a regular
+// file that is this program's standard output or error under another name;
+// a link another user planted in a shared sticky folder (/tmp).
 //
 // Nothing is left behind: SIGINT, SIGTERM and SIGHUP remove the files beside
-// their targets, then end the program as they would have; a writer killed
-// outright (SIGKILL) leaves its file, which the next write to that folder
-// removes once no process has its pid. SIGXFSZ is ignored, so a write past
+// their targets, then end the program as they would have; the file of a
+// writer killed outright (SIGKILL) is removed by the next write to its
+// folder once no process has its pid. SIGXFSZ is ignored, so a write past
 // `ulimit -f` fails with EFBIG, and the message says the limit.
 #pragma once
 
@@ -102,10 +99,10 @@ std::string file_name_part(const std::string& text);
 std::string program_folder();
 
 // One run's files (run_chapter): it refuses an output that is a file the
-// run reads or already writes, and holds every committed OutputFile beside
-// its target until its own commit() renames them all, signals held back:
-// they replace the old files together, or none does. Dropped uncommitted,
-// it removes them.
+// run reads (this program first) or already writes, and holds every
+// committed OutputFile beside its target until its own commit() renames
+// them all, signals held back: they replace the old files together, or none
+// does. Dropped uncommitted, it removes them.
 class RunFiles {
   public:
     RunFiles();
@@ -126,9 +123,9 @@ class RunFiles {
         std::string beside, target, label;
         int slot;
     };
-    // The refusals that hold in any run (throws FileError), then this run's.
-    static void check_output(const std::string& path, std::string_view what);
-    void add_output(const std::string& path, const std::string& label);
+    // The refusals that hold in any run, then those of `run` if there is one
+    // (throws FileError); an output it takes is then one of its outputs.
+    static void check_output(const std::string& path, std::string_view what, RunFiles* run);
 
     RunFiles* outer_;
     std::vector<Known> inputs_, outputs_;
