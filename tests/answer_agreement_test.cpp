@@ -192,18 +192,25 @@ TEST_CASE("an answer from a copied prefix cache and its tail is the whole prompt
     }
 }
 
+namespace {
+
+// One prefix and two prompts after it, a's answer from its whole prompt.
+struct OnePrefix {
+    Config c = test::tiny_config();
+    Transformer model{c, 7};
+    int answer = 16;
+    std::vector<int> prefix = fixed_prompt(9, c.vocab_size, 7);
+    std::vector<int> a = fixed_prompt(5, c.vocab_size, 8), b = fixed_prompt(5, c.vocab_size, 9);
+    FormatAnswers whole_a = compare_formats(model, joined(prefix, a), answer, all_formats());
+};
+
+}  // namespace
+
 // Each answer from the prefilled caches, one after another, against its
 // whole prompt from empty caches. (Not the first answer again against
 // itself: the caches are copied, so a second run of it could only agree.)
-TEST_CASE("answers from one prefix do not disturb each other or the prefix") {
-    const Config c = test::tiny_config();
-    Transformer model(c, 7);
-    const int answer = 16;
-    const std::vector<int> prefix = fixed_prompt(9, c.vocab_size, 7);
-    const std::vector<int> a = fixed_prompt(5, c.vocab_size, 8),
-                           b = fixed_prompt(5, c.vocab_size, 9);
+TEST_CASE_FIXTURE(OnePrefix, "answers from one prefix do not disturb each other or the prefix") {
     const std::vector<NarrowKVCache> caches = prefilled(model, prefix, 5 + answer - 1);
-    const FormatAnswers whole_a = compare_formats(model, joined(prefix, a), answer, all_formats());
     const FormatAnswers first_a = compare_formats(model, caches, a, answer);
     const FormatAnswers then_b = compare_formats(model, caches, b, answer);
     const FormatAnswers a_again = compare_formats(model, caches, a, answer);
@@ -217,15 +224,9 @@ TEST_CASE("answers from one prefix do not disturb each other or the prefix") {
 // A planted fault: b's prompt fed into the prefix's own caches, as an
 // engine that shared them instead of copying them would. The check above
 // then says no.
-TEST_CASE("an answer from a prefix that another answer disturbed is seen to differ") {
-    const Config c = test::tiny_config();
-    Transformer model(c, 7);
-    const int answer = 16;
-    const std::vector<int> prefix = fixed_prompt(9, c.vocab_size, 7);
-    const std::vector<int> a = fixed_prompt(5, c.vocab_size, 8),
-                           b = fixed_prompt(5, c.vocab_size, 9);
+TEST_CASE_FIXTURE(OnePrefix,
+                  "an answer from a prefix that another answer disturbed is seen to differ") {
     std::vector<NarrowKVCache> caches = prefilled(model, prefix, 2 * (5 + answer));
-    const FormatAnswers whole_a = compare_formats(model, joined(prefix, a), answer, all_formats());
     check_same(compare_formats(model, caches, a, answer), whole_a);  // undisturbed: the same
     for (NarrowKVCache& cache : caches) model.forward(b, cache);
     CHECK_FALSE(differences(compare_formats(model, caches, a, answer), whole_a).empty());

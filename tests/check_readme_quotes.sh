@@ -55,12 +55,10 @@ self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--self-test" ]; then
-    tmp="$(mktemp -d)"
-    trap 'rm -rf "$tmp"' EXIT
+    source tests/self_test.sh  # $tmp, removed at the end, and $book in it
     # The small book: two pages that quote one answer and one queue, every
     # exemption used once. It is built here, not copied, so that the
     # self-test bites whether or not the book itself passes today.
-    book="$tmp/book"
     mkdir -p "$book/chapters/02_two" "$book/chapters/05_five" "$book/chapters/course"
     {
         echo "# The book"
@@ -124,31 +122,18 @@ if [ "${1:-}" = "--self-test" ]; then
         echo "             first token 6.8 s -> 6.5 s"
         echo '```'
     } >"$book/chapters/course/README.md"
-    if ! out="$(bash "$self" "$book")"; then
-        echo "self-test FAILED: the small book does not pass:"
-        echo "$out"
-        exit 1
-    fi
+    book_passes
     # planted WHAT NAMED FILE SED: a copy of the small book whose FILE is
     # changed by the sed script SED must fail, naming NAMED.
     planted() {
-        local what="$1" named="$2" file="$3" script="$4" copy="$tmp/copy"
-        rm -rf "$copy"
-        cp -r "$book" "$copy"
+        local what="$1" named="$2" file="$3" script="$4"
+        fresh_copy
         sed -i "$script" "$copy/$file"
         if cmp -s "$book/$file" "$copy/$file"; then
             echo "self-test FAILED: the text to change for $what was not found in $file"
             exit 1
         fi
-        if out="$(bash "$self" "$copy")"; then
-            echo "self-test FAILED: $what was not caught"
-            exit 1
-        fi
-        if ! grep -qF "$named" <<<"$out"; then
-            echo "self-test FAILED: $what was caught but $named was not named:"
-            echo "$out"
-            exit 1
-        fi
+        caught "$what" "$named"
     }
     front=README.md two=chapters/02_two/README.md five=chapters/05_five/README.md
     course=chapters/course/README.md

@@ -35,14 +35,12 @@ self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--self-test" ]; then
-    tmp="$(mktemp -d)"
-    trap 'rm -rf "$tmp"' EXIT
+    source tests/self_test.sh  # $tmp, removed at the end, and $book in it
     # words N: N words of filler, ten to a line.
     words() { python3 -c "import sys; n = int(sys.argv[1]); print('\n'.join(' '.join(['word'] * min(10, n - i)) for i in range(0, n, 10)))" "$1"; }
     # The small book: every exemption used once, every budget met. It is
     # built here, not copied, so that the self-test bites whether or not
     # the book itself passes today.
-    book="$tmp/book"
     mkdir -p "$book/chapters/01_one/solutions" "$book/chapters/05_five" "$book/chapters/course" \
         "$book/tests/bench"
     {
@@ -69,27 +67,13 @@ if [ "${1:-}" = "--self-test" ]; then
     echo "## 1. The answer: 5,424 - 4,977 = 447." >"$book/chapters/01_one/solutions/SOLUTIONS.md"
     echo "Meeting 1: chapter 01, about 3 s." >"$book/chapters/course/README.md"
     echo "make bench prints each target and the plan." >"$book/tests/bench/README.md"
-    if ! out="$(bash "$self" "$book")"; then
-        echo "self-test FAILED: the small book does not pass:"
-        echo "$out"
-        exit 1
-    fi
+    book_passes
     # planted WHAT FILE NAMED LINE: a copy of the small book with LINE added
     # to FILE must fail, naming NAMED (FILE:N, or FILE for a word count).
     planted() {
-        local what="$1" file="$2" named="$3" line="$4" copy="$tmp/copy"
-        rm -rf "$copy"
-        cp -r "$book" "$copy"
-        printf '%s\n' "$line" >>"$copy/$file"
-        if out="$(bash "$self" "$copy")"; then
-            echo "self-test FAILED: $what was not caught"
-            exit 1
-        fi
-        if ! grep -qF "$named" <<<"$out"; then
-            echo "self-test FAILED: $what was caught but $named was not named:"
-            echo "$out"
-            exit 1
-        fi
+        fresh_copy
+        printf '%s\n' "$4" >>"$copy/$2"
+        caught "$1" "$3"
     }
     # The line a fault appended to FILE is its last.
     last() { echo "$1:$(($(grep -c '' "$book/$1") + 1))"; }

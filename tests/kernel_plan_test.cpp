@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
 
@@ -165,10 +166,10 @@ TEST_CASE("this machine has an identity and a plan file lives beside the program
     const MachineIdentity me = this_machine();
     CHECK(!me.cpu.empty());
     CHECK(!me.build.empty());
-    CHECK(kernel_plan_file_beside("build/ch02") == "build/kernel_plan.txt");
-    CHECK(kernel_plan_file_beside("./build/generic/bench") == "./build/generic/kernel_plan.txt");
-    CHECK(kernel_plan_file_beside("ch02") == "");
-    CHECK(kernel_plan_file_beside(nullptr) == "");
+    // Where the program is, whatever the folder it runs in or its argv[0].
+    const std::filesystem::path self = std::filesystem::canonical("/proc/self/exe");
+    CHECK(kernel_plan_file_beside_this_program() ==
+          (self.parent_path() / "kernel_plan.txt").string());
 }
 
 TEST_CASE("a model shape is planned once per process and kept in memory") {
@@ -298,4 +299,25 @@ TEST_CASE(
     std::getline(in, line);
     CHECK(line == "keep me");
     CHECK(std::filesystem::is_regular_file(path));
+}
+
+// A planner killed outright (SIGKILL) while saving leaves its file beside
+// the plan, named with its pid: the next save, through the kit's one write
+// path, finds that pid gone and removes it.
+TEST_CASE("a killed planner's file beside the plan is removed by the next save") {
+    const test::TempDir dir;
+    const pid_t gone = fork();
+    REQUIRE(gone >= 0);
+    if (gone == 0) _exit(0);
+    int status = 0;
+    REQUIRE(waitpid(gone, &status, 0) == gone);
+    const std::string leftover = dir.file(".kv-part-" + std::to_string(gone) + "-a1b2c3");
+    { std::ofstream(leftover) << "half a plan"; }
+    Config c = test::tiny_config();
+    c.vocab_size = 77;  // a shape no other test plans: measured, then saved
+    keep_kernel_plans_in(dir.file("kernel_plan.txt"));
+    const Transformer model(c, 1);
+    keep_kernel_plans_in("");
+    CHECK_FALSE(std::filesystem::exists(leftover));
+    CHECK(std::filesystem::is_regular_file(dir.file("kernel_plan.txt")));
 }

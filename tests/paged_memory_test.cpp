@@ -15,20 +15,13 @@
 #include "../common/serving/real_executor.h"
 #include "../common/serving/scheduler.h"
 #include "../common/serving/step_cost.h"
+#include "decode_steps.h"
 #include "tiny_models.h"
 #include "validate/ch07_queues.h"
 
 using namespace kv;
 
 namespace {
-
-// Every row is a sequence past its prefill: a decode step (without the
-// cache, one that recomputes every sequence).
-bool is_decode_step(const StepPlan& plan) {
-    return std::none_of(plan.rows.begin(), plan.rows.end(), [](const StepRow& row) {
-        return row.request->status == RequestStatus::prefilling;
-    });
-}
 
 // A tiny model with room for the workload's longest context.
 Config small_model() {
@@ -71,7 +64,7 @@ Trace run(std::span<const Request> queue, PagedMemory& memory, Executor& executo
         for (const StepRow& row : plan.rows) rows.push_back(row.request->id);
         t.batch_rows.push_back(rows);
         CHECK(memory.free_blocks() >= 0);  // never over the pool
-        const bool decode_step = is_decode_step(plan);
+        const bool decode_step = test::is_decode_step(plan);
         scheduler.postprocess(executor.run(plan));
         if (!decode_step) continue;
         t.used_blocks.push_back(memory.used_blocks());

@@ -12,6 +12,7 @@
 #include "../common/serving/metrics.h"
 #include "../common/serving/scheduler.h"
 #include "../common/serving/workload.h"
+#include "decode_steps.h"
 
 using namespace kv;
 
@@ -438,13 +439,6 @@ TEST_CASE("preemption sends back the newest request and readmits it first") {
 
 namespace {
 
-// Every row is a sequence past its prefill: a decode step.
-bool is_decode_step(const StepPlan& plan) {
-    return std::none_of(plan.rows.begin(), plan.rows.end(), [](const StepRow& row) {
-        return row.request->status == RequestStatus::prefilling;
-    });
-}
-
 // Prices nothing; records what each decode step was asked to compute.
 struct StepRecorder : Executor {
     struct Row {
@@ -454,7 +448,7 @@ struct StepRecorder : Executor {
     std::vector<std::vector<Row>> steps;  // decode steps only
     const StepCost cost = analytic_step_cost(kDemo);
     double run(const StepPlan& plan) override {
-        if (is_decode_step(plan)) {
+        if (test::is_decode_step(plan)) {
             std::vector<Row> rows;
             double context = 0;
             for (const StepRow& row : plan.rows) {

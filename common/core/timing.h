@@ -140,13 +140,4 @@ double sample_round(StepSamples& samples, int repeats, double round_seconds, Pre
     return fastest;
 }
 
-// Every round of `how`, one after another.
-template <class Prepare, class Step>
-StepSamples sample_step(const StepSampling& how, Prepare&& prepare, Step&& step) {
-    StepSamples samples;
-    for (int round = 0; round < how.rounds; ++round)
-        sample_round(samples, how.repeats, how.round_seconds, prepare, step);
-    return samples;
-}
-
 }  // namespace kv

@@ -20,7 +20,6 @@ Transformer::Transformer(const Config& config, Weights weights)
     for (Matrix* m : {&gate_, &up_}) *m = Matrix(0, c.ffn_dim);
     logits_ = Matrix(0, c.vocab_size);
     scores_.resize(std::size_t(c.group_size()) * c.max_seq);
-    widened_row_.resize(std::size_t(c.kv_dim()));
     matmul_kernels = matmul_plan(c, weights_);
 }
 
@@ -192,51 +191,16 @@ void Transformer::attention(const SequenceInput& input, int first_row, int layer
 
     for (int t = 0; t < n_new; ++t) {
         const int pos = start + t;  // attends to positions 0..pos (causal)
-        if (attend_by_group)
-            for (int kv_head = 0; kv_head < c.n_kv_heads; ++kv_head)
-                attend_group(first_row + t, pos, kv_head);
-        else
-            for (int h = 0; h < c.n_heads; ++h) attend_one_head(first_row + t, pos, h);
+        for (int kv_head = 0; kv_head < c.n_kv_heads; ++kv_head)
+            attend_group(first_row + t, pos, kv_head);
     }
-}
-
-// One query head of one row, the plain way (kernels_reference.cpp): its
-// scores against the keys of positions 0..pos, then its weighted sum of
-// their values, each position's row widened first by the plain conversions
-// (number_format.h). The reference attend_group is checked against.
-void Transformer::attend_one_head(int row, int pos, int h) {
-    const Config& c = config_;
-    const int hs = c.head_size();
-    const std::size_t bytes = row_format_.bytes();  // from one position to the next
-    const int head = (h / c.group_size()) * hs;     // grouped-query attention: its KV head
-    const float* q = q_.row(row) + h * hs;
-    float* widened = widened_row_.data();  // one position's key or value, as float32
-    std::span<float> scores(scores_.data(), pos + 1);
-    int done = 0;  // positions scored so far
-    for (const KVRun& run : runs_)
-        for (int j = 0; j < run.positions && done <= pos; ++j, ++done) {
-            widen_rows_plain(row_format_, run.keys + j * bytes, 1, widened);
-            dot_rows_reference(q, widened + head, 1, 0, hs, scores.data() + done);
-        }
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    for (float& s : scores) s *= scale;
-    softmax(scores);
-    // The head's output: the values of positions 0..pos, weighted by the
-    // scores, one position after another (the sum of one run of them all).
-    float* out = att_.row(row) + h * hs;
-    std::fill(out, out + hs, 0.0f);
-    done = 0;
-    for (const KVRun& run : runs_)
-        for (int j = 0; j < run.positions && done <= pos; ++j, ++done) {
-            widen_rows_plain(row_format_, run.values + j * bytes, 1, widened);
-            weighted_sum_add_reference(scores.data() + done, 1, widened + head, 0, hs, out);
-        }
 }
 
 // Every query head of one KV head's group together: one pass over the keys
 // and one over the values, each loaded once per group and read in the
-// cache's own format (attention.h); every score and output the same sum as
-// in attend_one_head, in the same order.
+// cache's own format (attention.h); every score and output the same sum,
+// in the same order, as the plain loops give one head at a time
+// (kernels_reference.cpp; tests/transformer_test.cpp holds the two equal).
 void Transformer::attend_group(int row, int pos, int kv_head) {
     const Config& c = config_;
     const int hs = c.head_size();

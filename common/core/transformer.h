@@ -48,11 +48,6 @@ class Transformer {
     // The same, tokens[i] joining caches[i].
     const Matrix& forward(std::span<const std::vector<int>> tokens, std::span<KVCache> caches);
 
-    // Attention takes a group of query heads (those sharing one KV head) in
-    // one pass over its keys and values; false: one head at a time, the
-    // plain reference. The logits are the same to the last bit either way.
-    bool attend_by_group = true;
-
     // The matrix-product kernel of each row class, chosen by measurement
     // when the model is built (kernel_plan.h): it only changes the time.
     MatmulChoice matmul_kernels;
@@ -69,8 +64,7 @@ class Transformer {
     const Matrix& pass(std::span<const SequenceInput> inputs);  // forward() after its checks
     void append_to_cache(const SequenceInput& input, int first_row, int layer);
     void attention(const SequenceInput& input, int first_row, int layer);
-    void attend_one_head(int row, int pos, int h);     // the reference
-    void attend_group(int row, int pos, int kv_head);  // the fast path: one pass per group
+    void attend_group(int row, int pos, int kv_head);  // one pass per group of query heads
     // finite_numbers.cpp: a NonFiniteError where a number stops being finite.
     void check_layer_numbers(std::span<const SequenceInput> inputs, int layer, int rows);
     void check_keys_values(std::span<const SequenceInput> inputs, int layer, int rows);
@@ -97,7 +91,6 @@ class Transformer {
     std::vector<KVRun> runs_;    // where one sequence's cached positions sit, in order
     RowFormat row_format_;       // how runs_ keeps each position's key (and value)
     std::vector<StoredRun> key_runs_, value_runs_;  // one KV head's part of runs_
-    std::vector<float> widened_row_;  // (kv_dim) one position's key or value, for the reference
 };
 
 // Greedy decoding picks the highest-scoring token; ties go to the lowest id.

@@ -1,14 +1,7 @@
 #include "kernel_plan.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -16,6 +9,7 @@
 #include <sstream>
 
 #include "../core/timing.h"
+#include "../kit/files.h"  // read_file, write_state_file, program_folder
 
 namespace kv {
 
@@ -23,34 +17,16 @@ namespace kv {
 
 namespace {
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();  // a folder or a missing file reads as ""
-    return s.str();
-}
-
-// A saved plan is state under build/, and state is input too: only a
-// regular file of at most 1 MiB is read (a FIFO would block every chapter,
-// --help included, and a huge file fill the memory); anything else reads as
-// no plan, and the shapes are measured again. What is checked is the file
-// opened (fstat of the descriptor), so nothing can be swapped in between the
-// check and the read; opening does not wait (O_NONBLOCK: a FIFO's open would).
-std::string read_plan_file(const std::string& path) {
-    constexpr off_t kMost = off_t(1) << 20;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return "";
-    struct stat st {};
-    std::string text;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kMost) {
-        char buffer[4096];
-        for (ssize_t got;
-             off_t(text.size()) <= kMost && (got = ::read(fd, buffer, sizeof buffer)) > 0;)
-            text.append(buffer, std::size_t(got));
-        if (off_t(text.size()) > kMost) text.clear();  // grew while read
+// /proc/cpuinfo, or a saved plan: state under build/ is input too, read
+// only if it is a regular file of at most `most` bytes (kit's read_file: a
+// FIFO would block every chapter, --help included); anything else reads as
+// "", no plan, and the shapes are measured again.
+std::string read_small_file(const std::string& path, std::uint64_t most) {
+    try {
+        return read_file(path, "", most);
+    } catch (const FileError&) {
+        return "";
     }
-    ::close(fd);
-    return text;
 }
 
 // The value of the first "name : value" line of /proc/cpuinfo, "" if none.
@@ -156,7 +132,8 @@ std::string cpu_identity(const std::string& cpuinfo) {
 }
 
 MachineIdentity this_machine() {
-    return {cpu_identity(read_file("/proc/cpuinfo")), build_instructions() + ", " + compiler()};
+    return {cpu_identity(read_small_file("/proc/cpuinfo", 64 << 20)),
+            build_instructions() + ", " + compiler()};
 }
 
 std::string plan_key(const Config& c) {
@@ -337,18 +314,15 @@ Plans& plans() {
     return p;
 }
 
-// Replaces the file whole: written beside it under a name mkostemp makes
-// (new, unpredictable, created with O_EXCL, so a link planted there is never
-// followed; closed on exec), then renamed over it, so a reader never sees half a plan, even
-// with two programs saving at once. A failed write keeps the plans in memory only.
+// Replaced whole, through the one safe path every output takes (kit's
+// files.h: a fresh file beside it, renamed over it; a killed planner's
+// leftover removed by the next write). A failed write keeps the plans in
+// memory only.
 void save(const std::string& path, const std::vector<KernelPlan>& all) {
-    std::string tmp = path + ".XXXXXX";
-    const int fd = mkostemp(tmp.data(), O_CLOEXEC);
-    if (fd < 0) return;
-    const std::string text = plan_file_text(this_machine(), all);
-    bool written = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
-    written = ::close(fd) == 0 && written;
-    if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+    try {
+        write_state_file(path, plan_file_text(this_machine(), all), "kernel plan");
+    } catch (const FileError&) {
+    }
 }
 
 }  // namespace
@@ -359,7 +333,7 @@ void place(Plans& p, const std::string& path) {
     p.placed = true;
     p.path = path;
     p.from_file = path.empty() ? std::vector<KernelPlan>{}
-                               : read_plan_text(read_plan_file(path), this_machine());
+                               : read_plan_text(read_small_file(path, 1 << 20), this_machine());
     for (KernelPlan& plan : p.from_file) plan.how = "read from " + path;
 }
 
@@ -371,17 +345,9 @@ void keep_kernel_plans_in(const std::string& path) {
     place(p, path);
 }
 
-std::string kernel_plan_file_beside(const char* program) {
-    const std::string path = program == nullptr ? "" : program;
-    const std::size_t slash = path.rfind('/');
-    if (slash == std::string::npos) return "";
-    return path.substr(0, slash + 1) + "kernel_plan.txt";
-}
-
 std::string kernel_plan_file_beside_this_program() {
-    std::error_code error;
-    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-    return error ? "" : kernel_plan_file_beside(self.c_str());
+    const std::string folder = program_folder();
+    return folder.empty() ? "" : folder + "/kernel_plan.txt";
 }
 
 MatmulChoice matmul_plan(const Config& config, const Weights& weights) {

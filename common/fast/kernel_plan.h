@@ -93,9 +93,7 @@ MatmulChoice matmul_plan(const Config& config, const Weights& weights);
 // a program keeps them beside itself (build/kernel_plan.txt for
 // build/ch02), so that each build keeps its own.
 void keep_kernel_plans_in(const std::string& path);
-// The plan file beside `program` (a path); "" if it names no folder.
-std::string kernel_plan_file_beside(const char* program);
-std::string kernel_plan_file_beside_this_program();  // by /proc/self/exe
+std::string kernel_plan_file_beside_this_program();  // "" if its folder is unknown
 
 // Every plan this process has used, in the order they were first needed.
 std::vector<KernelPlan> kernel_plans_used();

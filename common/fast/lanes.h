@@ -170,14 +170,6 @@ struct Spread {
     }
 };
 
-// Asks for every cache line of the n floats from p on.
-inline void prefetch_span(const float* p, int n) {
-    const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t(63);
-    const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(p + n);
-    for (std::uintptr_t line = first; line < end; line += 64)
-        __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
-}
-
 // ------------------------------------------------- the tile, in registers
 
 // The widest vector this build has: 16 floats with AVX-512, 8 with AVX,

@@ -118,11 +118,13 @@ void tiles(const Matrix& x, const Matrix& w, Matrix& y) {
 
 // ------------------------------------------------------ the candidates
 
-// Every candidate of each row class, the default (before any plan) first;
-// each was the fastest for some bench shape in the AVX-512, AVX2 or SSE2
-// build of a Zen 4, or has room to be on a core with 32 registers of 16
-// floats (tile4x6). Tiles as written, which leave the compiler to keep
-// numbers in registers, were slower in every build, so none is a candidate.
+// Every candidate of each row class, the default (before any plan) first.
+// Each is here because the planner may find it the fastest: which one wins
+// depends on the vector width and how many registers the core has (tile4x6
+// needs 32 registers of 16 floats), and only a measurement on this machine
+// tells; every tile holds its sums in registers itself (tile_in_registers),
+// since left to the compiler they spill. The measurements are in
+// tests/bench/README.md.
 //
 // One row and a few rows have the same candidates, weights read once: whole
 // rows in memory order (the hardware prefetcher alone, or with lines asked

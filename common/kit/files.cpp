@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-RunFiles* current_run = nullptr;
+RunFiles* current_run = nullptr;  // the innermost RunFiles alive
 
 // The system's words for `error`; for EFBIG, also the limit that was met.
 std::string cause_of(int error) {
@@ -37,8 +37,7 @@ std::string cause_of(int error) {
     return cause;
 }
 
-// What a file that is not a regular one is, for the message.
-std::string kind_of(mode_t mode) {
+std::string kind_of(mode_t mode) {  // of a file that is not a regular one
     return S_ISDIR(mode)    ? "a folder"
            : S_ISFIFO(mode) ? "a FIFO (named pipe)"
            : S_ISCHR(mode)  ? "a character device"
@@ -46,7 +45,8 @@ std::string kind_of(mode_t mode) {
                             : "a socket";
 }
 
-// Reads and writes block as usual once a file opened with O_NONBLOCK is open.
+// Opened with O_NONBLOCK (a FIFO is not waited on), then read and written
+// as usual.
 void clear_nonblock(int fd) {
     if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0)
         ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
@@ -54,9 +54,8 @@ void clear_nonblock(int fd) {
 
 // ------------------------------------------- files beside their targets, and signals
 //
-// The handler reads a fixed table: no allocation, no lock, only unlink(),
-// which is async-signal-safe. A slot is marked used once its path is
-// written, and free once its file is renamed or removed.
+// The handler reads a fixed table (no allocation, no lock, only unlink(),
+// which is async-signal-safe): a slot is used once its path is written.
 
 constexpr int kSlots = 64;                // files beside their targets at one time
 constexpr std::size_t kSlotBytes = 4096;  // PATH_MAX: no longer name can be created
@@ -86,24 +85,23 @@ void release_beside(int slot) {
     if (slot >= 0) slot_used[slot] = 0;
 }
 
-// Files beside their targets in `folder` that a writer killed outright
-// left: ".kv-part-<pid>-XXXXXX", this user's, and no process has that pid.
+// Files a writer killed outright left in `folder`: ".kv-part-<pid>-XXXXXX",
+// this user's, and no process has that pid.
 void remove_leftovers(const std::string& folder) {
     DIR* dir = ::opendir(folder.empty() ? "." : folder.c_str());
-    if (dir == nullptr) return;
-    while (const dirent* entry = ::readdir(dir)) {
-        const std::string_view name = entry->d_name, prefix = ".kv-part-";
-        const char* last = name.data() + name.size();
+    while (const dirent* entry = dir != nullptr ? ::readdir(dir) : nullptr) {
+        const std::string_view name = entry->d_name;
         int pid = 0;
-        const auto [end, problem] =
-            std::from_chars(name.data() + std::min(name.size(), prefix.size()), last, pid);
+        const auto [end, problem] = std::from_chars(
+            name.data() + std::min<std::size_t>(name.size(), 9), name.data() + name.size(), pid);
         struct stat st {};
-        if (name.starts_with(prefix) && problem == std::errc() && pid > 0 && last - end == 7 &&
-            *end == '-' && ::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        if (name.starts_with(".kv-part-") && problem == std::errc() && pid > 0 &&
+            std::string_view(end).size() == 7 && *end == '-' &&
+            ::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             st.st_uid == ::geteuid() && ::kill(pid, 0) != 0 && errno == ESRCH)
             ::unlinkat(::dirfd(dir), entry->d_name, 0);
     }
-    ::closedir(dir);
+    if (dir != nullptr) ::closedir(dir);
 }
 
 // ------------------------------------------------------- what a path names
@@ -113,17 +111,14 @@ void remove_leftovers(const std::string& folder) {
 int stream_named_by(const std::string& path) {
     std::error_code error;
     const std::string p = fs::absolute(path, error).lexically_normal().string();
-    const char* standard[] = {"/dev/stdin", "/dev/stdout", "/dev/stderr"};
+    const std::string_view standard[] = {"/dev/stdin", "/dev/stdout", "/dev/stderr"};
     for (int fd = 0; fd < 3; ++fd)
         if (p == standard[fd]) return fd;
-    for (std::string_view folder : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"}) {
-        if (!p.starts_with(folder)) continue;
-        int fd = -1;
-        const auto [stop, problem] =
-            std::from_chars(p.data() + folder.size(), p.data() + p.size(), fd);
-        return problem == std::errc() && stop == p.data() + p.size() && fd >= 0 ? fd : -1;
-    }
-    return -1;
+    int fd = -1;
+    for (std::string_view folder : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"})
+        if (const char* end = p.data() + p.size(); p.starts_with(folder))
+            if (std::from_chars(p.data() + folder.size(), end, fd).ptr != end) fd = -1;
+    return fd;
 }
 
 // Whether two paths name one file: one device and inode where both exist,
@@ -142,19 +137,18 @@ bool same_file(const std::string& a, const std::string& b) {
     return normal(a) == normal(b);
 }
 
-// A symbolic link at `path` that another user planted in a shared sticky
-// folder (Linux's fs.protected_symlinks rule, whatever the setting): the
-// cause to refuse it, or "" if it may be followed.
+// Why a symbolic link at `path` is not followed: another user planted it in
+// a shared sticky folder (Linux's fs.protected_symlinks rule, whatever the
+// setting); "" if it may be.
 std::string planted_link(const std::string& path) {
     const fs::path parent = fs::path(path).parent_path();
     const std::string folder = parent.empty() ? std::string(".") : parent.string();
     struct stat link {
     }, dir{};
     if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode) ||
-        ::stat(folder.c_str(), &dir) != 0)
+        ::stat(folder.c_str(), &dir) != 0 || !(dir.st_mode & S_ISVTX) || !(dir.st_mode & S_IWOTH) ||
+        link.st_uid == ::geteuid() || link.st_uid == dir.st_uid)
         return "";
-    const bool shared = (dir.st_mode & S_ISVTX) && (dir.st_mode & S_IWOTH);
-    if (!shared || link.st_uid == ::geteuid() || link.st_uid == dir.st_uid) return "";
     return "a symbolic link owned by another user (uid " + std::to_string(link.st_uid) +
            ") in the shared folder " + excerpt(folder, kMostQuotedPath) +
            " (sticky, writable by everyone): not followed, since whoever planted it chose where "
@@ -184,7 +178,7 @@ std::string program_folder() {
 }
 
 // Asked at every file, not once: a signal set back to its default gets the
-// handler again.
+// handler again; one ignored or handled by the program keeps its action.
 void handle_signals_while_writing() {
     auto at_default = [](int signal_number) {
         struct sigaction now {};
@@ -201,7 +195,6 @@ void handle_signals_while_writing() {
 InputFile::InputFile(const std::string& path, std::string_view what, std::uint64_t max_bytes)
     : label_(file_label(what, path)), max_bytes_(max_bytes) {
     if (path.empty()) fail("the file name is empty");
-    // O_NONBLOCK: a FIFO is refused below, not waited on.
     fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st {};
     if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
@@ -227,13 +220,11 @@ void InputFile::fail(const std::string& cause, int error) {
 }
 
 std::size_t InputFile::read_some(char* to, std::size_t n) {
-    for (;;) {
-        if (const ssize_t got = ::read(fd_, to, n); got >= 0) {
-            at_ += std::uint64_t(got);
-            return std::size_t(got);
-        }
+    ssize_t got;
+    while ((got = ::read(fd_, to, n)) < 0)
         if (errno != EINTR) fail("cannot read: " + cause_of(errno));
-    }
+    at_ += std::uint64_t(got);
+    return std::size_t(got);
 }
 
 bool InputFile::read(void* out, std::size_t n) {
@@ -274,20 +265,18 @@ std::string read_file(const std::string& path, std::string_view what, std::uint6
 OutputFile::OutputFile(const std::string& path, std::string_view what)
     : label_(file_label(what, path)), target_(path) {
     handle_signals_while_writing();
-    RunFiles::check_output(path, what);
+    RunFiles::check_output(path, what, current_run);
     // A standard stream named by its path: written through a copy of this
     // program's own descriptor, so that a shell's `>> log` appends.
     if (const int stream = stream_named_by(path); stream >= 0) {
         if (stream == 0) fail("standard input, which is read, not written", EINVAL);
         fd_ = ::fcntl(stream, F_DUPFD_CLOEXEC, 3);
-        const int e = errno;
-        if (fd_ < 0)
+        if (const int e = errno; fd_ < 0)
             fail("descriptor " + std::to_string(stream) +
                      " is not open in this program: " + cause_of(e),
                  e);
         return;
     }
-    if (current_run != nullptr) current_run->add_output(path, label_);
     struct stat st {};
     const bool exists = ::stat(path.c_str(), &st) == 0;
     // A device or a pipe (/dev/null, a terminal): written where it is.
@@ -308,23 +297,19 @@ OutputFile::OutputFile(const std::string& path, std::string_view what)
     const std::string folder = fs::path(target_).parent_path().string();
     remove_leftovers(folder);
     beside_ = (fs::path(folder) / (".kv-part-" + std::to_string(::getpid()) + "-XXXXXX")).string();
-    fd_ = ::mkostemp(beside_.data(), O_CLOEXEC);
-    if (fd_ < 0) {
+    if ((fd_ = ::mkostemp(beside_.data(), O_CLOEXEC)) < 0) {
         const int e = errno;
         beside_.clear();
         fail("cannot create: " + cause_of(e), e);
     }
-    slot_ = hold_beside(beside_);
-    if (slot_ < 0) fail("more files written at once than a signal's cleanup can list (64)");
+    if ((slot_ = hold_beside(beside_)) < 0)
+        fail("more files written at once than a signal's cleanup can list (64)");
     // mkstemp gives 0600: a replaced file keeps its own mode, a new one gets
     // what the umask leaves (reading the umask sets it: one thread runs here).
-    mode_t mode = st.st_mode & 07777;
-    if (!exists) {
-        mode = ::umask(0);
-        ::umask(mode);
-        mode = 0666 & ~mode;
-    }
-    if (::fchmod(fd_, mode) != 0) fail("cannot set permissions: " + cause_of(errno));
+    const mode_t mask = exists ? 0 : ::umask(0);
+    if (!exists) ::umask(mask);
+    if (::fchmod(fd_, exists ? st.st_mode & 07777 : 0666 & ~mask) != 0)
+        fail("cannot set permissions: " + cause_of(errno));
 }
 
 void OutputFile::drop_beside() {
@@ -346,7 +331,6 @@ void OutputFile::fail(const std::string& cause, int error) {
 }
 
 void OutputFile::write(std::string_view bytes) {
-    if (fd_ < 0) fail("written after it was closed");
     if (beside_.empty()) {  // in place: what this program printed before comes first
         std::cout.flush();
         std::cerr.flush();
@@ -361,7 +345,6 @@ void OutputFile::write(std::string_view bytes) {
 }
 
 void OutputFile::commit() {
-    if (fd_ < 0) fail("committed twice");
     // A full disk may show only now: synced, then closed, both checked.
     if (!beside_.empty() && ::fsync(fd_) != 0) fail("cannot write: " + cause_of(errno));
     if (::close(std::exchange(fd_, -1)) != 0) fail("cannot write: " + cause_of(errno));
@@ -369,12 +352,12 @@ void OutputFile::commit() {
     if (current_run != nullptr) {  // renamed with the run's other files
         current_run->finished_.push_back(
             {std::exchange(beside_, ""), target_, label_, std::exchange(slot_, -1)});
-        return;
-    }
-    if (std::rename(beside_.c_str(), target_.c_str()) != 0)
+    } else if (std::rename(beside_.c_str(), target_.c_str()) != 0) {
         fail("cannot replace the file: " + cause_of(errno));
-    release_beside(std::exchange(slot_, -1));
-    beside_.clear();
+    } else {
+        release_beside(std::exchange(slot_, -1));
+        beside_.clear();
+    }
 }
 
 void write_file(const std::string& path, const std::string& text, std::string_view what) {
@@ -395,7 +378,9 @@ void write_state_file(const std::string& path, const std::string& text, std::str
         RunFiles* run;
         ~Restore() { current_run = run; }
     } restore{std::exchange(current_run, nullptr)};
-    write_file(path, text, what);
+    OutputFile out(path, what);
+    out.write(text);
+    out.commit();
 }
 
 // -------------------------------------------------------------- one run's files
@@ -413,40 +398,34 @@ RunFiles::~RunFiles() {
     }
 }
 
-void RunFiles::check_output(const std::string& path, std::string_view what) {
+void RunFiles::check_output(const std::string& path, std::string_view what, RunFiles* run) {
     const std::string label = file_label(what, path);
     if (path.empty())
         throw FileError(std::string(what.empty() ? "output" : what) + ": the file name is empty");
-    if (stream_named_by(path) >= 0) return;
+    if (stream_named_by(path) >= 0) return;  // a stream takes many writers
     if (const std::string planted = planted_link(path); !planted.empty())
         throw FileError(label + ": " + planted, EPERM);
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return;
-    if (S_ISDIR(st.st_mode)) throw FileError(label + ": a folder, not a file", EISDIR);
-    for (const auto& [fd, name] : {std::pair{1, "output"}, std::pair{2, "error"}}) {
-        struct stat stream {};
-        if (S_ISREG(st.st_mode) && ::fstat(fd, &stream) == 0 && stream.st_dev == st.st_dev &&
-            stream.st_ino == st.st_ino)
+    struct stat st {
+    }, stream{};
+    const bool exists = ::stat(path.c_str(), &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) throw FileError(label + ": a folder, not a file", EISDIR);
+    for (const auto& [fd, name] : {std::pair{1, "output"}, std::pair{2, "error"}})
+        if (exists && S_ISREG(st.st_mode) && ::fstat(fd, &stream) == 0 &&
+            stream.st_dev == st.st_dev && stream.st_ino == st.st_ino)
             throw FileError(label + ": the same file as this program's standard " + name +
                                 ": replacing it would lose what the stream writes there (to "
                                 "write into the stream, name it: /dev/stdout or /dev/stderr)",
                             EINVAL);
-    }
-}
-
-void RunFiles::add_output(const std::string& path, const std::string& label) {
-    struct stat st {};  // a stream, a device or a pipe takes many writers
-    if (stream_named_by(path) >= 0 || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)))
-        return;
-    auto refuse_one_of = [&](const std::vector<Known>& known, const std::string& why) {
-        for (const Known& k : known)
+    if (run == nullptr || (exists && !S_ISREG(st.st_mode))) return;  // a device, a pipe: shared
+    for (const auto* known : {&run->inputs_, &run->outputs_})
+        for (const Known& k : *known)
             if (same_file(path, k.path))
-                throw FileError(label + ": the same file as " + k.label + ", which this run " + why,
-                                EINVAL);
-    };
-    refuse_one_of(inputs_, "reads; an output may not replace an input");
-    refuse_one_of(outputs_, "writes; each output needs a file of its own");
-    outputs_.push_back({path, label});
+                throw FileError(
+                    label + ": the same file as " + k.label + ", which this run " +
+                        (known == &run->inputs_ ? "reads; an output may not replace an input"
+                                                : "writes; each output needs a file of its own"),
+                    EINVAL);
+    run->outputs_.push_back({path, label});
 }
 
 void RunFiles::commit() {

@@ -1,28 +1,23 @@
 // Reading and writing files. Every failure is one line, "<what> <path>:
-// <cause>": `what` the flag that named the file or its kind ("checkpoint"),
-// the cause the system's own where there is one.
+// <cause>": `what` the flag that named the file or its kind ("checkpoint").
 //
-// Reading takes only a regular file, of at most a stated size: a FIFO
-// (which would block), /dev/zero (which never ends) or a folder is refused
-// before a byte is read.
+// Reading takes only a regular file of at most a stated size: a FIFO (which
+// would block), /dev/zero (which never ends) or a folder is refused before
+// a byte is read.
 //
-// Writing replaces a file whole: the bytes go to a new file beside it
-// (.kv-part-<pid>-XXXXXX, made by mkstemp, so a name planted in advance is
-// never followed), renamed over it once written and checked; a failure
-// leaves the old file. A replaced file keeps its permissions. Written in
-// place instead: a standard stream named by its path (/dev/stdout,
-// /dev/fd/N: `--save-json /dev/stdout >> log` appends), a device, a pipe.
-// Refused: a FIFO nobody reads; a regular file that is this program's
-// standard output or error under another name; a symbolic link another user
-// planted in a shared sticky folder (/tmp); within a RunFiles, a file the
-// run reads or already writes.
+// Writing replaces a file whole, keeping its permissions: the bytes go to a
+// new file beside it, .kv-part-<pid>-XXXXXX (mkstemp: a name planted in
+// advance is never followed), renamed over it once synced. Written in
+// place: a standard stream named by its path (`--save-json /dev/stdout >>
+// log` appends), a device, a pipe. Refused: a FIFO nobody reads; a regular
+// file that is this program's standard output or error under another name;
+// a link another user planted in a shared sticky folder (/tmp).
 //
 // Nothing is left behind: SIGINT, SIGTERM and SIGHUP remove the files beside
-// their targets, then end the program as they would have (a signal ignored
-// or handled at the start keeps its action); files of a writer killed
-// outright (SIGKILL), whose pid is gone, are removed by the next write to
-// that folder. SIGXFSZ is ignored, so a write past `ulimit -f` fails with
-// EFBIG, and the message says the limit.
+// their targets, then end the program as they would have; the file of a
+// writer killed outright (SIGKILL) is removed by the next write to its
+// folder once no process has its pid. SIGXFSZ is ignored, so a write past
+// `ulimit -f` fails with EFBIG, and the message says the limit.
 #pragma once
 
 #include <cstdint>
@@ -60,7 +55,7 @@ class InputFile {
     [[noreturn]] void fail(const std::string& cause, int error = 0);
     std::size_t read_some(char* to, std::size_t n);  // 0 at the end
     int fd_ = -1;
-    std::string label_;  // file_label(what, path)
+    std::string label_;
     std::uint64_t size_ = 0, max_bytes_ = 0, at_ = 0;
 };
 
@@ -89,9 +84,10 @@ class OutputFile {
 // `text` written to `path` whole or not at all, its folder made if needed.
 void write_file(const std::string& path, const std::string& text, std::string_view what = "");
 
-// What the book keeps between runs (a calibration), written at once, whole
-// or not at all, apart from the RunFiles in force: not one of the run's
-// outputs, it may replace what the run itself read there.
+// What the book keeps beside the program between runs (a calibration, the
+// kernel plan), whole or not at all, into a folder that is there; not one of
+// the run's outputs (apart from the RunFiles in force), it may replace what
+// the run itself read.
 void write_state_file(const std::string& path, const std::string& text, std::string_view what);
 
 // `text` as part of a file's name: its lowercase letters and digits, every
@@ -103,9 +99,9 @@ std::string file_name_part(const std::string& text);
 std::string program_folder();
 
 // One run's files (run_chapter): it refuses an output that is a file the
-// run reads or already writes, and holds every committed OutputFile beside
-// its target until its own commit() renames them all, signals held back:
-// they replace the old files together, or (a failure, a signal before) none
+// run reads (this program first) or already writes, and holds every
+// committed OutputFile beside its target until its own commit() renames
+// them all, signals held back: they replace the old files together, or none
 // does. Dropped uncommitted, it removes them.
 class RunFiles {
   public:
@@ -127,9 +123,9 @@ class RunFiles {
         std::string beside, target, label;
         int slot;
     };
-    // The refusals above that hold in any run, then those of this run.
-    static void check_output(const std::string& path, std::string_view what);
-    void add_output(const std::string& path, const std::string& label);
+    // The refusals that hold in any run, then those of `run` if there is one
+    // (throws FileError); an output it takes is then one of its outputs.
+    static void check_output(const std::string& path, std::string_view what, RunFiles* run);
 
     RunFiles* outer_;
     std::vector<Known> inputs_, outputs_;

@@ -206,8 +206,7 @@ void Flags::check_files() const {
     for (const Flag& f : flags_) {
         if (f.file != File::written || f.text->empty()) continue;
         try {
-            RunFiles::check_output(*f.text, "--" + f.name);
-            run.add_output(*f.text, file_label("--" + f.name, *f.text));
+            RunFiles::check_output(*f.text, "--" + f.name, &run);
         } catch (const FileError& e) {
             throw UsageError(e.what());
         }

@@ -72,7 +72,6 @@ class PrefixSharingMemory : public MemoryManager {
     std::int64_t prompt_tokens() const { return prompt_tokens_; }
     std::int64_t prompt_tokens_from_cache() const { return prompt_from_cache_; }
     // Of those from the cache, read back from the second tier.
-    std::int64_t positions_from_tier() const { return from_tier_; }
     std::int64_t prompt_tokens_from_tier() const { return prompt_from_tier_; }
     std::int64_t positions_recomputed() const { return recomputed_; }
     // Blocks the running requests' tables name, and blocks they hold: a
@@ -120,7 +119,6 @@ class PrefixSharingMemory : public MemoryManager {
         while (int(t.size()) < blocks_for(r.length())) take(t, ledger_.allocate(), false);
         admitted_ += r.length();
         from_cache_ += hit;
-        from_tier_ += reloaded;
         if (seen_.size() <= std::size_t(r.id)) seen_.resize(std::size_t(r.id) + 1, 0);
         if (!seen_[std::size_t(r.id)]) {  // its first admission: the prompt as it arrived
             seen_[std::size_t(r.id)] = 1;
@@ -207,7 +205,7 @@ class PrefixSharingMemory : public MemoryManager {
     int named_ = 0, held_ = 0;              // blocks named by tables, and held by them
     std::int64_t steps_ = 0, named_sum_ = 0, held_sum_ = 0;
     std::int64_t admitted_ = 0, from_cache_ = 0, prompt_tokens_ = 0, prompt_from_cache_ = 0;
-    std::int64_t from_tier_ = 0, prompt_from_tier_ = 0;
+    std::int64_t prompt_from_tier_ = 0;
     std::int64_t recomputed_ = 0;
 };
 

@@ -98,15 +98,6 @@ class SharedBlocksExecutor : public RealExecutor {
                 "SharedBlocksExecutor: the block manager keeps another pool");
     }
 
-    // Prompt positions the engine computed in prefills, from the rows it ran.
-    std::int64_t positions_prefilled() const { return prefilled_; }
-
-    double run(const StepPlan& plan) override {
-        for (const StepRow& row : plan.rows)
-            if (row.request->status == RequestStatus::prefilling) prefilled_ += row.tokens;
-        return RealExecutor::run(plan);
-    }
-
   protected:
     std::unique_ptr<KVStore> make_cache(const Request& r) override {
         return std::make_unique<BlockTableView>(pool_, memory_, r);
@@ -115,7 +106,6 @@ class SharedBlocksExecutor : public RealExecutor {
   private:
     BlockPool& pool_;
     const PrefixSharingMemory& memory_;
-    std::int64_t prefilled_ = 0;
 };
 
 }  // namespace kv
