@@ -27,7 +27,13 @@
 #    x less", not "4 x dim x layers" or "43.5 x C") must appear on the same
 #    page in a pasted run: the same number with the same unit, or, for a
 #    number with a decimal point, the same number alone (a table's cell,
-#    whose column names the unit). Not measured here, so exempt:
+#    whose column names the unit). So must a count without a unit that
+#    only a run gives, found by the words beside it (COUNTS below: "703
+#    preemptions", "preempts 942 times", and means, which have a decimal
+#    point: "a batch of 5.4", "22.3 requests per decode step", "6.3 times
+#    fewer"), as the same number alone; chapter numbers, years, flags'
+#    values and whole numbers of requests or blocks are not read as counts.
+#    Not measured here, so exempt:
 #    - the article's figures and the ratios of them that chapter 06 prints
 #      (ARTICLE below);
 #    - a figure in a sentence that names its paper ("et al." or "arXiv:");
@@ -84,6 +90,14 @@ if [ "${1:-}" = "--self-test" ]; then
         echo "a decode step within the answer (the median step): 1.05 ms"
         echo "48-token answer: 305.4 ms without the cache -> 57.6 ms with it (5.3 x faster; 5.9 x predicted)"
         echo '```'
+        echo
+        echo "<!-- pasted run: ./build/ch07 --watermark 0 -->"
+        echo '```text'
+        echo "  4 MiB, watermark 0     942 preemptions     mean decode batch 5.4"
+        echo '```'
+        echo
+        echo "Without the watermark chapter 07's queue of 1,000 requests makes 942 preemptions"
+        echo "in a decode batch of 5.4, and 3 of 16 blocks stay free (2024, --rate 30)."
     } >"$book/chapters/02_two/README.md"
     {
         echo "# Chapter 05"
@@ -151,6 +165,10 @@ if [ "${1:-}" = "--self-test" ]; then
         "$five:14" $five 's/continuous batching 11.10$/continuous batching 11.20/'
     planted "a prose figure that only another page's paste contains" "$course:3" $course \
         's/waited 6.8 s/waited 57.6 ms/'
+    planted "a count in prose that no paste on its page contains" "$two:17" $two \
+        's/makes 942 preemptions/makes 943 preemptions/'
+    planted "a mean count in prose that no paste on its page contains" "$two:18" $two \
+        's/batch of 5.4/batch of 5.6/'
     planted "an assignment taken for worked arithmetic" "$five:16" $five 's/F = 557 us/F = 558 us/'
     planted "a worked comment that names a figure its paragraph no longer quotes" "$five:18" \
         $five 's/about 46 ms/about 47 ms/'
@@ -159,10 +177,11 @@ if [ "${1:-}" = "--self-test" ]; then
     echo "README quotes self-test: the small book passes (one answer, ratio and wait on" \
         "two pages at two precisions, analytic and default runs kept apart, a prose figure in" \
         "its page's paste, wrapped or in a table's cell; the article's figures, a cited" \
-        "paper's, worked arithmetic, a worked and a given comment, a multiplication); each" \
+        "paper's, worked arithmetic, a worked and a given comment, a multiplication, counts" \
+        "beside chapter and flag numbers, a year and a size); each" \
         "planted fault fails, named (an answer's time, a ratio, a queue's wait differing between" \
         "two pages; one wait's last digit; a prose figure no paste on its page holds, plain," \
-        "wrapped, or held only by another page; an assignment as worked arithmetic; a stale" \
+        "wrapped, or held only by another page; a count and a mean count without a unit; an assignment as worked arithmetic; a stale" \
         "worked comment; a cited figure without its paper)"
     exit 0
 fi
@@ -252,20 +271,40 @@ FIGURE = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?) ?(GFLOP/s|GB/s|ms|us|µs|n
 # After "x", what makes it a multiplication: a number, a bracket, code, a
 # one-letter name, or a word multiplied again ("4 x dim x layers").
 MULTIPLIES = re.compile(r" ?(?:[\d(`*]|[A-Za-z]\b|[A-Za-z]+ ?[x×] )")
+# Counts without a unit that only a run gives, by the words beside them:
+# events a run counts ("703 preemptions", "preempts 942 times") and means
+# over a run's steps, which have a decimal point ("a batch of 5.4", "22.3
+# requests per decode step", "6.3 times fewer"). A whole number of requests,
+# blocks or times is left alone: most are a flag's value or arithmetic.
+DECIMAL = r"(?<![\w.,])(?P<value>\d[\d,]*\.\d+)"
+EVENTS = r"preemptions?|evictions?|copies on write|reloads|recomputations|swaps"
+COUNTS = [re.compile(p) for p in (
+    rf"(?<![\w.,]){NUM} (?:{EVENTS})\b",
+    rf"\b(?:preempt|evict|reload|swap|recompute)(?:s|ed|es|ped)? (?:(?!\d)\w+ ){{0,2}}"
+    rf"(?:about )?{NUM} times\b",
+    rf"\bbatch (?:of )?(?:about )?{DECIMAL}\b",
+    rf"{DECIMAL} (?:requests|sequences|conversations|blocks|rows|tokens|positions|times)\b",
+)]
 ESCAPE = re.compile(r"^\s*<!--\s*(worked|given):(.*?)-->\s*$")
 MARKER = re.compile(r"^\s*<!--\s*(?:pasted run|output of):\s*(.*?)\s*-->\s*$")
 
 def figures(text):
-    """(start, number, unit) of every figure in `text`."""
+    """(start, number, unit) of every figure in `text`; unit "" for a count."""
     found = []
     for m in FIGURE.finditer(text):
         if m.group(2) == "x" and MULTIPLIES.match(text, m.end()):
             continue
         found.append((m.start(), m.group(1), m.group(2)))
-    return found
+    taken = {start for start, _, _ in found}
+    for pattern in COUNTS:
+        for m in pattern.finditer(text):
+            if m.start("value") not in taken:
+                taken.add(m.start("value"))
+                found.append((m.start("value"), m.group("value"), ""))
+    return sorted(found)
 
 def name_of(number, unit):
-    return number + ("%" if unit == "%" else " " + unit)
+    return number + ("%" if unit == "%" else " " + unit if unit else "")
 
 def run_of(command):
     """The flags that make a run what it is (NEUTRAL ones dropped)."""
@@ -414,7 +453,8 @@ for path in pages:
             alone = re.escape(number) if "." in number else same
             if re.search(rf"(?<![\w.,])(?:{same}|{alone})(?![\w]|[.,]\d)", pasted):
                 continue
-            fail(f"{path}:{t.line(at)}", f"prose quotes {figure}, which no pasted run on this page shows "
+            what = figure if unit else f"the count {figure}"
+            fail(f"{path}:{t.line(at)}", f"prose quotes {what}, which no pasted run on this page shows "
                  f"(paste it, mark it <!-- worked: --> or <!-- given: -->)")
         for figure, (n, kind) in named.items():
             if figure not in used:

@@ -3,28 +3,23 @@
 // your policy in ProjectPolicy::choose, then grade it:
 //   make build/book_tests && ./build/book_tests -ts="course project" --no-skip
 // The grader (tests/course_project_test.cpp) serves a queue of prompts on
-// the engine with your policy deciding every eviction, and fails it if a
-// choice breaks the cache's rules, if a single logit differs from a fresh
-// prefill's, or if it serves no more prompt tokens from the cache than
-// least recently used does.
+// the engine through chapter 08's prefix cache, your policy deciding every
+// eviction (PrefixCache::evict_with), and fails it if the cache refuses a
+// choice, if a single logit differs from a fresh prefill's, or if it
+// serves no more prompt tokens from the cache than least recently used.
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <span>
+
+#include "../common/serving/prefix_cache.h"
 
 namespace course {
 
 // One block the cache names, as a policy sees it when the pool needs a
-// block back.
-struct CachedBlock {
-    int block = -1;               // the pool's block
-    int depth = 0;                // its place in its chain: 0 for a prompt's first block
-    bool leaf = true;             // no cached block continues it
-    int holders = 0;              // requests holding it now (the cache's own reference not counted)
-    std::uint64_t last_used = 0;  // the cache's clock when it was last matched or filled
-    int hits = 0;                 // prompts that found it cached
-};
+// block back: its depth in its chain, whether it is a leaf, how many
+// requests hold it, when it was last used, how often it was found.
+using kv::CachedBlock;
 
 // Returns the index in `cached` of the block to give back. Only a leaf
 // that no request holds may go: every other block is still needed, by a

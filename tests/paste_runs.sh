@@ -4,7 +4,8 @@
 # holds it). Each chapter runs once, as `make run` runs it, saving the JSON
 # the closing table reads; every other command a page pastes runs once. A
 # page's block after `<!-- pasted run: COMMAND -->` becomes COMMAND's output,
-# and the "Run on ..." sentence just before it names this machine.
+# and the "Run on ..." sentence just before it names this machine. The
+# bench's page (tests/bench/README.md) pastes a short run of build/bench.
 #
 #   tests/paste_runs.sh            build, run, rewrite the pages in place
 #   tests/paste_runs.sh --check    the same runs, pages untouched: the rewritten
@@ -15,8 +16,8 @@ cd "$(dirname "$0")/.."
 check=no
 [ "${1:-}" = "--check" ] && check=yes
 
-pages=(README.md chapters/[0-9]*/README.md chapters/course/*.md)
-make all >/dev/null
+pages=(README.md chapters/[0-9]*/README.md chapters/course/*.md tests/bench/README.md)
+make all build/bench >/dev/null
 out=build/pastes
 rm -rf "$out" build/results
 mkdir -p "$out" build/results

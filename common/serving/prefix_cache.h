@@ -11,7 +11,9 @@
 // The cache keeps one reference of its own on every block it names, so a
 // block outlives the request that filled it. When the pool runs out, the
 // least recently used block only the cache holds goes first, and only a
-// leaf of the chain (a block whose continuation is cached stays).
+// leaf of the chain (a block whose continuation is cached stays). Another
+// rule may choose instead (the course's final project plugs one in); the
+// cache refuses any choice that breaks those two conditions.
 //
 // With a second tier (keep_evicted), a block the pool gives back is first
 // written to the tier under its name, and its entry stays: a chain runs
@@ -23,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <span>
@@ -51,6 +54,20 @@ class TierStore {
     // exactly what write() stored there under `name`.
     virtual bool read(int slot, const BlockName& name, int block) = 0;
 };
+
+// A block cached in the pool, as an eviction policy sees it.
+struct CachedBlock {
+    int block = -1;               // the pool's block
+    int depth = 0;                // its place in its chain: 0 for a prompt's first block
+    bool leaf = true;             // no block cached in the pool continues it
+    int holders = 0;              // sequences holding it (the cache's own reference not counted)
+    std::uint64_t last_used = 0;  // the cache's clock when last matched, filled or let go
+    int hits = 0;                 // prompts match() found it for
+};
+
+// Returns the index in `cached` of the block to give back; only a leaf
+// nobody holds may go. Asked only when at least one may.
+using EvictionPolicy = std::function<int(std::span<const CachedBlock>)>;
 
 class PrefixCache : public BlockReclaimer {
   public:
@@ -84,6 +101,12 @@ class PrefixCache : public BlockReclaimer {
         for (int s = slots - 1; s >= 0; --s) free_slots_.push_back(s);
     }
 
+    // From now on `policy` chooses what reclaim_one() gives back. A choice
+    // that breaks the rule is refused, counted, and least recently used
+    // chooses instead: the cache never gives back a block still needed.
+    void evict_with(EvictionPolicy policy) { policy_ = std::move(policy); }
+    std::int64_t refused() const { return refused_; }  // the policy's choices refused
+
     int block_size() const { return pool_.block_size(); }
     int entries() const { return int(index_.size()); }
     std::int64_t evictions() const { return evictions_; }  // blocks given back to the pool
@@ -110,6 +133,7 @@ class PrefixCache : public BlockReclaimer {
     std::vector<int> match(std::span<const int> tokens, int most = kNoLimit) {
         std::vector<int> blocks = peek(tokens, most);
         touch(blocks);
+        for (int b : blocks) entries_[std::size_t(entry_of_[std::size_t(b)])].hits += 1;
         return blocks;
     }
 
@@ -155,7 +179,8 @@ class PrefixCache : public BlockReclaimer {
             auto it = index_.find(k);
             if (it == index_.end()) {  // a new entry, after its parent
                 it = index_.emplace(k, int(entries_.size())).first;
-                entries_.push_back({parent, -1, -1, 0, 0, 0, it});
+                const int depth = parent == kRoot ? 0 : entries_[std::size_t(parent)].depth + 1;
+                entries_.push_back({parent, -1, -1, 0, 0, 0, it, depth, 0});
                 into_pool(it->second, table[b]);
                 pool_.share(table[b]);  // the cache's own reference
                 ++added;
@@ -197,14 +222,23 @@ class PrefixCache : public BlockReclaimer {
     }
 
     // Gives back the least recently used block only the cache holds and
-    // no block cached in the pool continues; to the tier first, if there is
-    // one. It walks every entry ever made: a server keeps its candidates in
-    // eviction order instead (vLLM's free-block queue).
+    // no block cached in the pool continues (or the policy's choice among
+    // those); to the tier first, if there is one. It walks every entry ever
+    // made: a server keeps its candidates in eviction order instead (vLLM's
+    // free-block queue).
     bool reclaim_one() override {
-        const int victim = least_recently_used([&](int, const Entry& e) {
+        const auto may_go = [&](int, const Entry& e) {
             return e.block >= 0 && e.children == 0 && pool_.owners(e.block) == 1;
-        });
+        };
+        int victim = least_recently_used(may_go);
         if (victim < 0) return false;
+        if (policy_) {
+            const int chosen = chosen_by_policy();
+            if (chosen >= 0 && may_go(chosen, entries_[std::size_t(chosen)]))
+                victim = chosen;
+            else
+                ++refused_;
+        }
         Entry& e = entries_[std::size_t(victim)];
         const int block = e.block;
         const int slot = free_slot();
@@ -237,6 +271,8 @@ class PrefixCache : public BlockReclaimer {
         int kept_children = 0;        // blocks kept in the tier that continue it
         std::uint64_t last_used = 0;  // the cache's clock when last matched, filled or let go
         Index::iterator at;           // its key in index_
+        int depth = 0;                // blocks before it in its chain
+        int hits = 0;                 // prompts match() found it for
     };
 
     static Key key(int parent, std::span<const int> tokens) {
@@ -269,6 +305,21 @@ class PrefixCache : public BlockReclaimer {
                  entries_[std::size_t(i)].last_used < entries_[std::size_t(found)].last_used))
                 found = i;
         return found;
+    }
+
+    // The entry the policy chooses among those in the pool, or -1.
+    int chosen_by_policy() const {
+        std::vector<CachedBlock> shown;
+        std::vector<int> entry;  // (shown) the entry each one is
+        for (int i = 0; i < int(entries_.size()); ++i) {
+            const Entry& e = entries_[std::size_t(i)];
+            if (e.block < 0) continue;
+            shown.push_back({e.block, e.depth, e.children == 0, pool_.owners(e.block) - 1,
+                             e.last_used, e.hits});
+            entry.push_back(i);
+        }
+        const int chosen = policy_(shown);
+        return chosen >= 0 && chosen < int(entry.size()) ? entry[std::size_t(chosen)] : -1;
     }
 
     // A free slot of the tier, after giving back its least recently used
@@ -346,6 +397,8 @@ class PrefixCache : public BlockReclaimer {
     std::vector<int> free_slots_;  // the tier's free slots; the next one taken is at the back
     int loading_ = -1;             // the entry reload() is reading back, which the tier keeps
     TierCounts tier_;
+    EvictionPolicy policy_;  // none: least recently used
+    std::int64_t refused_ = 0;
 };
 
 }  // namespace kv
