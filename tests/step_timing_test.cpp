@@ -124,13 +124,8 @@ TEST_CASE("chapter 02's one-row step alone is the answer's last step and its log
     CHECK(r.one_row_context == 3 + 4 - 2);
     CHECK(r.one_row.seconds.size() == 2u * StepSampling{}.repeats);  // a round per timed answer
     CHECK(r.argmax.seconds.size() == 2u * StepSampling{}.repeats);
-    CHECK(r.naive.fastest_step_seconds.size() == 4);
-    CHECK(r.cached.fastest_step_seconds.size() == 4);
-    for (std::size_t s = 0; s < 4; ++s) {
-        CHECK(r.cached.fastest_step_seconds[s] <= r.cached.step_seconds[s]);
-        CHECK(r.naive.fastest_step_seconds[s] <= r.naive.step_seconds[s]);
-    }
-    CHECK(r.cached_answer_seconds() <= r.cached.answer_seconds);
+    CHECK(r.naive.step_seconds.size() == 4);
+    CHECK(r.cached.step_seconds.size() == 4);
     CHECK(r.speedup() == doctest::Approx(r.naive_answer_seconds() / r.cached_answer_seconds()));
     CHECK(r.naive.tokens == r.cached.tokens);
 }

@@ -24,7 +24,8 @@ inline int report(const Results& r, const OutputOptions& out) {
                 double(weights)))
         .line("prompt_len", "prompt (tokens)", p)
         .line("answer_len", "answer (tokens)", n)
-        .line("repeats", "timed answers after a warm-up (median)", r.repeats)
+        .line("repeats", "timed answers after a warm-up (the fastest kept, thread CPU time)",
+              r.repeats)
         .text("")
         .table("steps",
                "Each step runs the whole sequence through the model again:", step_table(p, naive))

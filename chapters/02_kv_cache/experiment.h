@@ -60,12 +60,12 @@ struct Results {
 
     // Every time below is the fastest of its samples, as make bench keeps a
     // step's fastest: a quiet machine's cost, which other work only adds to.
-    double naive_answer_seconds() const { return naive.fastest_answer_seconds; }
-    double cached_answer_seconds() const { return cached.fastest_answer_seconds; }
+    double naive_answer_seconds() const { return naive.answer_seconds; }
+    double cached_answer_seconds() const { return cached.answer_seconds; }
     double speedup() const { return naive_answer_seconds() / cached_answer_seconds(); }
-    double prefill_seconds() const { return cached.fastest_step_seconds.front(); }
+    double prefill_seconds() const { return cached.step_seconds.front(); }
     double decode_step_seconds() const {  // within the answer: the median step after the prefill
-        return median({cached.fastest_step_seconds.begin() + 1, cached.fastest_step_seconds.end()});
+        return median({cached.step_seconds.begin() + 1, cached.step_seconds.end()});
     }
     // What a row of a naive pass costs: the naive answer over its rows.
     double naive_seconds_per_row() const {

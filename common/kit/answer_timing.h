@@ -1,5 +1,7 @@
-// The stopwatch for one whole answer: its total time and each step's,
-// medians over repeated runs after a warm-up (chapters 01 and 02), in the
+// The stopwatch for one whole answer: its total time and each step's, the
+// fastest of repeated runs after a warm-up (chapters 01 and 02), as make
+// bench keeps a step's fastest: a quiet machine's cost, which other work
+// only adds to. In the
 // thread's CPU time with the thread kept on its core, as every step in the
 // book is timed (common/core/timing.h).
 #pragma once
@@ -18,18 +20,15 @@
 namespace kv {
 
 struct AnswerTiming {
-    std::vector<int> tokens;            // the answer of the last run (every run gives the same)
-    double answer_seconds = 0;          // median thread CPU time for the whole answer
-    std::vector<double> step_seconds;   // (answer_len) median time of each step, from the end of
-                                        // the step before (its token chosen) to its logits
-    double fastest_answer_seconds = 0;  // the fastest of the timed answers
-    std::vector<double> fastest_step_seconds;  // (answer_len) each step's fastest, as make bench
-                                               // keeps a step's fastest (common/core/timing.h)
-    std::uint64_t positions = 0;               // token-positions the model processed for one answer
+    std::vector<int> tokens;           // the answer of the last run (every run gives the same)
+    double answer_seconds = 0;         // the fastest timed answer, thread CPU time
+    std::vector<double> step_seconds;  // (answer_len) each step's fastest, from the end of the
+                                       // step before (its token chosen) to its logits
+    std::uint64_t positions = 0;       // token-positions the model processed for one answer
 };
 
-// Warms up with one answer, then times `repeats` more and keeps medians and
-// the fastest; on a terminal, stderr shows the run and the tokens so far.
+// Warms up with one answer, then times `repeats` more and keeps the
+// fastest; on a terminal, stderr shows the run and the tokens so far.
 // `after_timed` (if given) runs after each timed answer, untimed: another
 // measurement taking turns with the answers, so that both see the same load.
 inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator& generate,
@@ -62,12 +61,9 @@ inline AnswerTiming time_answer(Transformer& model, int repeats, const Generator
         [&] {
             if (after_timed) after_timed();
         });
-    result.answer_seconds = median(totals);
-    result.fastest_answer_seconds = *std::min_element(totals.begin(), totals.end());
-    for (const auto& samples : per_step) {
-        result.step_seconds.push_back(median(samples));
-        result.fastest_step_seconds.push_back(*std::min_element(samples.begin(), samples.end()));
-    }
+    result.answer_seconds = *std::min_element(totals.begin(), totals.end());
+    for (const auto& samples : per_step)
+        result.step_seconds.push_back(*std::min_element(samples.begin(), samples.end()));
     return result;
 }
 
