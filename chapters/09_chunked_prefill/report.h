@@ -37,16 +37,14 @@ inline std::string tradeoff_plots(const Results& r, const std::string& dir) {
         SvgPlot plot(concat("The trade, ", workload, ", ", r.work.requests, " requests"),
                      "median time to first token (s)", "p99 time between tokens (ms)");
         std::vector<double> x, y;
+        std::vector<std::string> rules;
         for (const QueueRun& q : r.runs)
-            if (q.workload == workload && q.rule.chunk > 0) {
+            if (q.workload == workload) {
                 x.push_back(q.summary.ttft_median);
                 y.push_back(q.summary.tbt_p99 * 1e3);
+                rules.push_back(q.rule.name);
             }
-        plot.add_series("chunked", x, y);
-        for (const StepRule& rule : {kPrefillFirst, kBatchedPrefill}) {
-            const Summary& m = r.run(workload, rule.name).summary;
-            plot.add_series(rule.name, {m.ttft_median}, {m.tbt_p99 * 1e3});
-        }
+        plot.add_cases("step rules", x, y, rules);
         paths +=
             concat(paths.empty() ? "" : " ", plot.write(concat(dir, "/09_tradeoff_", ++n, ".svg")));
     }
