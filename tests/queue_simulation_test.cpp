@@ -342,6 +342,30 @@ TEST_CASE("a request that follows another arrives when that one has finished") {
     CHECK(later.requests[1].admitted_s == 10 * first.finished_s);
 }
 
+TEST_CASE("follow-ups waiting together go in the order they arrived not by id") {
+    // A batch of 2. 0 and 1 run; 1 is short, so 4 (its follow-up) arrives
+    // first and waits behind 2, which came at the start. 2 is long, so when
+    // 0 finishes, 3 (its follow-up) arrives and the one free slot is 4's:
+    // it arrived earlier, though its id is higher.
+    std::vector<Request> queue(5);
+    const int answers[] = {10, 2, 30, 3, 3};
+    for (int i = 0; i < 5; ++i) {
+        Request& r = queue[std::size_t(i)];
+        r.id = i;
+        r.prompt_len = 8;
+        r.answer_len = r.answer_cap = answers[i];
+    }
+    queue[3].after = 0;
+    queue[4].after = 1;
+    const Schedule s = simulate_with(queue, Policy{"continuous", 2, true, true}, kRoomy);
+    const Request &three = s.requests[3], &four = s.requests[4];
+    REQUIRE(four.arrival_s < three.arrival_s);  // both waiting once 0 finishes
+    REQUIRE(s.requests[2].admitted_s < three.arrival_s);
+    REQUIRE(s.requests[2].finished_s > three.arrival_s);
+    CHECK(four.admitted_s == s.requests[0].finished_s);
+    CHECK(three.admitted_s > four.admitted_s);
+}
+
 TEST_CASE("no follow-up is admitted before the request it follows has finished") {
     // Chains of requests (i follows i - 5) under every policy, with
     // preemptions, all at once and as a stream: each waits for the one it

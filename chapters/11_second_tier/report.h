@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -16,13 +17,14 @@
 namespace kv::ch11 {
 
 inline Table sweep_table(const Results& r) {
-    // Per token: the cold reload's time and the recompute's, each over P.
-    Table t({"P", "pool", "warm", "cold", "recompute", "cold/token", "recompute/token",
+    // Per token of the prefix: the cold read alone, and the whole recompute
+    // (the question's 16 tokens included), each over P.
+    Table t({"P", "pool", "warm", "cold", "recompute", "read/token", "recompute/token",
              "recompute/cold", "read warm", "read cold", "read O_DIRECT", "same logits"});
     for (const OneRequest& o : r.sweep)
         t.add_row({o.prefix, duration_cell(o.pool_s), duration_cell(o.warm_s),
                    duration_cell(o.cold_s), duration_cell(o.recompute_s),
-                   duration_cell(o.cold_s / o.prefix), duration_cell(o.recompute_s / o.prefix),
+                   duration_cell(o.cold_read_s / o.prefix), duration_cell(o.recompute_s / o.prefix),
                    times_cell(o.recompute_s / o.cold_s), rate_cell(o.warm_bandwidth()),
                    rate_cell(o.cold_bandwidth()),
                    o.direct_read_s > 0 ? rate_cell(o.direct_bandwidth()) : Cell("refused"),
@@ -63,7 +65,8 @@ inline Table queue_table(const Results& r) {
                    Cell(std::uint64_t(q.prefilled)), duration_cell(q.summary.ttft_median),
                    duration_cell(q.summary.ttft_p99), Cell(q.tier.kept), Cell(q.tier.reloaded),
                    Cell(q.tier.failed), Cell(q.tier.not_kept), Cell(q.tier.evictions),
-                   Cell(q.preemptions), q.engine ? yes_no(q.same_order) : Cell("-"),
+                   Cell(q.preemptions),
+                   q.engine && r.setup.orders_compare() ? yes_no(q.same_order) : Cell("-"),
                    q.engine && q.tier_mib ? yes_no(q.same_tokens) : Cell("-")});
     return t;
 }
@@ -97,6 +100,12 @@ inline std::int64_t pages_left(const Results& r) {
     return most;
 }
 
+// Seconds to three significant digits: 1.44, 0.0123 (a short run's waits keep theirs).
+inline std::string seconds_text(double s) {
+    const int digits = s > 0 ? 2 - int(std::floor(std::log10(s))) : 0;
+    return fixed(s, std::clamp(digits, 0, 9));
+}
+
 // Returns the exit status: 1 if a check printed "no" (logits, order, tokens).
 inline int report(const Results& r, const OutputOptions& out) {
     const Setup& s = r.setup;
@@ -123,9 +132,9 @@ inline int report(const Results& r, const OutputOptions& out) {
               concat("a block of ", s.block_size,
                      " positions in the tier, with its name and checksum (bytes)"),
               Cell(r.slot_bytes))
-        .line("tier_folder", "the tier's files (mode 0600, removed on exit and on a signal)",
-              outside_text("a fresh folder under " +
-                           (s.tier_dir.empty() ? std::string("$TMPDIR (or /tmp)") : s.tier_dir)))
+        .line("tier_folder",
+              "the sweep's tier files (mode 0600, no name on disk once open), made under",
+              outside_text(r.measured_in))
         .text("")
         .table("one_request",
                concat("One request, a prefix of P tokens then ", Setup::kQuestion,
@@ -175,8 +184,8 @@ inline int report(const Results& r, const OutputOptions& out) {
         .headline(concat("second tier: ", fixed(100 * with.share(with.from_tier), 0),
                          "% of returning prompt tokens reloaded instead of recomputed; median time "
                          "to first token ",
-                         fixed(without.summary.ttft_median, 1), " s -> ",
-                         fixed(with.summary.ttft_median, 1), " s; a reload ",
+                         seconds_text(without.summary.ttft_median), " s -> ",
+                         seconds_text(with.summary.ttft_median), " s; a reload ",
                          fixed(l.recompute_s / l.cold_s, 0), " x faster than recomputing at ",
                          with_commas(l.prefix), " tokens"));
     emit(out, f);

@@ -42,9 +42,9 @@
 
 namespace kv {
 
-// Which waiting request goes next: the lowest value first, ties in arrival
-// order. The book's policies leave it empty (first come, first served); the
-// exercises try others.
+// Which waiting request goes next: the lowest value first, ties by id. The
+// book's policies leave it empty (first come, first served); the exercises
+// try others.
 using QueuePriority = double (*)(const Request&);
 
 struct Policy {

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -18,41 +17,15 @@ namespace kv {
 
 namespace {
 
-// ------------------------------------------------ removal on a signal
-//
-// The handler reads a fixed table: unlink() and rmdir() only, which are
-// async-signal-safe. An entry is marked used after its paths are written.
-
-constexpr int kTiers = 8;                 // tier files alive at once
-constexpr std::size_t kPathBytes = 4096;  // PATH_MAX
-struct TierPaths {
-    char folder[kPathBytes];
-    char file[kPathBytes];
-    volatile std::sig_atomic_t used;
-};
-TierPaths tier_paths[kTiers];
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
-struct sigaction before[3];  // each signal's action before ours, taken after the cleanup
-
-void remove_tier_files(int signal_number) {
-    for (TierPaths& t : tier_paths)
-        if (t.used) {
-            ::unlink(t.file);
-            ::rmdir(t.folder);
-        }
-    for (int i = 0; i < 3; ++i)
-        if (kSignals[i] == signal_number) ::sigaction(signal_number, &before[i], nullptr);
-    ::raise(signal_number);  // taken as it would have been once this handler returns
-}
-
-// Signals held back while a tier's paths are made and listed, so that
-// none finds a folder made but not yet listed.
+// Signals held back while the tier's folder and file exist on disk, from
+// mkdtemp() to rmdir(), so that no SIGINT or SIGTERM ends the program in
+// between and leaves them behind.
 class SignalsHeld {
   public:
     SignalsHeld() {
         sigset_t held;
         sigemptyset(&held);
-        for (int s : kSignals) sigaddset(&held, s);
+        for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, s);
         ::sigprocmask(SIG_BLOCK, &held, &before_);
     }
     ~SignalsHeld() { ::sigprocmask(SIG_SETMASK, &before_, nullptr); }
@@ -60,23 +33,6 @@ class SignalsHeld {
   private:
     sigset_t before_;
 };
-
-// Asked at every tier file, not once: a handler put back by someone else
-// (a test framework's, between its tests) gets ours in front of it again. A
-// signal the program ignores (nohup) stays ignored.
-void install_handler() {
-    for (int i = 0; i < 3; ++i) {
-        struct sigaction now {};
-        ::sigaction(kSignals[i], nullptr, &now);
-        const bool plain = !(now.sa_flags & SA_SIGINFO);
-        if (plain && (now.sa_handler == SIG_IGN || now.sa_handler == remove_tier_files)) continue;
-        before[i] = now;
-        struct sigaction cleanup {};
-        cleanup.sa_handler = remove_tier_files;
-        sigemptyset(&cleanup.sa_mask);
-        ::sigaction(kSignals[i], &cleanup, nullptr);
-    }
-}
 
 // ----------------------------------------------------------- the slot
 
@@ -143,36 +99,32 @@ TierFile::TierFile(BlockPool& pool, int slots, const std::string& parent)
     buffer_.resize(slot_bytes_);
     const char* tmp = std::getenv("TMPDIR");
     const std::string under = parent.empty() ? (tmp && *tmp ? tmp : "/tmp") : parent;
-    folder_ = under + "/kv-tier-XXXXXX";
+    std::string folder = under + "/kv-tier-XXXXXX";
     const SignalsHeld held;
-    install_handler();
-    for (int i = 0; i < kTiers && table_slot_ < 0; ++i)
-        if (!tier_paths[i].used) table_slot_ = i;
-    if (table_slot_ < 0 || folder_.size() + 8 >= kPathBytes) {
-        fail("cannot make one more tier file in " + under, 0);
-    } else if (!::mkdtemp(folder_.data())) {
+    if (!::mkdtemp(folder.data())) {
         fail("cannot make a folder in " + under, errno);
-        table_slot_ = -1;
-    } else {
-        path_ = folder_ + "/blocks";
-        TierPaths& t = tier_paths[table_slot_];
-        std::memcpy(t.folder, folder_.c_str(), folder_.size() + 1);
-        std::memcpy(t.file, path_.c_str(), path_.size() + 1);
-        t.used = 1;
-        fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd_ < 0 || ::fchmod(fd_, 0600) != 0) fail("cannot create " + path_, errno);
+        return;
     }
+    // Both descriptors open, then the names go at once: the file lives as
+    // long as they do, and whatever ends the run (even SIGKILL) leaves
+    // nothing on disk. O_DIRECT is asked now, while the file has a name.
+    const std::string file = folder + "/blocks";
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    const int error = fd_ < 0 || ::fchmod(fd_, 0600) != 0 ? errno : 0;
+    if (fd_ >= 0) direct_fd_ = ::open(file.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    ::unlink(file.c_str());
+    ::rmdir(folder.c_str());
+    if (error) {
+        fail("cannot create " + file, error);
+        return;
+    }
+    folder_ = under;
+    path_ = "/proc/self/fd/" + std::to_string(fd_);
 }
 
 TierFile::~TierFile() {
     if (fd_ >= 0) ::close(fd_);
     if (direct_fd_ >= 0) ::close(direct_fd_);
-    const SignalsHeld held;
-    if (!path_.empty()) ::unlink(path_.c_str());
-    if (table_slot_ >= 0 && tier_paths[table_slot_].used) {
-        ::rmdir(folder_.c_str());
-        tier_paths[table_slot_].used = 0;
-    }
 }
 
 void TierFile::fail(const std::string& what, int error) {
@@ -181,6 +133,7 @@ void TierFile::fail(const std::string& what, int error) {
     if (fd_ >= 0 && error) {  // a file that failed once is not trusted again
         ::close(fd_);
         fd_ = -1;
+        path_.clear();
     }
 }
 
@@ -219,7 +172,7 @@ bool TierFile::read(int slot, const BlockName& name, int block) {
     const Stopwatch watch;
     const std::byte* data = buffer_.data();
     ssize_t n;
-    if (direct_fd_ >= 0) {  // whole aligned pages around the slot, into an aligned buffer
+    if (direct_) {  // whole aligned pages around the slot, into an aligned buffer
         const std::uint64_t first = offset(slot) / 4096 * 4096, lead = offset(slot) - first;
         const std::uint64_t pages = (lead + slot_bytes_ + 4095) / 4096 * 4096;
         std::vector<std::byte> bytes(pages + 4096);
@@ -275,10 +228,8 @@ std::int64_t TierFile::drop_cached_pages() {
 }
 
 bool TierFile::read_direct() {
-    if (direct_fd_ >= 0) return true;
-    if (path_.empty() || fd_ < 0) return false;
-    direct_fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-    return direct_fd_ >= 0;
+    direct_ = fd_ >= 0 && direct_fd_ >= 0;
+    return direct_;
 }
 
 }  // namespace kv

@@ -10,11 +10,11 @@
 // values: the caller computes the block again. A file that cannot be made
 // or written keeps nothing (write() says false) and never fails a request.
 //
-// The file is private to the run: a fresh folder (mkdtemp, mode 0700)
-// under the parent asked for ($TMPDIR or /tmp by default), the file in it
-// mode 0600, both removed when the TierFile goes and on SIGINT, SIGTERM or
-// SIGHUP (a handler that only unlinks fixed paths, then lets the signal
-// end the program as it would have).
+// The file is private to the run: made in a fresh folder (mkdtemp, mode
+// 0700) under the parent asked for ($TMPDIR or /tmp by default), mode 0600,
+// and both names removed as soon as the file is open. It lives as long as
+// its descriptors, so nothing is left on disk however the run ends, even
+// killed by SIGKILL.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +55,10 @@ class TierFile final : public TierStore {
     };
     const Counts& counts() const { return counts_; }
 
-    const std::string& path() const { return path_; }        // the file; empty if none
+    // A name that opens the file while it is open (/proc/self/fd/N: it has
+    // none on disk); empty if none.
+    const std::string& path() const { return path_; }
+    const std::string& folder() const { return folder_; }    // made under it; empty if none
     const std::string& warning() const { return warning_; }  // the first failure; empty if none
     int slots() const { return slots_; }
 
@@ -75,8 +78,8 @@ class TierFile final : public TierStore {
     BlockPool& pool_;
     int slots_;
     std::uint64_t slot_bytes_;
-    int fd_ = -1, direct_fd_ = -1;
-    int table_slot_ = -1;  // its paths' place in the signal handler's table
+    int fd_ = -1, direct_fd_ = -1;  // direct_fd_: O_DIRECT, -1 if refused
+    bool direct_ = false;           // reads go through direct_fd_
     std::string folder_, path_, warning_;
     std::vector<std::byte> buffer_;  // one slot, as on disk
     Counts counts_;

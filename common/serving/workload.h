@@ -29,7 +29,8 @@ enum class RequestStatus {
 // and write this one record (nano-vllm's Sequence).
 struct Request {
     // What the workload drew, fixed from the start.
-    int id = 0;            // position in arrival order: requests[id].id == id
+    int id = 0;            // position in the workload, drawn in order of arrival_s (a
+                           // follow-up may arrive after higher ids): requests[id].id == id
     double arrival_s = 0;  // when it reaches the server (see `after`)
     int prompt_len = 1;    // tokens in its prompt
     int answer_len = 1;    // tokens it will receive; unknown to the scheduler until it stops
