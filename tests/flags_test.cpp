@@ -409,7 +409,8 @@ TEST_CASE("chapter 05's --help gives --requests and --batch the range its check 
     Flags flags("05_queue_simulation", "the queue");
     e.add_flags(flags);
     const std::string help = help_of(flags);
-    CHECK(help.find("requests in the queue (past 100,000: slow)") != std::string::npos);
+    CHECK(help.find("requests in the queue (past 100,000: slow; with --answer-len, at most "
+                    "100,000,000 answer tokens in all)") != std::string::npos);
     CHECK(help.find("(default 1000; 1..1000000)") != std::string::npos);
     CHECK(help.find("most requests running at once (default 32; 1..4096)") != std::string::npos);
     const char* zero_requests[] = {"t", "--requests", "0"};

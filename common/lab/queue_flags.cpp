@@ -18,7 +18,9 @@ void add_queue_flags(Flags& flags, QueueOptions& q) {
     WorkloadOptions& w = q.workload;
     // The simulator keeps every request and every gap between two tokens (the
     // percentiles need them all): check_queue bounds what they may hold.
-    flags.add("requests", w.requests, 1, 1'000'000, "requests in the queue (past 100,000: slow)");
+    flags.add("requests", w.requests, 1, 1'000'000,
+              "requests in the queue (past 100,000: slow; with --answer-len, at most "
+              "100,000,000 answer tokens in all)");
     flags.add("prompt-min", w.prompt_min, 1, 1 << 20, "shortest prompt (uniform lengths)");
     flags.add("prompt-max", w.prompt_max, 1, 1 << 20, "longest prompt");
     flags.add("answer-len", w.answer_len, 1, 1 << 20, "mean answer length before the cap");
