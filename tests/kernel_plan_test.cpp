@@ -132,6 +132,19 @@ TEST_CASE("a plan file reads back what was written") {
     }
 }
 
+TEST_CASE("this build's identity names its optimization level and its sanitizers") {
+    // The Makefile and CMake tell kernel_plan.cpp its -O level and any
+    // -fsanitize (GCC has no macro for either): an -O0 or sanitized build
+    // must not reuse an -O3 build's plan or prices.
+    const std::string build = this_machine().build;
+    INFO(build);
+    CHECK(build.find(", -O") != std::string::npos);
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK(build.find("-fsanitize=") != std::string::npos);
+    CHECK(build.find("address") != std::string::npos);
+#endif
+}
+
 TEST_CASE("a plan made on another machine or by another build is ignored") {
     KernelPlan p;
     p.key = plan_key(Config{});
