@@ -293,7 +293,7 @@ TEST_CASE("a plan file that is not a small regular file is not read: measured ag
     write_plan(huge, 81, 2u << 20);
     keep_kernel_plans_in(huge);
     const Transformer through_huge(c, 1);
-    write_plan(small, 85, 0);
+    write_plan(small, 75, 0);
     keep_kernel_plans_in(small);
     const Transformer through_small(c, 1);
     keep_kernel_plans_in("");
