@@ -16,8 +16,8 @@
 # the harness's own, and before one run in three that state is damaged
 # (empty, huge, a folder, a FIFO, random bytes; a calibration's prices not
 # finite, below zero or absurd, the run then pricing by them), and put back
-# after. Only what the run reads is damaged, and only such runs count as
-# planted.
+# after. Only what the run reads is damaged, and only runs that read it
+# count as planted.
 #
 # Each run's standard error is a terminal (script(1) gives it one), so its
 # progress shows as it would to a reader.
@@ -27,8 +27,7 @@
 #   - it exits with a status other than 0 or 2 (a crash, an abort);
 #   - it exits 2 without exactly one line on stderr (progress lines aside);
 #   - it exits 0 with nothing on stdout, or with inf or nan in its report
-#     or its plots, or, having priced by a damaged calibration (without
-#     --calibrate), without saying the saved prices were not used;
+#     or its plots, or with the prices of a damaged calibration reused;
 #   - it shows nothing on its terminal for QUIET_SECONDS (20): no progress,
 #     unless the --help line of a flag drawn for it says its value may be
 #     slow; such a run is killed and counted as quiet, its command printed.
@@ -368,16 +367,20 @@ while [ "$SECONDS" -lt "$budget" ]; do
     [ $((RANDOM % 3)) = 0 ] && args+=(--json)
     damage="" priced=""
     [ $((RANDOM % 3)) = 0 ] && damage_state
-    if [ -n "$damage" ]; then
-        [ -n "$priced" ] && args+=(--cost-model measured)
-        planted=$((planted + 1))
-        damages[$damage]=$((${damages[$damage]:-0} + 1))
-    fi
+    [ -n "$priced" ] && args+=(--cost-model measured)
     runs=$((runs + 1))
     start="$(micros)"
     run_on_a_terminal
     used[$ch]=$((used[$ch] + $(micros) - start))
     [ -n "$damage" ] && restore_state
+    # Planted: the plan is read by every program with a model; a calibration
+    # only if one was saved for the run's model (drawn flags may change it),
+    # which its step cost then shows: refused ("not used") or used ("reused").
+    if [ -n "$damage" ] && { [ -z "$priced" ] ||
+        grep -qE 'the saved prices were not used|reused from' "$work.out"; }; then
+        planted=$((planted + 1))
+        damages[$damage]=$((${damages[$damage]:-0} + 1))
+    fi
     if [ -n "${VERBOSE:-}" ]; then
         printf 'exit %s%s:' "$status" "${damage:+ (state: $damage)}"
         printf ' %q' "$ch" "${args[@]:${#base_words[@]}}"
@@ -402,10 +405,9 @@ while [ "$SECONDS" -lt "$budget" ]; do
         else report "$ch: exit status 2 with $lines_err lines on stderr"; fi
     elif [ "$status" = 0 ]; then
         if [ ! -s "$work.out" ]; then report "$ch: exit status 0 with nothing on stdout"
-        elif [ -n "$priced" ] && [[ " ${args[*]} " != *" --calibrate "* ]] &&
-            ! grep -q 'the saved prices were not used' "$work.out"; then
-            # A damaged calibration is refused and measured again, never used.
-            report "$ch: priced by a damaged calibration without saying its prices were not used"
+        elif [ -n "$priced" ] && grep -q 'reused from' "$work.out"; then
+            # Every saved calibration was damaged: none may be reused.
+            report "$ch: priced by a damaged calibration ($damage): its prices were reused"
         elif cat "$work.out" "$work"/plots/*.svg 2>/dev/null | grep -qiwE -- '-?(inf|nan)'; then
             report "$ch: a number that is not finite in its report or plots"
         else exit0=$((exit0 + 1)); fi
