@@ -20,6 +20,7 @@
 
 #include "../chapters/07_paged_kv_cache/experiment.h"
 #include "../chapters/08_prefix_caching/experiment.h"
+#include "../chapters/09_chunked_prefill/experiment.h"
 #include "../common/core/generation.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/transformer.h"
@@ -191,4 +192,18 @@ TEST_CASE("chapter 07 on a terminal shows its simulations of a long queue while 
     });
     CHECK(shown.find("chapter 07: 8/8 the queue in the simulator: paged, swap, ") !=
           std::string::npos);
+}
+
+// Chapter 09's simulations (each step rule, short prompts then long) show
+// on a terminal which one runs.
+TEST_CASE("chapter 09 on a terminal shows its simulations while they run") {
+    const std::string shown = shown_past_two_seconds([](int scale) {
+        ch09::Experiment e;
+        e.queue.cost_model = "analytic";
+        e.queue.workload.requests = 5'000 * scale;
+        e.check();
+        e.run();
+    });
+    CHECK(shown.find("chapter 09: ") != std::string::npos);
+    CHECK(shown.find(" the queue in the simulator: ") != std::string::npos);
 }
