@@ -409,7 +409,8 @@ TEST_CASE("chapter 05's --help gives --requests and --batch the range its check 
     Flags flags("05_queue_simulation", "the queue");
     e.add_flags(flags);
     const std::string help = help_of(flags);
-    CHECK(help.find("requests in the queue (past 100,000: slow)") != std::string::npos);
+    CHECK(help.find("requests in the queue (past 100,000: slow; with --answer-len, at most "
+                    "100,000,000 answer tokens in all)") != std::string::npos);
     CHECK(help.find("(default 1000; 1..1000000)") != std::string::npos);
     CHECK(help.find("most requests running at once (default 32; 1..4096)") != std::string::npos);
     const char* zero_requests[] = {"t", "--requests", "0"};
@@ -418,6 +419,65 @@ TEST_CASE("chapter 05's --help gives --requests and --batch the range its check 
     const char* zero_batch[] = {"t", "--batch", "0"};
     CHECK_THROWS_WITH_AS(flags.parse(3, zero_batch), "--batch: must be in 1..4096, got 0",
                          UsageError);
+}
+
+TEST_CASE("a queue whose answer tokens the simulator cannot keep is refused before any draw") {
+    // The simulator keeps one gap per answer token: a million answers of a
+    // thousand tokens would hold about 22 GiB. Refused at once, naming both flags.
+    ch05::Experiment e;
+    e.model.max_seq = 4096;
+    e.queue.cost_model = "analytic";
+    WorkloadOptions& w = e.queue.workload;
+    w.answer_len = 1000;
+    w.answer_max = 2000;
+    w.requests = 1'000'000;
+    CHECK_THROWS_WITH_AS(e.check(),
+                         doctest::Contains("--requests 1000000 x --answer-len 1000 is about "
+                                           "1,000,000,000 answer tokens"),
+                         UsageError);
+    CHECK_THROWS_WITH_AS(e.check(), doctest::Contains("it keeps at most 100,000,000"), UsageError);
+    // The bound is on tokens, not requests: short answers pass the check.
+    w.requests = 100'000;
+    w.answer_len = 48;
+    w.answer_max = 192;
+    CHECK_NOTHROW(e.check());
+    CHECK(beyond_simulation(w).empty());
+    CHECK(simulation_bytes(1, 1000) < simulation_bytes(1, 1001));
+    CHECK(simulation_bytes(1000, 0) < simulation_bytes(1001, 0));
+}
+
+TEST_CASE("chapter 05 names the first request that can never fit without drawing the rest") {
+    ch05::Experiment e;
+    e.queue.cost_model = "analytic";
+    e.model.max_seq = 1 << 20;
+    WorkloadOptions& w = e.queue.workload;
+    const std::uint64_t tokens = e.budget().tokens;
+    // The request the chapter must name: the first whose prompt + cap - 1
+    // exceeds the budget, read from the whole queue as drawn.
+    auto first_refused = [&] {
+        for (const Request& r : make_workload(workload_of(e.queue, e.seed)))
+            if (longest_context(r) > tokens) return r;
+        return Request{};
+    };
+    auto refusal = [&](const Request& r) {
+        return "request " + std::to_string(r.id) + " may need " + with_commas(longest_context(r)) +
+               " (prompt " + std::to_string(r.prompt_len) + " + answer cap " +
+               std::to_string(r.answer_cap) + " - 1)";
+    };
+    // Even the shortest prompt does not fit: the first request, drawn alone.
+    w.answer_len = 200;
+    w.answer_max = int(tokens);
+    const Request first = first_refused();
+    CHECK(first.id == 0);
+    CHECK_THROWS_WITH_AS(e.check(), doctest::Contains(refusal(first).c_str()), UsageError);
+    // Some prompts fit and some do not: the first that does not, from the whole draw.
+    w.answer_max = int(tokens) - 60 + 1;  // prompts up to 60 fit: the first request's does
+    const Request some = first_refused();
+    CHECK(some.id > 0);
+    CHECK_THROWS_WITH_AS(e.check(), doctest::Contains(refusal(some).c_str()), UsageError);
+    // Every prompt fits: nothing to refuse.
+    w.answer_max = int(tokens) - w.prompt_max + 1;
+    CHECK_NOTHROW(e.check());
 }
 
 TEST_CASE("a flag's value that is another flag is refused naming both") {

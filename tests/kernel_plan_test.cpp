@@ -132,6 +132,19 @@ TEST_CASE("a plan file reads back what was written") {
     }
 }
 
+TEST_CASE("this build's identity names its optimization level and its sanitizers") {
+    // The Makefile and CMake tell kernel_plan.cpp its -O level and any
+    // -fsanitize (GCC has no macro for either): an -O0 or sanitized build
+    // must not reuse an -O3 build's plan or prices.
+    const std::string build = this_machine().build;
+    INFO(build);
+    CHECK(build.find(", -O") != std::string::npos);
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK(build.find("-fsanitize=") != std::string::npos);
+    CHECK(build.find("address") != std::string::npos);
+#endif
+}
+
 TEST_CASE("a plan made on another machine or by another build is ignored") {
     KernelPlan p;
     p.key = plan_key(Config{});
@@ -266,19 +279,31 @@ TEST_CASE("a plan file that is not a small regular file is not read: measured ag
     REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);  // opening it to read would wait for a writer
     keep_kernel_plans_in(fifo);
     const Transformer through_fifo(c, 1);  // returns: the FIFO is never opened
-    // A plan file over 1 MiB, whose first line is this machine's: not read either.
-    const std::string huge = dir.file("huge_plan.txt");
-    {
-        std::ofstream out(huge);
-        out << plan_file_text(this_machine(), {}) << std::string(2u << 20, '#') << "\n";
-    }
+    // A plan file over 1 MiB that opens with this machine's plan for the
+    // shape: not read either. The same lines in a small file are read (the
+    // control: a reader that read the huge file would be seen).
+    auto write_plan = [&](const std::string& path, int vocab, std::size_t padding) {
+        c.vocab_size = vocab;
+        KernelPlan plan;
+        plan.key = plan_key(c);
+        std::ofstream(path) << plan_file_text(this_machine(), {plan}) << std::string(padding, '#')
+                            << "\n";
+    };
+    const std::string huge = dir.file("huge_plan.txt"), small = dir.file("small_plan.txt");
+    write_plan(huge, 81, 2u << 20);
     keep_kernel_plans_in(huge);
-    c.vocab_size = 81;
     const Transformer through_huge(c, 1);
+    write_plan(small, 75, 0);
+    keep_kernel_plans_in(small);
+    const Transformer through_small(c, 1);
     keep_kernel_plans_in("");
-    for (const KernelPlan& p : kernel_plans_used())
+    int read_small = 0;
+    for (const KernelPlan& p : kernel_plans_used()) {
         if (p.key == plan_key(through_fifo.config()) || p.key == plan_key(through_huge.config()))
             CHECK(p.how.find("read from") == std::string::npos);
+        if (p.key == plan_key(through_small.config())) read_small += p.how == "read from " + small;
+    }
+    CHECK(read_small == 1);
 }
 
 TEST_CASE(

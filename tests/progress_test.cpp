@@ -20,6 +20,7 @@
 
 #include "../chapters/07_paged_kv_cache/experiment.h"
 #include "../chapters/08_prefix_caching/experiment.h"
+#include "../chapters/09_chunked_prefill/experiment.h"
 #include "../common/core/generation.h"
 #include "../common/core/kv_cache.h"
 #include "../common/core/transformer.h"
@@ -146,50 +147,63 @@ std::string shown_on_a_terminal(const std::function<void()>& work, double& secon
     return shown;
 }
 
+// What `work(scale)` shows on a terminal, run at scale 1, 4, 16, 64 until
+// it runs past two seconds (progress waits out one quiet second first): a
+// run too short for progress to be seen fails rather than passes.
+std::string shown_past_two_seconds(const std::function<void(int scale)>& work) {
+    for (int scale = 1; scale <= 64; scale *= 4) {
+        double seconds = 0;
+        const std::string shown = shown_on_a_terminal([&] { work(scale); }, seconds);
+        if (seconds >= 2) return shown;
+    }
+    FAIL("the work ended within two seconds even at 64 times its size: no progress to see");
+    return "";
+}
+
 }  // namespace
 
 // Chapter 08's engine work (a long system prompt prefilled, then parallel
 // samples) shows on a terminal that it runs, though no pass reports from
 // inside.
 TEST_CASE("chapter 08 on a terminal shows its engine work while it runs") {
-    double seconds = 0;
-    const std::string shown = shown_on_a_terminal(
-        [] {
-            ch08::Experiment e;
-            e.queue.cost_model = "analytic";
-            e.queue.workload.requests = 20;
-            e.model.max_seq = 1024;
-            e.sharing.system_prompt = 500;
-            e.engine_requests = 2;
-            e.check();
-            e.run();
-        },
-        seconds);
-    if (seconds < 2) {
-        MESSAGE("not asked: the run ended within the quiet second progress waits out");
-        return;
-    }
+    const std::string shown = shown_past_two_seconds([](int scale) {
+        ch08::Experiment e;
+        e.queue.cost_model = "analytic";
+        e.queue.workload.requests = 20;
+        e.model.max_seq = 1024 * scale;
+        e.sharing.system_prompt = 500 * scale;
+        e.engine_requests = 2;
+        e.check();
+        e.run();
+    });
     CHECK(shown.find("chapter 08: 4/4 parallel samples on the engine, ") != std::string::npos);
 }
 
 // Chapter 07's simulations of a long queue (each way of managing memory in
 // turn) show on a terminal that they run, and which one runs.
 TEST_CASE("chapter 07 on a terminal shows its simulations of a long queue while they run") {
-    double seconds = 0;
-    const std::string shown = shown_on_a_terminal(
-        [] {
-            ch07::Experiment e;
-            e.queue.cost_model = "analytic";
-            e.queue.workload.requests = 15'000;
-            e.engine_requests = 0;
-            e.check();
-            e.run();
-        },
-        seconds);
-    if (seconds < 2) {
-        MESSAGE("not asked: the run ended within the quiet second progress waits out");
-        return;
-    }
+    const std::string shown = shown_past_two_seconds([](int scale) {
+        ch07::Experiment e;
+        e.queue.cost_model = "analytic";
+        e.queue.workload.requests = 15'000 * scale;
+        e.engine_requests = 0;
+        e.check();
+        e.run();
+    });
     CHECK(shown.find("chapter 07: 8/8 the queue in the simulator: paged, swap, ") !=
           std::string::npos);
+}
+
+// Chapter 09's simulations (each step rule, short prompts then long) show
+// on a terminal which one runs.
+TEST_CASE("chapter 09 on a terminal shows its simulations while they run") {
+    const std::string shown = shown_past_two_seconds([](int scale) {
+        ch09::Experiment e;
+        e.queue.cost_model = "analytic";
+        e.queue.workload.requests = 5'000 * scale;
+        e.check();
+        e.run();
+    });
+    CHECK(shown.find("chapter 09: ") != std::string::npos);
+    CHECK(shown.find(" the queue in the simulator: ") != std::string::npos);
 }

@@ -244,7 +244,7 @@ TEST_CASE("an engine that answers in another order than the simulator is caught"
     };
     CHECK(check_queue_against_engine(q, model, cost, 1).same_order);
     // A queue whose engine runs another schedule (here: the simulator runs
-    // the requests in reverse) disagrees on the order of first tokens.
+    // the requests in reverse) disagrees on the order of finishing.
     q.run = [&](Executor& executor, Executor*) {
         Policy last_first = book_policies(1)[kSerialCache];
         if (dynamic_cast<SimulatedExecutor*>(&executor))

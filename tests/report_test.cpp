@@ -2,10 +2,12 @@
 // report.h): JSON strings are always valid JSON, whatever bytes a path
 // holds; the text report shows a path through visible(), as the error
 // messages do; and an error quotes at most a few dozen characters of a
-// value, however long it is.
+// value, however long it is; fixed() prints every digit.
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <iomanip>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -77,6 +79,17 @@ bool is_json_string(const std::string& s) {
 }
 
 }  // namespace
+
+TEST_CASE("fixed prints every digit of a very large number") {
+    // Against the stream's own fixed notation: a second writer of the same digits.
+    for (const double value : {123.456, 1e300, -std::numeric_limits<double>::max(), 0x1p70}) {
+        std::ostringstream stream;
+        stream << std::fixed << std::setprecision(2) << value;
+        INFO(value);
+        CHECK(fixed(value, 2) == stream.str());
+    }
+    CHECK(fixed(1e300, 0).size() == 301);
+}
 
 TEST_CASE("a JSON string is valid JSON whatever bytes it is given") {
     const std::vector<std::string> bytes = {

@@ -55,7 +55,17 @@ struct Experiment {
     void check() const {
         check_queue(model, queue);
         const MemoryBudget b = budget();
-        const std::vector<Request> requests = make_workload(workload_of(queue, seed));
+        // Every request's cap is --answer-max, so only its prompt decides:
+        // if the longest prompt fits, every request does, and nothing need
+        // be drawn; if the shortest does not, the first request is refused,
+        // and it is drawn alone (requests are drawn in order, so it is the
+        // same first request).
+        const WorkloadOptions& w = queue.workload;
+        if (std::uint64_t(w.prompt_max) + std::uint64_t(w.answer_max) - 1 <= b.tokens) return;
+        WorkloadOptions drawn = workload_of(queue, seed);
+        if (std::uint64_t(w.prompt_min) + std::uint64_t(w.answer_max) - 1 > b.tokens)
+            drawn.requests = 1;
+        const std::vector<Request> requests = make_workload(drawn);
         if (const Request* r = first_that_never_fits(requests, b))
             throw UsageError("--kv-budget-mib " + std::to_string(queue.kv_budget_mib) + " holds " +
                              with_commas(b.tokens) + " positions of KV cache (" +

@@ -17,7 +17,7 @@ template <class Experiment, class Report>
 int run_chapter(int argc, const char* const* argv, const char* program, const char* summary,
                 Experiment& experiment, Report&& report) {
     return run_program(program, [&] {
-        RunFiles files;     // the run's files replace the old ones together, or none does
+        RunFiles files;     // the run's files replace the old ones only after every check
         OutputOptions out;  // --json, --save-json, --plot-dir
         out.chapter = program;
         Flags flags(program, summary);

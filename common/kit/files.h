@@ -101,8 +101,10 @@ std::string program_folder();
 // One run's files (run_chapter): it refuses an output that is a file the
 // run reads (this program first) or already writes, and holds every
 // committed OutputFile beside its target until its own commit() renames
-// them all, signals held back: they replace the old files together, or none
-// does. Dropped uncommitted, it removes them.
+// them, one after another in the order they were committed, signals held
+// back. Every check a run makes comes before that; a rename that fails
+// there leaves the files renamed before it replaced and removes the rest.
+// Dropped uncommitted, it removes them.
 class RunFiles {
   public:
     RunFiles();

@@ -120,9 +120,14 @@ std::string excerpt(const std::string& s, std::size_t most) {
 }
 
 std::string fixed(double value, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-    return buf;
+    // Every digit: the largest double has 309 before the point, so the text
+    // is measured first rather than cut at a buffer's end.
+    const int length = std::snprintf(nullptr, 0, "%.*f", decimals, value);
+    if (length < 0) return "?";
+    std::string text(std::size_t(length) + 1, '\0');
+    std::snprintf(text.data(), text.size(), "%.*f", decimals, value);
+    text.pop_back();  // the terminating zero snprintf wrote
+    return text;
 }
 
 // ------------------------------------------------------------------- tables

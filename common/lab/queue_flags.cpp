@@ -17,9 +17,10 @@ namespace kv {
 void add_queue_flags(Flags& flags, QueueOptions& q) {
     WorkloadOptions& w = q.workload;
     // The simulator keeps every request and every gap between two tokens (the
-    // percentiles need them all): a million requests of chapter 05's queue
-    // peak near 1 GiB; ten million ran past 9 GiB. A million take minutes.
-    flags.add("requests", w.requests, 1, 1'000'000, "requests in the queue (past 100,000: slow)");
+    // percentiles need them all): check_queue bounds what they may hold.
+    flags.add("requests", w.requests, 1, 1'000'000,
+              "requests in the queue (past 100,000: slow; with --answer-len, at most "
+              "100,000,000 answer tokens in all)");
     flags.add("prompt-min", w.prompt_min, 1, 1 << 20, "shortest prompt (uniform lengths)");
     flags.add("prompt-max", w.prompt_max, 1, 1 << 20, "longest prompt");
     flags.add("answer-len", w.answer_len, 1, 1 << 20, "mean answer length before the cap");
@@ -60,6 +61,8 @@ void check_queue(const Config& c, const QueueOptions& q) {
                  std::to_string(2 * w.answer_len - 1) + ", above --answer-max " +
                  std::to_string(w.answer_max));
     need(w.rate >= 0, "--rate must not be negative, got " + json_number(w.rate));
+    // Before anything is drawn: the draw itself takes one step per answer token.
+    if (const std::string over = beyond_simulation(w); !over.empty()) throw UsageError(over);
     need(q.batch >= 1, "--batch must be at least 1, got " + std::to_string(q.batch));
     // The cache holds prompt + answer - 1 positions (the last answer token
     // is produced, never fed back), so that is what must fit in the context.
@@ -87,6 +90,29 @@ void check_queue(const Config& c, const QueueOptions& q) {
                     std::uint64_t(kMostCalibratedBatch) + std::uint64_t(kLargestCalibratedChunk));
     else
         check_model(c, 0);
+}
+
+std::uint64_t simulation_bytes(std::uint64_t requests, std::uint64_t answer_tokens) {
+    // Per answer token: its gap in a vector that may have grown to twice its
+    // size, and the sorted copy the percentiles read. Per request: the queue's
+    // record, the schedule's copy and its times to first token.
+    return answer_tokens * 3 * sizeof(double) + requests * (2 * sizeof(Request) + sizeof(double));
+}
+
+std::string beyond_simulation(const WorkloadOptions& w) {
+    // --answer-len is the mean before the cap, so no draw's mean is larger.
+    const std::uint64_t tokens = std::uint64_t(w.requests) * std::uint64_t(w.answer_len);
+    const std::uint64_t bytes = simulation_bytes(std::uint64_t(w.requests), tokens);
+    const std::string what = "--requests " + std::to_string(w.requests) + " x --answer-len " +
+                             std::to_string(w.answer_len) + " is about " + with_commas(tokens) +
+                             " answer tokens, whose gaps the simulator keeps one by one (" +
+                             format_bytes(bytes) + ")";
+    if (tokens > kMostQueueTokens)
+        return what + ": it keeps at most " + with_commas(kMostQueueTokens) + " (" +
+               format_bytes(simulation_bytes(std::uint64_t(w.requests), kMostQueueTokens)) + ")";
+    if (const std::string over = beyond_memory(double(bytes), 0.5); !over.empty())
+        return what + ": that would be " + over;
+    return "";
 }
 
 int check_blocks(const Config& c, const std::string& flag, std::uint64_t mib, int block_size,

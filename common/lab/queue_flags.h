@@ -31,6 +31,21 @@ void add_queue_flags(Flags& flags, QueueOptions& q);
 // Every value checked, the first bad one a UsageError naming its flag.
 void check_queue(const Config& c, const QueueOptions& q);
 
+// Most answer tokens a queue may hold (--requests x --answer-len): the
+// simulator keeps each gap between two tokens, so 100 million hold at most
+// 2.5 GiB (simulation_bytes) and take chapter 05's six policies tens of
+// seconds, with progress on a terminal.
+inline constexpr std::uint64_t kMostQueueTokens = 100'000'000;
+
+// Bytes the simulator holds at most for a queue of `requests` and
+// `answer_tokens` in all.
+std::uint64_t simulation_bytes(std::uint64_t requests, std::uint64_t answer_tokens);
+
+// Empty if the queue's answer tokens are at most kMostQueueTokens and their
+// records fit in half this machine's memory; else the refusal, one line
+// naming --requests and --answer-len.
+std::string beyond_simulation(const WorkloadOptions& w);
+
 // A KV budget of `mib` MiB (named by `flag`) in blocks of --block-size
 // positions: its blocks, checked to be countable by an int, to hold a
 // request of `longest` positions alone (or it would wait forever) and, where

@@ -16,7 +16,8 @@
 # the harness's own, and before one run in three that state is damaged
 # (empty, huge, a folder, a FIFO, random bytes; a calibration's prices not
 # finite, below zero or absurd, the run then pricing by them), and put back
-# after.
+# after. Only what the run reads is damaged, and only runs that read it
+# count as planted.
 #
 # Each run's standard error is a terminal (script(1) gives it one), so its
 # progress shows as it would to a reader.
@@ -26,7 +27,7 @@
 #   - it exits with a status other than 0 or 2 (a crash, an abort);
 #   - it exits 2 without exactly one line on stderr (progress lines aside);
 #   - it exits 0 with nothing on stdout, or with inf or nan in its report
-#     or its plots;
+#     or its plots, or with the prices of a damaged calibration reused;
 #   - it shows nothing on its terminal for QUIET_SECONDS (20): no progress,
 #     unless the --help line of a flag drawn for it says its value may be
 #     slow; such a run is killed and counted as quiet, its command printed.
@@ -238,8 +239,10 @@ done
 
 # ------------------------------------------------------------ the state
 # The good state, kept aside; damage_state draws a damage to the kernel plan
-# or to every calibration (setting $damage, and $priced when the run must
-# price by the calibration); restore_state puts the good state back.
+# or to every calibration, only of what the run reads (a program with no
+# model flags reads neither, one with no --cost-model no calibration),
+# setting $damage ("" if nothing was damaged) and $priced when the run must
+# price by the calibration; restore_state puts the good state back.
 cp "$BIN/kernel_plan.txt" "$TMP/good-plan"
 restore_state() {
     rm -rf "$BIN/kernel_plan.txt" "$BIN/calibration"
@@ -258,15 +261,18 @@ damage_file() {  # damage_file PATH KIND
 }
 damage_state() {
     local kind target files f
-    pick plan calibration; target="$value"
+    damage="" priced=""
+    [[ " ${flags[$ch]//$'\n'/ } " == *" layers "* ]] || return 0
+    [[ " ${flags[$ch]//$'\n'/ } " == *" cost-model "* ]] && priced=1
+    target=plan
+    if [ -n "$priced" ]; then pick plan calibration; target="$value"; fi
     if [ "$target" = calibration ]; then
         pick empty huge folder fifo garbage infinite nan negative absurd; kind="$value"
     else
         pick empty huge folder fifo garbage; kind="$value"
     fi
-    damage="$target:$kind" priced=""
-    if [ "$target" = plan ]; then damage_file "$BIN/kernel_plan.txt" "$kind"; return; fi
-    [[ " ${flags[$ch]//$'\n'/ } " == *" cost-model "* ]] && priced=1
+    damage="$target:$kind"
+    if [ "$target" = plan ]; then priced=""; damage_file "$BIN/kernel_plan.txt" "$kind"; return; fi
     files=("$TMP/good-calibration"/*)
     for f in "${files[@]}"; do
         f="$BIN/calibration/$(basename "$f")"
@@ -359,18 +365,22 @@ while [ "$SECONDS" -lt "$budget" ]; do
         args+=("${words[@]}")
     done
     [ $((RANDOM % 3)) = 0 ] && args+=(--json)
-    damage=""
-    if [ $((RANDOM % 3)) = 0 ]; then
-        damage_state
-        [ -n "$priced" ] && args+=(--cost-model measured)
-        planted=$((planted + 1))
-        damages[$damage]=$((${damages[$damage]:-0} + 1))
-    fi
+    damage="" priced=""
+    [ $((RANDOM % 3)) = 0 ] && damage_state
+    [ -n "$priced" ] && args+=(--cost-model measured)
     runs=$((runs + 1))
     start="$(micros)"
     run_on_a_terminal
     used[$ch]=$((used[$ch] + $(micros) - start))
     [ -n "$damage" ] && restore_state
+    # Planted: the plan is read by every program with a model; a calibration
+    # only if one was saved for the run's model (drawn flags may change it),
+    # which its step cost then shows: refused ("not used") or used ("reused").
+    if [ -n "$damage" ] && { [ -z "$priced" ] ||
+        grep -qE 'the saved prices were not used|reused from' "$work.out"; }; then
+        planted=$((planted + 1))
+        damages[$damage]=$((${damages[$damage]:-0} + 1))
+    fi
     if [ -n "${VERBOSE:-}" ]; then
         printf 'exit %s%s:' "$status" "${damage:+ (state: $damage)}"
         printf ' %q' "$ch" "${args[@]:${#base_words[@]}}"
@@ -395,6 +405,9 @@ while [ "$SECONDS" -lt "$budget" ]; do
         else report "$ch: exit status 2 with $lines_err lines on stderr"; fi
     elif [ "$status" = 0 ]; then
         if [ ! -s "$work.out" ]; then report "$ch: exit status 0 with nothing on stdout"
+        elif [ -n "$priced" ] && grep -q 'reused from' "$work.out"; then
+            # Every saved calibration was damaged: none may be reused.
+            report "$ch: priced by a damaged calibration ($damage): its prices were reused"
         elif cat "$work.out" "$work"/plots/*.svg 2>/dev/null | grep -qiwE -- '-?(inf|nan)'; then
             report "$ch: a number that is not finite in its report or plots"
         else exit0=$((exit0 + 1)); fi
