@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "../core/timing.h"
-#include "../kit/files.h"  // read_file, write_state_file, program_folder
+#include "../kit/files.h"  // read_file, write_state_file, program_folder, as_typed
 
 namespace kv {
 
@@ -334,7 +334,7 @@ void place(Plans& p, const std::string& path) {
     p.path = path;
     p.from_file = path.empty() ? std::vector<KernelPlan>{}
                                : read_plan_text(read_small_file(path, 1 << 20), this_machine());
-    for (KernelPlan& plan : p.from_file) plan.how = "read from " + path;
+    for (KernelPlan& plan : p.from_file) plan.how = "read from " + as_typed(path);
 }
 
 }  // namespace

@@ -171,6 +171,12 @@ std::string file_name_part(const std::string& text) {
     return name;
 }
 
+std::string as_typed(const std::string& path) {
+    std::error_code e;
+    const std::string near = fs::proximate(path, e).string();
+    return e || near.starts_with("..") ? path : near;
+}
+
 std::string program_folder() {
     std::error_code error;
     const fs::path self = fs::read_symlink("/proc/self/exe", error);

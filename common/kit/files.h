@@ -97,6 +97,9 @@ std::string file_name_part(const std::string& text);
 // The folder this program is in (build/ for ./build/ch05), where the book
 // keeps what it measures once (the kernel plan, calibrations); "" if unknown.
 std::string program_folder();
+// `path` as the reader would type it from where they ran the program
+// (build/calibration/... from the book's folder), absolute from elsewhere.
+std::string as_typed(const std::string& path);
 
 // One run's files (run_chapter): it refuses an output that is a file the
 // run reads (this program first) or already writes, and holds every

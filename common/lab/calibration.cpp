@@ -90,14 +90,6 @@ double time_once(Transformer& model, const StepShape& s) {
     return std::max(fastest, 1e-9);
 }
 
-// `path` as the reader would type it from where they ran the program
-// (build/calibration/... from the book's folder), absolute from elsewhere.
-std::string as_typed(const std::string& path) {
-    std::error_code e;
-    const std::string near = std::filesystem::proximate(path, e).string();
-    return e || near.starts_with("..") ? path : near;
-}
-
 // The saved file: a line per fact, "key value", numbers written to the
 // last bit (%.17g), so that they come back exactly.
 std::string saved_text(const StepCalibration& cal, const Config& c) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../../common/fast/machine_probes.h"
+#include "../../common/kit/files.h"  // as_typed
 #include "../../common/kit/output.h"
 #include "../../common/kit/report.h"
 #include "experiment.h"
@@ -305,9 +306,9 @@ inline int report(const Results& res, const OutputOptions& out) {
     std::printf(
         "The kernel plan (common/fast/kernel_plan.h): the matrix-product kernel of each row "
         "class\n");
-    std::printf(
-        "that measured fastest here, for each shape; %s\n",
-        res.plan_file.empty() ? "kept in memory only" : ("kept in " + res.plan_file).c_str());
+    std::printf("that measured fastest here, for each shape; %s\n",
+                res.plan_file.empty() ? "kept in memory only"
+                                      : ("kept in " + as_typed(res.plan_file)).c_str());
     for (const KernelPlan& p : res.plans)
         std::printf("  %s: one row %s, a few rows %s, many rows %s (%s)\n", p.key.c_str(),
                     p.matmul.one->name, p.matmul.few->name, p.matmul.many->name,
