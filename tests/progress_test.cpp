@@ -89,26 +89,6 @@ TEST_CASE("progress on a terminal: a new count at once and the seconds since the
     CHECK(all.size() - 1 - blank >= std::string("working 2/3 (a warm-up), 0 s").size());
 }
 
-TEST_CASE("progress on a terminal says how long the rest will take at the pace so far") {
-    SharedText text;
-    std::ostream out(&text);
-    Progress progress("working", out, true, std::chrono::milliseconds(0));
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    progress.update(1, 4);  // a quarter done in a second or so: three times that to go
-    REQUIRE(text.shows("\rworking 1/4, "));
-    const std::string shown = text.text();
-    const std::size_t at = shown.rfind("\rworking 1/4, ");
-    long elapsed = -1, left = -1;
-    REQUIRE(std::sscanf(shown.c_str() + at, "\rworking 1/4, %ld s, about %ld s left", &elapsed,
-                        &left) == 2);
-    CHECK(left >= 3 * elapsed);
-    CHECK(left <= 3 * (elapsed + 1));
-    progress.update(4, 4);  // done: nothing left to estimate
-    REQUIRE(text.shows("\rworking 4/4, "));
-    const std::string last = text.text().substr(text.text().rfind("\rworking 4/4"));
-    CHECK(last.find("left") == std::string::npos);
-}
-
 // A call that cannot report, one long prefill, still shows that it runs:
 // the line is drawn by the progress's own thread, from outside.
 TEST_CASE("progress on a terminal shows a note given in its quiet time without another update") {

@@ -78,15 +78,6 @@ void Progress::show() {
     if (!note_.empty()) text += " " + note_;
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since).count();
     text.append(", ").append(std::to_string(seconds)).append(" s");
-    // The time left, if the rest goes as fast as what is done: the run's
-    // own estimate of how long it will take, from its first second on.
-    if (done_ > 0 && total_ > done_) {
-        const double left =
-            std::chrono::duration<double>(since).count() * double(total_ - done_) / double(done_);
-        text += left < 120    ? ", about " + std::to_string(long(left + 0.5)) + " s left"
-                : left < 7200 ? ", about " + std::to_string(long(left / 60 + 0.5)) + " min left"
-                              : ", about " + std::to_string(long(left / 3600 + 0.5)) + " h left";
-    }
     if (text == shown_) return;
     shown_ = text;
     width_ = std::max(width_, text.size());
