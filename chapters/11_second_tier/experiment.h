@@ -243,8 +243,14 @@ struct Experiment : Setup {
                     throw std::runtime_error("cannot measure the tier: " + file->warning());
             }
             r.measured_in = file->folder();
-            return serve_one(m, pool, *file, std::span(prompt).first(std::size_t(capacity)), prefix,
-                             kRepeats, recompute_repeats);
+            OneRequest served =
+                serve_one(m, pool, *file, std::span(prompt).first(std::size_t(capacity)), prefix,
+                          kRepeats, recompute_repeats);
+            // A write that failed on the way (a full disk) leaves reads
+            // that never happened: nothing to time, so no figure at all.
+            if (file->counts().write_failures > 0)
+                throw std::runtime_error("cannot measure the tier: " + file->warning());
+            return served;
         };
         // A recompute of 1,024 tokens or more is timed once: it moves little, and costs seconds.
         for (int p : sizes)

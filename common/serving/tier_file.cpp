@@ -157,7 +157,7 @@ bool TierFile::write(int slot, const BlockName& name, int block) {
     std::memcpy(buffer_.data(), &sum, 8);
     const ssize_t n = ::pwrite(fd_, buffer_.data(), slot_bytes_, off_t(offset(slot)));
     if (n != ssize_t(slot_bytes_)) {
-        fail("cannot write " + path_, n < 0 ? errno : ENOSPC);
+        fail("cannot write the tier file made under " + folder_, n < 0 ? errno : ENOSPC);
         ++counts_.write_failures;
         return false;
     }
