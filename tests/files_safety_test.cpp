@@ -3,7 +3,8 @@
 // where the stream is; an output that is also an input, another output or
 // this program's standard output is refused; a signal or a file-size limit
 // during a write leaves no file behind and the old files as they were; a
-// run's files replace the old ones together; a replaced file keeps its
+// run's files replace the old ones only after every check has passed; a
+// replaced file keeps its
 // permissions; a link planted in a shared sticky folder is not followed.
 //
 // Signals and limits are tried on real child processes (fork): each child
