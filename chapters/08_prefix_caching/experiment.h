@@ -102,6 +102,15 @@ struct Setup {
                              std::to_string(sample_prompt()) +
                              " prompt positions each: " + e.what());
         }
+        // Every prompt's tokens are kept: a follow-up's grows up to --max-seq.
+        if (sharing.follow_ups > 0)
+            check_prompt_tokens(
+                w, std::uint64_t(model.max_seq),
+                "--max-seq " + std::to_string(model.max_seq) + ", as far as a follow-up grows");
+        else
+            check_prompt_tokens(w,
+                                std::uint64_t(sharing.system_prompt) + std::uint64_t(w.prompt_max),
+                                "--system-prompt + --prompt-max");
     }
 
     // The parallel samples' prompt (S and the workload's mean prompt), and

@@ -122,6 +122,10 @@ struct Setup {
 
     void check() const {
         check_queue(model, queue);
+        // Every turn keeps its whole history, which grows up to --max-seq.
+        check_prompt_tokens(queue.workload, std::uint64_t(model.max_seq),
+                            "--max-seq " + std::to_string(model.max_seq) +
+                                ", as far as a conversation's history grows");
         check_blocks(model, "--kv-budget-mib", queue.kv_budget_mib, block_size, model.max_seq,
                      true);
         if (longest_prefix < block_size)

@@ -115,6 +115,20 @@ std::string beyond_simulation(const WorkloadOptions& w) {
     return "";
 }
 
+void check_prompt_tokens(const WorkloadOptions& w, std::uint64_t tokens_each,
+                         const std::string& why) {
+    const std::uint64_t tokens = std::uint64_t(w.requests) * tokens_each;
+    const double bytes = double(tokens) * sizeof(int);
+    const std::string what = "--requests " + std::to_string(w.requests) + " prompts of up to " +
+                             with_commas(tokens_each) + " tokens (" + why + ") are up to " +
+                             with_commas(tokens) + " token ids, each kept (" +
+                             format_bytes(std::uint64_t(bytes)) + ")";
+    if (tokens > kMostQueueTokens)
+        throw UsageError(what + ": a queue keeps at most " + with_commas(kMostQueueTokens));
+    if (const std::string over = beyond_memory(bytes, 0.5); !over.empty())
+        throw UsageError(what + ": that would be " + over);
+}
+
 int check_blocks(const Config& c, const std::string& flag, std::uint64_t mib, int block_size,
                  int longest, bool allocated) {
     if (block_size > c.max_seq)

@@ -46,6 +46,13 @@ std::uint64_t simulation_bytes(std::uint64_t requests, std::uint64_t answer_toke
 // naming --requests and --answer-len.
 std::string beyond_simulation(const WorkloadOptions& w);
 
+// Refuses, in one line naming --requests and `why`, a queue whose prompts'
+// token ids (at most `tokens_each` a request, as `why` says) pass
+// kMostQueueTokens or half this machine's memory: chapters 08 and 11 keep
+// every request's whole prompt, histories included.
+void check_prompt_tokens(const WorkloadOptions& w, std::uint64_t tokens_each,
+                         const std::string& why);
+
 // A KV budget of `mib` MiB (named by `flag`) in blocks of --block-size
 // positions: its blocks, checked to be countable by an int, to hold a
 // request of `longest` positions alone (or it would wait forever) and, where
