@@ -101,3 +101,11 @@ TEST_CASE("cases are named points with no line between them; names on one spot d
     CHECK(std::abs(y_of(">bfloat16<") - y_of(">float16<")) >= 13);
     CHECK_THROWS_AS(plot.add_cases("bad", {1}, {1}, {}), std::invalid_argument);
 }
+
+TEST_CASE("an SVG coordinate keeps every digit, however large") {
+    CHECK(svg_number(12.25) == "12.2");  // one decimal, rounded to even as printf does
+    const std::string huge = svg_number(1e300);
+    CHECK(huge.size() == 303);  // 301 digits, the point and one decimal
+    CHECK(huge.substr(0, 4) == "1000");
+    CHECK(huge.ends_with(".0"));
+}

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "report.h"  // fixed
+
 namespace kv {
 
 // `text` as XML character data or an attribute value: & < > " ' as
@@ -25,11 +27,9 @@ inline std::string svg_escape(std::string_view text) {
     return out;
 }
 
-// A coordinate with one decimal: "12.5".
+// A coordinate with one decimal: "12.5", every digit (report.h's fixed).
 inline std::string svg_number(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-    return buf;
+    return fixed(v, 1);
 }
 
 // The <svg> element and its white background.
