@@ -398,11 +398,11 @@ TEST_CASE("no follow-up is admitted before the request it follows has finished")
     }
 }
 
-TEST_CASE("without follow-ups the scheduler decides as it always has") {
+TEST_CASE("without follow-ups the scheduler decides first come, first served by arrival") {
     // The decisions (every admission, step, finish and preemption, with the
     // batch and the memory after it) of every book policy on two queues,
-    // one at once and one as a stream, with preemptions, as a digest pinned
-    // before requests could follow one another. Integers only: the same on
+    // one at once and one as a stream, with preemptions, as a pinned digest:
+    // waiting requests go by arrival, then id. Integers only: the same on
     // every machine.
     Fnv1a64 digest;
     auto add = [&](std::uint64_t v) {

@@ -23,9 +23,10 @@ namespace {
 
 // Up to 4 query heads (by_fours) scored together, kGroupKeys keys at a
 // time, every sum in registers: with 32 registers (AVX-512) 4 keys, 16
-// accumulators; with 16 registers (AVX2, SSE2) one key, its 4 heads' sums
-// in kParts vectors each. The weighted sums hold kMostChunks vectors of
-// each head's outputs. More would spill, and wait on memory for every addition.
+// accumulators; with 16 registers (AVX2) one key, its 4 heads' sums in 2
+// vectors each (SSE2's 4 vectors each fill all 16, so some wait in memory).
+// The weighted sums hold kMostChunks vectors of each head's outputs. More
+// would spill, and wait on memory for every addition.
 inline constexpr int kGroupKeys = kParts == 1 ? 4 : 1;
 inline constexpr int kMostChunks = kParts == 1 ? 4 : 2;
 

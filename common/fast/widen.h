@@ -109,7 +109,8 @@ inline float int8_scale(const std::byte* p) {
 
 // Where numbers of one KV head's row sit, for each format: Stored<F>::native
 // (row, k) widens numbers k..k+kNativeWidth-1 (k a multiple of kNativeWidth,
-// all inside the row), number() one. The head's row starts at `row`; an
+// all inside the row; int8's takes its block's scale, read once by scale()),
+// number() one. The head's row starts at `row`; an
 // int8 row is blocks of kInt8Block numbers, each after its scale, and
 // kNativeWidth divides kInt8Block, so one vector never straddles two blocks.
 template <NumberFormat F>

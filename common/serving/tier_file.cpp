@@ -18,7 +18,7 @@ namespace kv {
 namespace {
 
 // Signals held back while the tier's folder and file exist on disk, from
-// mkdtemp() to rmdir(), so that no SIGINT or SIGTERM ends the program in
+// mkdtemp() to rmdir(), so that no SIGINT, SIGTERM or SIGHUP ends the program in
 // between and leaves them behind.
 class SignalsHeld {
   public:
